@@ -1,0 +1,37 @@
+# The README's first two commands are `make run` and `make test`; both set up .venv from scratch.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(abspath $(VENV))/bin:$(PATH)
+# The CPU wheel of torch==2.13.0 lies in /opt/wheels on the project's machines; without it pip would
+# fetch a multi-GB CUDA build.
+ifneq ($(wildcard /opt/wheels),)
+export PIP_FIND_LINKS ?= /opt/wheels
+endif
+CORES ?= 8
+
+.PHONY: install run test lint dvc-yaml clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.lock pyproject.toml
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+run: install
+	snakemake --cores $(CORES)
+
+test: install
+	python -m pytest -q
+
+lint: install
+	ruff check src tests workflow bench
+	snakemake --lint
+
+dvc-yaml: install
+	python workflow/scripts/make_dvc_yaml.py --params params.yaml --out dvc.yaml
+
+clean:
+	rm -rf results logs benchmarks .snakemake

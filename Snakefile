@@ -1,0 +1,17 @@
+# dpiw: scale -> synthesize -> fit_weights -> postprocess_weights -> evaluate, privacy_ledger, aggregate.
+# Wiring only; the grid, paths and stage arguments live in dpiw.grid (shared with dvc.yaml).
+configfile: "params.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/scale.smk"
+include: "workflow/rules/synthesize.smk"
+include: "workflow/rules/weights.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/privacy.smk"
+
+
+rule all:
+    input:
+        TABLE_CSV,
+        TABLE_MD,

@@ -1,0 +1,133 @@
+"""A dataset's schema: its columns, their types and *public* bounds, its target and task.
+
+The bounds must come from public knowledge (units, documented ranges), never from the private rows:
+scaling with them is a per-record transform and costs no privacy budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dpiw import DpiwError
+
+TASKS = ("classification", "regression")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # "numeric" or "categorical"
+    lower: float | None = None
+    upper: float | None = None
+    categories: tuple[str, ...] = ()
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.type == "numeric"
+
+
+@dataclass(frozen=True)
+class Schema:
+    name: str
+    task: str
+    target: str
+    columns: tuple[Column, ...]
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    @property
+    def features(self) -> list[Column]:
+        return [c for c in self.columns if c.name != self.target]
+
+    @property
+    def target_column(self) -> Column:
+        return self.column(self.target)
+
+    def column(self, name: str) -> Column:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise DpiwError(f"schema '{self.name}' has no column '{name}'")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.target_column.categories) if self.task == "classification" else 0
+
+
+def _fail(path, msg):
+    raise DpiwError(f"{path}: {msg}")
+
+
+def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
+    """Validate a schema mapping and build a :class:`Schema`; every error names the field."""
+    if not isinstance(d, dict):
+        _fail(path, "a schema must be a mapping with keys name, task, target, columns")
+    allowed = {"name", "task", "target", "columns", "source", "description", "provenance"}
+    unknown = set(d) - allowed
+    if unknown:
+        _fail(path, f"unknown key(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
+    for key in ("name", "task", "target", "columns"):
+        if key not in d:
+            _fail(path, f"missing required key '{key}'")
+    if d["task"] not in TASKS:
+        _fail(path, f"task must be one of {TASKS}, got {d['task']!r}")
+    if not isinstance(d["columns"], list) or len(d["columns"]) < 2:
+        _fail(path, "columns must be a list of at least two columns")
+    cols = []
+    seen = set()
+    for i, c in enumerate(d["columns"]):
+        where = f"columns[{i}]"
+        if not isinstance(c, dict) or "name" not in c or "type" not in c:
+            _fail(path, f"{where} needs 'name' and 'type'")
+        extra = set(c) - {"name", "type", "lower", "upper", "categories", "description"}
+        if extra:
+            _fail(path, f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
+        name = str(c["name"])
+        if name in seen:
+            _fail(path, f"{where}: duplicate column name '{name}'")
+        seen.add(name)
+        if c["type"] == "numeric":
+            lo, hi = c.get("lower"), c.get("upper")
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)):
+                _fail(path, f"column '{name}': numeric columns need numeric public bounds 'lower' and 'upper'")
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                _fail(path, f"column '{name}': need finite lower < upper, got lower={lo}, upper={hi}")
+            cols.append(Column(name, "numeric", float(lo), float(hi)))
+        elif c["type"] == "categorical":
+            cats = c.get("categories")
+            if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
+                _fail(path, f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
+            cols.append(Column(name, "categorical", categories=tuple(str(x) for x in cats)))
+        else:
+            _fail(path, f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
+    schema = Schema(name=str(d["name"]), task=d["task"], target=str(d["target"]), columns=tuple(cols),
+                    source=dict(d.get("source") or {}))
+    if schema.target not in seen:
+        _fail(path, f"target '{schema.target}' is not one of the columns")
+    tcol = schema.target_column
+    if schema.task == "classification" and tcol.type != "categorical":
+        _fail(path, f"classification target '{tcol.name}' must be categorical with its class list")
+    if schema.task == "regression" and tcol.type != "numeric":
+        _fail(path, f"regression target '{tcol.name}' must be numeric")
+    if any(not c.is_numeric for c in schema.features):
+        _fail(path, "categorical feature columns are not supported yet (only the target may be categorical)")
+    return schema
+
+
+def load_schema(path: str | Path) -> Schema:
+    path = Path(path)
+    if not path.is_file():
+        raise DpiwError(f"{path}: schema file not found")
+    try:
+        d = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise DpiwError(f"{path}: not valid YAML ({exc})") from exc
+    return parse_schema(d, path=str(path))

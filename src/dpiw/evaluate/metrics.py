@@ -1,0 +1,109 @@
+"""WST, beta-MSE and Kish ESS (paper Section 4)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from dpiw import DpiwError
+
+
+def _normalised(w: np.ndarray) -> np.ndarray:
+    w = np.asarray(w, float)
+    if (w < 0).any() or not np.isfinite(w).all():
+        raise DpiwError("weights must be finite and non-negative")
+    s = w.sum()
+    if s <= 0:
+        raise DpiwError("all weights are zero")
+    return w / s
+
+
+def kish_ess(w: np.ndarray) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2.
+
+    >>> kish_ess(np.ones(7))
+    7.0
+    """
+    w = np.asarray(w, float)
+    return float(w.sum() ** 2 / (w**2).sum())
+
+
+def weighted_wasserstein(X_synth: np.ndarray, w: np.ndarray, X_test: np.ndarray) -> float:
+    """Exact 1-Wasserstein distance (EMD, Euclidean ground cost) between the weighted synthetic rows
+    and the uniformly weighted test rows, by POT's network simplex.
+
+    >>> X = np.array([[0.0], [1.0]])
+    >>> round(weighted_wasserstein(X, np.array([1.0, 1.0]), np.array([[0.0], [0.0]])), 6)
+    0.5
+    """
+    # POT imports every backend it finds (torch: ~2 s per process); ours are numpy arrays.
+    for backend in ("PYTORCH", "JAX", "CUPY", "TENSORFLOW"):
+        os.environ.setdefault(f"POT_BACKEND_DISABLE_{backend}", "1")
+    import ot
+
+    a = _normalised(w)
+    keep = a > 0  # zero-weight rows carry no mass; dropping them shrinks the LP
+    b = np.full(len(X_test), 1.0 / len(X_test))
+    M = ot.dist(X_synth[keep], X_test, metric="euclidean")
+    a_k = a[keep] / a[keep].sum()
+    value, log = ot.emd2(a_k, b, M, numItermax=10_000_000, log=True)
+    if log.get("warning"):
+        raise DpiwError(f"EMD did not converge: {log['warning']}")
+    return float(value)
+
+
+def _logistic_objective(theta, X, Y, w, n_classes):
+    """sum_i w_i * cross-entropy + 0.5 ||coef||^2 (intercepts unpenalised), and its gradient."""
+    n, d = X.shape
+    k = 1 if n_classes == 2 else n_classes
+    W = theta.reshape(k, d + 1)
+    Z = X @ W[:, :d].T + W[:, d]
+    if k == 1:  # binary: one coefficient vector, labels in {0, 1}
+        z, y = Z[:, 0], Y[:, 1]
+        loss = np.logaddexp(0.0, z) - y * z
+        G = (1.0 / (1.0 + np.exp(-z)) - y)[:, None]
+    else:
+        lse = np.logaddexp.reduce(Z, axis=1)
+        loss = lse - (Z * Y).sum(axis=1)
+        G = np.exp(Z - lse[:, None]) - Y
+    f = float(w @ loss) + 0.5 * float((W[:, :d] ** 2).sum())
+    grad = np.empty_like(W)
+    grad[:, :d] = (G * w[:, None]).T @ X + W[:, :d]
+    grad[:, d] = (G * w[:, None]).sum(axis=0)
+    return f, grad.ravel()
+
+
+def fit_linear_model(X: np.ndarray, y: np.ndarray, w: np.ndarray | None, *, task: str,
+                     n_classes: int = 0) -> np.ndarray:
+    """Coefficients (one row per class, intercept last) of the paper's downstream linear model.
+
+    Regression: weighted least squares. Classification: L2-penalised (C = 1) logistic regression,
+    binary or multinomial, with the objective of scikit-learn's ``LogisticRegression()`` (same
+    minimiser; tests compare the two), written here to keep the evaluate stage's start-up short.
+    """
+    X = np.asarray(X, float)
+    w = np.ones(len(X)) if w is None else np.asarray(w, float)
+    if task == "regression":
+        A = np.hstack([X, np.ones((len(X), 1))]) * np.sqrt(w)[:, None]
+        coef, *_ = np.linalg.lstsq(A, np.asarray(y, float) * np.sqrt(w), rcond=None)
+        return coef
+    from scipy.optimize import minimize
+
+    y = np.asarray(y).astype(np.int64)
+    present = np.unique(y[w > 0])
+    if present.size < n_classes:
+        raise DpiwError(f"the weighted synthetic data hold only classes {present.tolist()} of {n_classes}")
+    Y = np.eye(n_classes)[y]
+    k = 1 if n_classes == 2 else n_classes
+    res = minimize(_logistic_objective, np.zeros(k * (X.shape[1] + 1)), args=(X, Y, w, n_classes), jac=True,
+                   method="L-BFGS-B", options={"gtol": 1e-8, "ftol": 1e-14, "maxiter": 20_000})
+    return res.x
+
+
+def beta_mse(X_synth, y_synth, w, X_test, y_test, *, task: str, n_classes: int = 0) -> float:
+    """MSE between the linear model's coefficients fitted on weighted G and on T."""
+    w = _normalised(w) * len(w)
+    b_synth = fit_linear_model(X_synth, y_synth, w, task=task, n_classes=n_classes)
+    b_test = fit_linear_model(X_test, y_test, None, task=task, n_classes=n_classes)
+    return float(np.mean((b_synth - b_test) ** 2))

@@ -1,0 +1,148 @@
+"""The run grid, the artifact paths and each stage's command-line arguments.
+
+The single source of truth for Snakemake (workflow/rules/common.smk) and for the generated dvc.yaml
+(workflow/scripts/make_dvc_yaml.py). Arguments that come from params.yaml are produced through a
+``lookup(key)`` callback: Snakemake passes the value, the DVC generator passes ``${key}`` so that DVC
+tracks exactly the parameters each stage uses.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from dpiw.privacy import WEIGHT_METHODS_WITH_OWN_BUDGET, budget_share
+
+STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
+          "aggregate")
+
+SCALE_DIR = "results/{dataset}/seed={seed}"
+TRAIN = SCALE_DIR + "/train.parquet"
+TEST = SCALE_DIR + "/test.parquet"
+SCALE_PRIVACY = SCALE_DIR + "/privacy/scale.json"
+CELL = "results/{dataset}/eps={eps}/seed={seed}/{sdgp}"
+SYNTH = CELL + "/synth_{share}.parquet"
+SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
+WEIGHTS_DIR = CELL + "/{weights}"
+LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
+WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
+RUN_DIR = WEIGHTS_DIR + "/{post}"
+LOG_WEIGHTS = RUN_DIR + "/log_weights.parquet"
+POST_PRIVACY = RUN_DIR + "/privacy/postprocess_weights.json"
+METRICS = RUN_DIR + "/metrics.json"
+EVAL_PRIVACY = RUN_DIR + "/privacy/evaluate.json"
+MANIFEST = RUN_DIR + "/manifest.json"
+TABLE_CSV = "results/tables/metrics.csv"
+TABLE_MD = "results/tables/metrics.md"
+SCHEMA = "data/schemas/{dataset}.yaml"
+
+Lookup = Callable[[str], object]
+
+
+def eps_str(eps: float) -> str:
+    """Canonical text of an epsilon in paths: 1 -> '1', 0.5 -> '0.5'.
+
+    >>> eps_str(6), eps_str(0.25), eps_str(9.64)
+    ('6', '0.25', '9.64')
+    """
+    return format(float(eps), "g")
+
+
+@dataclass(frozen=True)
+class Run:
+    dataset: str
+    eps: str
+    seed: int
+    sdgp: str
+    weights: str
+    post: str
+
+    @property
+    def share(self) -> str:
+        return budget_share(self.weights)
+
+    def keys(self) -> dict:
+        return {"dataset": self.dataset, "eps": self.eps, "seed": self.seed, "sdgp": self.sdgp,
+                "weights": self.weights, "post": self.post, "share": self.share}
+
+
+def valid(dataset: str, sdgp: str, weights: str) -> bool:
+    """`true` weights exist only for the toy data with the data-free uniform SDGP."""
+    return weights != "true" or (dataset == "toy" and sdgp == "uniform")
+
+
+def excluded(config: dict, **keys) -> bool:
+    """True if a ``grid.exclude`` entry matches: every key it names has the run's value."""
+    for rule in config["grid"].get("exclude", []):
+        if all(str(keys[k]) == str(v) if k != "eps" else eps_str(keys[k]) == eps_str(v) for k, v in rule.items()):
+            return True
+    return False
+
+
+def runs(config: dict) -> Iterator[Run]:
+    g = config["grid"]
+    for d, e, s, sd, w, p in itertools.product(g["datasets"], g["epsilons"], g["seeds"], g["sdgps"],
+                                                g["weights"], g["posts"]):
+        if valid(d, sd, w) and not excluded(config, dataset=d, eps=e, seed=s, sdgp=sd, weights=w, post=p):
+            yield Run(d, eps_str(e), int(s), sd, w, p)
+
+
+def fmt(template: str, **keys) -> str:
+    return template.format(**keys)
+
+
+# --- per-stage arguments (without the input/output paths) -----------------------------------
+
+def _budget_args(lookup: Lookup) -> list[str]:
+    return ["--delta", str(lookup("privacy.delta")),
+            "--weights-epsilon-fraction", str(lookup("privacy.weights_epsilon_fraction")),
+            "--weights-delta-fraction", str(lookup("privacy.weights_delta_fraction"))]
+
+
+def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]:
+    args = ["--dataset", dataset, "--seed", str(seed), "--test-fraction", str(lookup("scale.test_fraction")),
+            "--bounds", str(lookup("scale.bounds"))]
+    for key in ("n_rows", "data_seed"):
+        if key in config["datasets"].get(dataset, {}):
+            args += [f"--{key.replace('_', '-')}", str(lookup(f"datasets.{dataset}.{key}"))]
+    return args
+
+
+def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
+    args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
+            "--rows-factor", str(lookup("sdgp.rows_factor"))]
+    args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
+    if sdgp == "marginals":
+        args += ["--bins", str(lookup("sdgp.marginals.bins")),
+                 "--structure", str(lookup("sdgp.marginals.structure"))]
+    return args
+
+
+def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, weights: str, eps, seed
+                     ) -> list[str]:
+    args = ["--method", weights, "--dataset", dataset, "--sdgp", sdgp, "--epsilon", str(eps),
+            "--seed", str(seed)]
+    if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
+        args += _budget_args(lookup)
+        args += ["--lambda", str(lookup("weights.beta.lambda")),
+                 "--rho-target", str(lookup("weights.beta.rho_target")),
+                 "--sensitivity-n", str(lookup("weights.beta.sensitivity_n"))]
+    return args
+
+
+def postprocess_args(config: dict, lookup: Lookup, *, post: str) -> list[str]:
+    args = ["--post", post]
+    if post == "temper":
+        args += ["--alpha", str(lookup("post.temper.alpha"))]
+    return args
+
+
+def evaluate_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
+    return ["--dataset", run.dataset, "--eps", run.eps, "--seed", str(run.seed), "--sdgp", run.sdgp,
+            "--weights", run.weights, "--post", run.post]
+
+
+def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
+    return ["--epsilon", run.eps, "--delta", str(lookup("privacy.delta")),
+            "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower()]

@@ -1,0 +1,103 @@
+"""Atomic artifact writers and checked readers.
+
+Every artifact is written to a temporary file in the target directory and renamed into place, so a
+crash mid-write leaves either the old file or none, never a truncated one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpiw import DpiwError
+
+if TYPE_CHECKING:  # pandas costs ~0.4 s to import; stages that need no frame should not pay it
+    import pandas as pd
+
+
+def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)  # same directory, so the rename is atomic
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
+    """Write ``df`` to parquet atomically (no index, deterministic bytes for equal frames)."""
+    _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False, engine="pyarrow"))
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None  # strict JSON has no inf/nan; null means "not available"
+    return obj
+
+
+def write_json(obj: Any, path: str | Path) -> None:
+    """Write ``obj`` as indented, key-sorted, strict JSON atomically."""
+    text = json.dumps(_jsonable(obj), indent=2, sort_keys=True, allow_nan=False) + "\n"
+    _atomic(Path(path), lambda tmp: tmp.write_text(text))
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise DpiwError(f"{path}: file not found")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise DpiwError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def read_parquet(path: str | Path, *, columns: list[str] | None = None, finite: bool = True) -> pd.DataFrame:
+    """Read a parquet artifact; with ``finite`` every numeric column must be free of NaN/inf."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise DpiwError(f"{path}: file not found")
+    df = pd.read_parquet(path)
+    if columns is not None:
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise DpiwError(f"{path}: missing column(s) {missing}; found {list(df.columns)}")
+    if finite:
+        check_finite(df, where=str(path))
+    return df
+
+
+def check_finite(df: pd.DataFrame, *, where: str) -> None:
+    """Raise a DpiwError naming the first column and row holding NaN or inf."""
+    import pandas as pd
+
+    for col in df.columns:
+        if not pd.api.types.is_numeric_dtype(df[col]):
+            if df[col].isna().any():
+                row = int(np.flatnonzero(df[col].isna().to_numpy())[0])
+                raise DpiwError(f"{where}: column '{col}' has a missing value at row {row}; "
+                                "remove or impute it before running the pipeline")
+            continue
+        values = df[col].to_numpy(dtype=float)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise DpiwError(f"{where}: column '{col}' has a non-finite value ({values[row]}) at row {row}; "
+                            "remove or impute it before running the pipeline")

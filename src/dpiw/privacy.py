@@ -1,0 +1,176 @@
+"""Privacy spend records, the budget split and the ledger (basic composition).
+
+Every stage writes one :class:`PrivacySpend` next to its artifact. Neighbouring datasets are
+*replace-one* (bounded DP: same size, one row changed) for the Laplace mechanisms here; a mechanism
+that is not differentially private at all (a non-private baseline, data-dependent scaling) sets
+``dp=False`` and carries no epsilon.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpiw import DpiwError
+from dpiw.io import read_json, write_json
+
+#: Weight methods that need a budget of their own (the SDGP then gets the rest).
+#: ``logreg`` is the non-private twin of ``beta_*``: it uses the same split so that both weight the
+#: same synthetic data, as in the paper.
+WEIGHT_METHODS_WITH_OWN_BUDGET = frozenset({"logreg", "beta_noised", "beta_debiased"})
+WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased")
+
+
+@dataclass(frozen=True)
+class PrivacySpend:
+    """What one stage spent, and why.
+
+    ``epsilon``/``delta`` are None exactly when ``dp`` is False (the stage is not DP).
+    """
+
+    stage: str
+    mechanism: str
+    epsilon: float | None
+    delta: float | None
+    dp: bool = True
+    sensitivity: dict[str, Any] = field(default_factory=dict)
+    noise: dict[str, Any] = field(default_factory=dict)
+    accountant: str = "none"
+    reads_private: tuple[str, ...] = ()
+    basis: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.dp:
+            if self.epsilon is None or self.delta is None:
+                raise ValueError(f"{self.stage}: a DP record needs epsilon and delta")
+            if not (self.epsilon >= 0 and math.isfinite(self.epsilon)):
+                raise ValueError(f"{self.stage}: epsilon must be finite and >= 0, got {self.epsilon}")
+            if not (0 <= self.delta < 1):
+                raise ValueError(f"{self.stage}: delta must be in [0, 1), got {self.delta}")
+            if self.reads_private and self.epsilon == 0 and self.delta == 0 and not self.basis:
+                raise ValueError(f"{self.stage}: reads private data, spends 0, and gives no basis")
+        else:
+            if self.epsilon is not None or self.delta is not None:
+                raise ValueError(f"{self.stage}: a non-DP record carries no epsilon/delta")
+            if not self.basis:
+                raise ValueError(f"{self.stage}: a non-DP record must say why (basis)")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["reads_private"] = list(self.reads_private)
+        return d
+
+    def write(self, path: str | Path) -> None:
+        write_json(self.to_dict(), path)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PrivacySpend:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(d) - known
+        if unknown:
+            raise DpiwError(f"privacy record has unknown field(s) {sorted(unknown)}")
+        d = dict(d)
+        d["reads_private"] = tuple(d.get("reads_private", ()))
+        try:
+            return cls(**d)
+        except (TypeError, ValueError) as exc:
+            raise DpiwError(f"malformed privacy record: {exc}") from exc
+
+    @classmethod
+    def read(cls, path: str | Path) -> PrivacySpend:
+        return cls.from_dict(read_json(path))
+
+
+def no_spend(stage: str, *, basis: str, reads_private: tuple[str, ...] = (), **details) -> PrivacySpend:
+    """A record for a stage that spends nothing, with the reason."""
+    return PrivacySpend(stage=stage, mechanism="none", epsilon=0.0, delta=0.0, reads_private=reads_private,
+                        basis=basis, details=details)
+
+
+def paper_delta(n_private: int) -> float:
+    """The paper's delta = 1/N_D - 1e-6 (Section 4.2)."""
+    if n_private < 1:
+        raise DpiwError("the private training split is empty")
+    return 1.0 / n_private - 1e-6
+
+
+@dataclass(frozen=True)
+class BudgetSplit:
+    sdgp_epsilon: float
+    sdgp_delta: float
+    weights_epsilon: float
+    weights_delta: float
+
+
+def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_epsilon_fraction: float,
+                 weights_delta_fraction: float) -> BudgetSplit:
+    """Split a run's (epsilon, delta) between the SDGP and the weight estimator (METHOD.md).
+
+    Methods that need no budget of their own leave all of it to the SDGP.
+
+    >>> split_budget(1.0, 1e-3, weights_method="beta_debiased", weights_epsilon_fraction=0.1,
+    ...              weights_delta_fraction=0.3)
+    BudgetSplit(sdgp_epsilon=0.9, sdgp_delta=0.0007, weights_epsilon=0.1, weights_delta=0.0003)
+    >>> split_budget(1.0, 1e-3, weights_method="none", weights_epsilon_fraction=0.1,
+    ...              weights_delta_fraction=0.3).sdgp_epsilon
+    1.0
+    """
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise DpiwError(f"epsilon must be a positive finite number, got {epsilon}")
+    if not (0 <= delta < 1):
+        raise DpiwError(f"delta must be in [0, 1), got {delta}")
+    for name, frac in (("weights_epsilon_fraction", weights_epsilon_fraction),
+                       ("weights_delta_fraction", weights_delta_fraction)):
+        if not (0 < frac < 1):
+            raise DpiwError(f"privacy.{name} must lie strictly between 0 and 1, got {frac}")
+    if weights_method not in WEIGHT_METHODS_WITH_OWN_BUDGET:
+        return BudgetSplit(epsilon, delta, 0.0, 0.0)
+    w_eps = round(epsilon * weights_epsilon_fraction, 12)
+    w_delta = delta * weights_delta_fraction
+    return BudgetSplit(round(epsilon - w_eps, 12), delta - w_delta, w_eps, w_delta)
+
+
+def budget_share(weights_method: str) -> str:
+    """Name of the SDGP's budget share for a weight method: 'full' or 'split'."""
+    return "split" if weights_method in WEIGHT_METHODS_WITH_OWN_BUDGET else "full"
+
+
+@dataclass(frozen=True)
+class Ledger:
+    records: tuple[PrivacySpend, ...]
+
+    @property
+    def dp(self) -> bool:
+        return all(r.dp for r in self.records)
+
+    @property
+    def epsilon(self) -> float | None:
+        """Basic (sequential) composition: the sum of the epsilons; None if any stage is not DP."""
+        return math.fsum(r.epsilon for r in self.records) if self.dp else None
+
+    @property
+    def delta(self) -> float | None:
+        return math.fsum(r.delta for r in self.records) if self.dp else None
+
+    def check(self, *, budget_epsilon: float, budget_delta: float, allow_non_dp: bool) -> str:
+        """Return the verdict, or raise DpiwError if the run breaks its budget.
+
+        A tolerance of 1e-9 (relative) absorbs the rounding of the budget split.
+        """
+        if not self.dp:
+            culprits = [f"{r.stage} ({r.basis})" for r in self.records if not r.dp]
+            if not allow_non_dp:
+                raise DpiwError("run is not differentially private: " + "; ".join(culprits)
+                                + ". Set privacy.allow_non_dp_baselines: true to run it as a benchmark")
+            return "NOT DP - benchmark baseline, never release: " + "; ".join(culprits)
+        eps, delta = self.epsilon, self.delta
+        if eps > budget_epsilon * (1 + 1e-9) + 1e-12:
+            raise DpiwError(f"privacy budget exceeded: the stages spend epsilon={eps:.6g} "
+                            f"(basic composition) > budget {budget_epsilon:.6g}; "
+                            + ", ".join(f"{r.stage}={r.epsilon:.6g}" for r in self.records))
+        if delta > budget_delta * (1 + 1e-9) + 1e-15:
+            raise DpiwError(f"privacy budget exceeded: delta={delta:.6g} > budget {budget_delta:.6g}")
+        return "within budget"

@@ -1,0 +1,88 @@
+"""Seeded train/test split and the map of every column to [0, 1] with public bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data.schema import Schema
+
+BOUNDS = ("schema", "data")
+
+
+def split_rows(df: pd.DataFrame, schema: Schema, *, test_fraction: float, seed: int
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded split, stratified on the target for classification."""
+    from sklearn.model_selection import train_test_split
+
+    if not (0 < test_fraction < 1):
+        raise DpiwError(f"scale.test_fraction must be in (0, 1), got {test_fraction}")
+    stratify = df[schema.target] if schema.task == "classification" else None
+    n_test = int(round(len(df) * test_fraction))
+    if n_test < 2 or len(df) - n_test < 2:
+        raise DpiwError(f"dataset '{schema.name}' has {len(df)} rows: too few for a "
+                        f"{1 - test_fraction:.0%}/{test_fraction:.0%} split")
+    if stratify is not None:
+        counts = stratify.value_counts()
+        if len(counts) < 2:
+            raise DpiwError(f"dataset '{schema.name}': target '{schema.target}' has a single class "
+                            f"({counts.index[0]!r}); classification needs at least two")
+        if counts.min() < 2:
+            raise DpiwError(f"dataset '{schema.name}': class {counts.idxmin()!r} of '{schema.target}' has "
+                            "fewer than 2 rows; a stratified split needs at least 2 per class")
+    train, test = train_test_split(df, test_size=n_test, random_state=seed, stratify=stratify)
+    return train.reset_index(drop=True), test.reset_index(drop=True)
+
+
+def column_bounds(train: pd.DataFrame, schema: Schema, *, bounds: str) -> dict[str, tuple[float, float]]:
+    """Per numeric column (lower, upper): from the schema (public) or, only if asked, from the data."""
+    if bounds not in BOUNDS:
+        raise DpiwError(f"scale.bounds must be one of {BOUNDS}, got {bounds!r}")
+    out = {}
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        if bounds == "schema":
+            out[c.name] = (c.lower, c.upper)
+        else:  # the paper's min-max: reads the private rows, so it is NOT DP
+            lo, hi = float(train[c.name].min()), float(train[c.name].max())
+            out[c.name] = (lo, hi if hi > lo else lo + 1.0)
+    return out
+
+
+def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Map numeric columns to [0, 1] with ``bounds`` (clipping), classification labels to codes 0..K-1.
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 10},
+    ...     {"name": "y", "type": "numeric", "lower": -1, "upper": 1}]})
+    >>> scale_frame(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, -3.0]}), s, {"x": (0, 10), "y": (-1, 1)})
+         x    y
+    0  0.5  0.5
+    1  1.0  0.0
+    """
+    out = {}
+    for c in schema.columns:
+        if c.is_numeric:
+            lo, hi = bounds[c.name]
+            v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+            if np.isnan(v).any():
+                row = int(np.flatnonzero(np.isnan(v))[0])
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has a missing or non-numeric "
+                                f"value at row {row}; remove or impute it")
+            if np.isinf(v).any():
+                row = int(np.flatnonzero(np.isinf(v))[0])
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has an infinite value at row {row}")
+            out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+        else:
+            labels = df[c.name].astype(str)
+            lookup = {cat: i for i, cat in enumerate(c.categories)}
+            codes = labels.map(lookup)
+            if codes.isna().any():
+                bad = labels[codes.isna()].iloc[0]
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has value {bad!r} outside its "
+                                f"declared categories {list(c.categories)}")
+            out[c.name] = codes.to_numpy(dtype=np.int64)
+    return pd.DataFrame(out)[schema.names]

@@ -1,0 +1,42 @@
+"""Stage `aggregate`: tables over seeds (CSV, long form, and Markdown like the paper's Tables 1-3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dpiw import DpiwError
+from dpiw.evaluate.aggregate import long_table, markdown
+from dpiw.io import _atomic, read_json
+from dpiw.stages._cli import Parser, run
+
+
+def parse_args(argv):
+    p = Parser(prog="dpiw.stages.aggregate", description=__doc__)
+    p.add_argument("--metrics", nargs="+", required=True)
+    p.add_argument("--manifests", nargs="+", required=True, help="one per metrics file, same order")
+    p.add_argument("--out-csv", required=True)
+    p.add_argument("--out-md", required=True)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    if len(args.metrics) != len(args.manifests):
+        raise DpiwError(f"{len(args.metrics)} metrics files but {len(args.manifests)} manifests")
+    rows = []
+    for mpath, fpath in zip(args.metrics, args.manifests, strict=True):
+        m, f = read_json(mpath), read_json(fpath)
+        run_keys = m["run"]
+        if Path(fpath).parent != Path(mpath).parent:
+            raise DpiwError(f"{mpath} and {fpath} belong to different runs")
+        rows.append({**run_keys, "dp": f["dp"], **{k: (v if v is not None else float("nan"))
+                                                   for k, v in m.items() if k != "run"}})
+    long = long_table(rows)
+    _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
+    text = markdown(long)
+    _atomic(Path(args.out_md), lambda tmp: tmp.write_text(text))
+    print(f"aggregate: {len(rows)} runs -> {args.out_csv}, {args.out_md}")
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,80 @@
+"""Stage `fit_weights`: estimate log importance weights log p_D/p_G at the synthetic rows.
+
+Writes `log_ratio` per synthetic row (row order of the synthetic parquet) and a privacy record.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data import load_schema
+from dpiw.data.encode import encode, norm_bound
+from dpiw.io import read_parquet, write_parquet
+from dpiw.privacy import WEIGHT_METHODS, WEIGHT_METHODS_WITH_OWN_BUDGET, paper_delta, split_budget
+from dpiw.seeding import rng_for
+from dpiw.stages._cli import Parser, delta_arg, positive_float, run
+from dpiw.weights import make_estimator
+
+
+def lambda_arg(text: str) -> str | float:
+    return text if text == "auto" else positive_float(text)
+
+
+def parse_args(argv):
+    p = Parser(prog="dpiw.stages.fit_weights", description=__doc__)
+    p.add_argument("--real", required=True, help="private train split (scaled)")
+    p.add_argument("--synth", required=True)
+    p.add_argument("--schema", required=True)
+    p.add_argument("--method", choices=WEIGHT_METHODS, required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--sdgp", required=True)
+    p.add_argument("--epsilon", type=positive_float, required=True, help="the run's total epsilon")
+    p.add_argument("--delta", type=delta_arg, default="paper")
+    p.add_argument("--weights-epsilon-fraction", type=float)
+    p.add_argument("--weights-delta-fraction", type=float)
+    p.add_argument("--lambda", dest="lam", type=lambda_arg, help="'auto' or a positive number")
+    p.add_argument("--rho-target", type=float, default=0.5, help="Laplace scale that lambda 'auto' aims at")
+    p.add_argument("--sensitivity-n", choices=["private", "total"])
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--privacy-out", required=True)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    schema = load_schema(args.schema)
+    if args.method == "true" and not (schema.source.get("kind") == "toy_triangle" and args.sdgp == "uniform"):
+        raise DpiwError(f"weight method 'true' is known only for the toy data with the uniform SDGP, not "
+                        f"dataset '{args.dataset}' with SDGP '{args.sdgp}'")
+    real = read_parquet(args.real, columns=schema.names)
+    synth = read_parquet(args.synth, columns=schema.names)
+    X_real, X_synth = encode(real, schema), encode(synth, schema)
+    params, fit_kw = {}, {}
+    eps_w, delta_w = 0.0, 0.0
+    if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
+        if args.lam is None or args.sensitivity_n is None:
+            raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
+        if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
+            raise DpiwError(f"weight method '{args.method}' needs the budget fractions")
+        delta = paper_delta(len(real)) if args.delta == "paper" else args.delta
+        split = split_budget(args.epsilon, delta, weights_method=args.method,
+                             weights_epsilon_fraction=args.weights_epsilon_fraction,
+                             weights_delta_fraction=args.weights_delta_fraction)
+        eps_w, delta_w = split.weights_epsilon, split.weights_delta
+        params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": args.rho_target}
+        fit_kw = {"norm_bound": norm_bound(schema)}
+    est = make_estimator(args.method, **params)
+    # one stream per cell, shared by beta_noised and beta_debiased: both see the same noise draw
+    rng = rng_for(args.seed, "fit_weights", args.dataset, args.sdgp)
+    est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
+    log_ratio = est.log_ratio(X_synth)
+    write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
+    est.privacy_.write(args.privacy_out)
+    print(f"fit_weights: {args.method} on {args.dataset}/{args.sdgp}: {len(synth)} weights, "
+          f"spend eps={est.privacy_.epsilon}")
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,192 @@
+"""Density-ratio (importance weight) estimators: log w(x) = log p_D(x)/p_G(x) at the synthetic rows.
+
+Classifier route (METHOD.md): with p = P(y=1 | x) for real (y=1) versus synthetic (y=0) rows,
+log w(x) = logit p(x) + log(N_G/N_D): a balanced classifier with N_D = N_G gives no shift.
+
+Every estimator takes ``fit(X_real, X_synth, *, epsilon, delta, rng)`` on encoded records in [0, 1]^p
+(no intercept), sets ``privacy_`` and answers ``log_ratio(X)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dpiw import DpiwError
+from dpiw.privacy import PrivacySpend, no_spend
+from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
+
+SENSITIVITY_N = ("private", "total")
+
+
+def log_prior_odds(n_real: int, n_synth: int) -> float:
+    """log(N_G / N_D), added to the classifier's logit."""
+    return math.log(n_synth / n_real)
+
+
+def laplace_bias_correction(X_tilde: np.ndarray, rho: float) -> np.ndarray:
+    """log b(x) = sum_j log(1 - rho^2 x_j^2), where b(x) = 1 / E[exp(zeta^T x)], zeta_j ~ Laplace(0, rho)
+    iid (Proposition 2; the Laplace mgf is 1/(1 - rho^2 t^2) for |t| < 1/rho).
+
+    >>> float(np.exp(laplace_bias_correction(np.array([[0.5, 1.0]]), 0.5))[0])
+    0.703125
+    """
+    a = np.abs(X_tilde).max()
+    if rho * a >= 1:
+        raise DpiwError(
+            f"BetaDebiased (Laplace): the bias correction needs |x_j| < 1/rho for every coordinate, but "
+            f"rho={rho:.4g} and max|x_j|={a:.4g} (the intercept alone needs rho < 1). Raise "
+            "weights.beta.lambda or the run's epsilon, or raise privacy.weights_epsilon_fraction")
+    return np.log1p(-(rho * X_tilde) ** 2).sum(axis=1)
+
+
+class NoWeights:
+    """w = 1."""
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+        self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing", method="none")
+        return self
+
+    def log_ratio(self, X):
+        return np.zeros(X.shape[0])
+
+
+class TrueToyWeights:
+    """The analytic ratio for the toy data with the uniform SDGP: w = 2 * 1[x1 + x2 < 1]."""
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+        self.privacy_ = no_spend("fit_weights", basis="analytic density ratio of the known toy DGP and the "
+                                 "data-free uniform SDGP; reads no data", method="true")
+        return self
+
+    def log_ratio(self, X):
+        inside = X[:, 0] + X[:, 1] < 1
+        return np.where(inside, math.log(2.0), -np.inf)
+
+
+def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_target: float) -> float:
+    """The smallest lambda whose Laplace scale rho = sqrt(p) 2R/(n lambda epsilon) equals ``rho_target``.
+
+    It depends only on public quantities (n under replace-one neighbours, p, R, epsilon), so choosing
+    it costs no budget. With rho_target < 1 the BetaDebiased correction always exists on [0, 1]^p.
+
+    >>> round(auto_lambda(norm_bound=3 ** 0.5, n=1000, n_coef=3, epsilon=0.1, rho_target=0.5), 6)
+    0.12
+    """
+    return math.sqrt(n_coef) * 2.0 * norm_bound / (n * epsilon * rho_target)
+
+
+class LogReg:
+    """Non-private L2 logistic regression (the baseline that BetaNoised/BetaDebiased privatise).
+
+    ``lam`` is a number or "auto" (see :func:`auto_lambda`; LogReg then uses the lambda its private
+    twins would use on the same budget, so the three differ only by the noise).
+    """
+
+    method = "logreg"
+
+    def __init__(self, *, lam: float | str = "auto", sensitivity_n: str = "private", rho_target: float = 0.5):
+        self.lam = lam
+        self.sensitivity_n = sensitivity_n
+        self.rho_target = rho_target
+
+    def _fit_beta(self, X_real, X_synth, *, epsilon: float, norm_bound: float | None):
+        if self.sensitivity_n not in SENSITIVITY_N:
+            raise DpiwError(f"weights.beta.sensitivity_n must be one of {SENSITIVITY_N}, got {self.sensitivity_n!r}")
+        X = add_intercept(np.vstack([X_real, X_synth]))
+        y = np.r_[np.ones(len(X_real)), np.zeros(len(X_synth))]
+        self.n_real_, self.n_synth_ = len(X_real), len(X_synth)
+        p = X.shape[1]
+        # R over x~ = (x, 1): the caller passes the public bound of ||x||; the intercept adds 1.
+        bound_x = norm_bound if norm_bound is not None else math.sqrt(p - 1)
+        self.norm_bound_ = math.sqrt(bound_x**2 + 1.0)
+        self.n_sens_ = self.n_real_ if self.sensitivity_n == "private" else self.n_real_ + self.n_synth_
+        if self.lam == "auto":
+            if not (0 < self.rho_target < 1):
+                raise DpiwError(f"weights.beta.rho_target must be in (0, 1), got {self.rho_target}")
+            if not (epsilon > 0):
+                raise DpiwError("weights.beta.lambda 'auto' needs the weight budget epsilon > 0")
+            self.lambda_ = auto_lambda(norm_bound=self.norm_bound_, n=self.n_sens_, n_coef=p, epsilon=epsilon,
+                                       rho_target=self.rho_target)
+        else:
+            try:
+                self.lambda_ = float(self.lam)
+            except (TypeError, ValueError):
+                raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}") from None
+            if not (self.lambda_ > 0 and math.isfinite(self.lambda_)):
+                raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}")
+        self.coef_ = fit_l2_logistic(X, y, lam=self.lambda_)
+        self.log_prior_odds_ = log_prior_odds(self.n_real_, self.n_synth_)
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound)
+        self.privacy_ = PrivacySpend(
+            stage="fit_weights", mechanism="none (non-private logistic regression)", epsilon=None, delta=None,
+            dp=False, reads_private=("train",), basis="non-private baseline: coefficients fitted on the "
+            "private rows without noise", details={"method": self.method, "lambda": self.lambda_,
+                                                   "lambda_rule": str(self.lam)})
+        return self
+
+    def log_ratio(self, X):
+        return add_intercept(X) @ self.coef_ + self.log_prior_odds_
+
+
+class BetaNoised(LogReg):
+    """Ji & Elkan (2013): Laplace noise on the coefficients, with the L1 sensitivity done right.
+
+    rho = Delta_1 / epsilon with Delta_1 = sqrt(p) * 2R/(n lambda), R = max ||x~||_2 from the public
+    bounds (intercept included), p the number of coefficients, n = N_D ("private", conservative, the
+    paper's) or N_D + N_G ("total", the objective's own divisor).
+    """
+
+    method = "beta_noised"
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
+        if not (epsilon > 0):
+            raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound)
+        p, R, n = self.coef_.size, self.norm_bound_, self.n_sens_
+        d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_)
+        d1 = l1_sensitivity(norm_bound=R, n=n, lam=self.lambda_, n_coef=p)
+        self.rho_ = d1 / epsilon
+        self.noise_ = rng.laplace(0.0, self.rho_, size=p)
+        self.noisy_coef_ = self.coef_ + self.noise_
+        self.privacy_ = PrivacySpend(
+            stage="fit_weights", mechanism="laplace output perturbation of L2 logistic regression",
+            epsilon=float(epsilon), delta=0.0,
+            sensitivity={"l2": d2, "l1": d1, "norm_bound_R": R, "n": n, "n_coef": p, "lambda": self.lambda_,
+                         "lambda_rule": str(self.lam), "neighbouring": "replace-one",
+                         "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2"},
+            noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
+            accountant="closed form (pure epsilon-DP)", reads_private=("train",),
+            details={"method": self.method, "unused_delta": float(delta)})
+        return self
+
+    def log_ratio(self, X):
+        return add_intercept(X) @ self.noisy_coef_ + self.log_prior_odds_
+
+
+class BetaDebiased(BetaNoised):
+    """Proposition 2: w*(x) = exp(beta-bar^T x~) b(x~), b = 1/E[exp(zeta^T x~)] = prod_j (1 - rho^2 x~_j^2).
+
+    Same budget and the same noisy coefficients as BetaNoised (b uses only public x~ and the public
+    noise law), but the IS estimator becomes unbiased.
+    """
+
+    method = "beta_debiased"
+
+    def log_ratio(self, X):
+        Xt = add_intercept(X)
+        return Xt @ self.noisy_coef_ + laplace_bias_correction(Xt, self.rho_) + self.log_prior_odds_
+
+
+def make_estimator(method: str, **params):
+    classes = {"none": NoWeights, "true": TrueToyWeights, "logreg": LogReg, "beta_noised": BetaNoised,
+               "beta_debiased": BetaDebiased}
+    if method not in classes:
+        raise DpiwError(f"unknown weight method {method!r}; known: {sorted(classes)}")
+    try:
+        return classes[method](**params)
+    except TypeError as exc:
+        raise DpiwError(f"weight method {method!r}: bad parameters {sorted(params)} ({exc})") from exc

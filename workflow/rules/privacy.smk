@@ -1,0 +1,13 @@
+rule privacy_ledger:
+    input:
+        records=run_records,
+    output:
+        manifest=MANIFEST,
+    params:
+        args=lambda wc: cli(G.ledger_args(config, value, run=run_of(wc))),
+        run_id=lambda wc: G.fmt(G.RUN_DIR, **run_of(wc).keys()),
+    log:
+        "logs/privacy_ledger/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+    shell:
+        "python -m dpiw.stages.privacy_ledger --records {input.records} {params.args}"
+        " --run {params.run_id} --out {output.manifest} > {log} 2>&1"

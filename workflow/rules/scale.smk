@@ -1,0 +1,14 @@
+rule scale:
+    input:
+        schema=SCHEMA,
+    output:
+        train=TRAIN,
+        test=TEST,
+        privacy=SCALE_PRIVACY,
+    params:
+        args=lambda wc: cli(G.scale_args(config, value, dataset=wc.dataset, seed=wc.seed)),
+    log:
+        "logs/scale/{dataset}_seed={seed}.log",
+    shell:
+        "python -m dpiw.stages.scale --schema {input.schema} {params.args}"
+        " --train-out {output.train} --test-out {output.test} --privacy-out {output.privacy} > {log} 2>&1"

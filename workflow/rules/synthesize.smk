@@ -1,0 +1,16 @@
+rule synthesize:
+    input:
+        train=TRAIN,
+        schema=SCHEMA,
+    output:
+        synth=SYNTH,
+        privacy=SYNTH_PRIVACY,
+    params:
+        args=lambda wc: cli(
+            G.synthesize_args(config, value, sdgp=wc.sdgp, eps=wc.eps, seed=wc.seed, share=wc.share)
+        ),
+    log:
+        "logs/synthesize/{dataset}_eps={eps}_seed={seed}_{sdgp}_{share}.log",
+    shell:
+        "python -m dpiw.stages.synthesize --train {input.train} --schema {input.schema} {params.args}"
+        " --out {output.synth} --privacy-out {output.privacy} > {log} 2>&1"

@@ -1,0 +1,33 @@
+rule fit_weights:
+    input:
+        real=TRAIN,
+        synth=synth_for,
+        schema=SCHEMA,
+    output:
+        log_ratios=LOG_RATIOS,
+        privacy=WEIGHTS_PRIVACY,
+    params:
+        args=lambda wc: cli(
+            G.fit_weights_args(config, value, dataset=wc.dataset, sdgp=wc.sdgp, weights=wc.weights,
+                               eps=wc.eps, seed=wc.seed)
+        ),
+    log:
+        "logs/fit_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}.log",
+    shell:
+        "python -m dpiw.stages.fit_weights --real {input.real} --synth {input.synth} --schema {input.schema}"
+        " {params.args} --out {output.log_ratios} --privacy-out {output.privacy} > {log} 2>&1"
+
+
+rule postprocess_weights:
+    input:
+        log_ratios=LOG_RATIOS,
+    output:
+        log_weights=LOG_WEIGHTS,
+        privacy=POST_PRIVACY,
+    params:
+        args=lambda wc: cli(G.postprocess_args(config, value, post=wc.post)),
+    log:
+        "logs/postprocess_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+    shell:
+        "python -m dpiw.stages.postprocess_weights --log-ratios {input.log_ratios} {params.args}"
+        " --out {output.log_weights} --privacy-out {output.privacy} > {log} 2>&1"

@@ -1,0 +1,155 @@
+"""Generate dvc.yaml from params.yaml's grid: the same stages, commands and paths as the Snakemake
+rules (both come from dpiw.grid).
+
+Values from params.yaml enter the commands as ``${key}``, so DVC tracks exactly the parameters each
+stage uses and re-runs only what an edited value reaches. Only a change of the grid itself (the lists
+under ``grid``) needs a new dvc.yaml; the first stage refuses a stale one.
+
+    python workflow/scripts/make_dvc_yaml.py --params params.yaml --out dvc.yaml [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+import yaml
+
+from dpiw import DpiwError
+from dpiw import grid as G
+from dpiw.config import load_yaml, validate_params
+from dpiw.stages.validate_params import grid_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+VALID = "results/.params_valid.json"
+CODE = "src/dpiw"
+
+
+def dvc_lookup(key: str) -> str:
+    return "${" + key + "}"
+
+
+def cmd(stage: str, args: list[str]) -> str:
+    return f"python -m dpiw.stages.{stage} " + " ".join(
+        a if a.startswith("${") else shlex.quote(str(a)) for a in args)
+
+
+def build(params: dict) -> dict:
+    stages: dict[str, dict] = {}
+    digest = grid_digest(params)
+    stages["validate_params"] = {
+        "cmd": cmd("validate_params", ["--params", "params.yaml", "--schema", "workflow/schemas/params.schema.yaml",
+                                       "--datasets-dir", "data/schemas", "--grid-digest", digest, "--out", VALID]),
+        "deps": ["params.yaml", "workflow/schemas/params.schema.yaml", "data/schemas", "src/dpiw/config.py"],
+        "outs": [{VALID: {"cache": False}}],
+    }
+    runs = list(G.runs(params))
+    look = dvc_lookup
+    seen = set()
+    for r in runs:
+        k = r.keys()
+        tag_cell = f"{r.dataset}-e{r.eps}-s{r.seed}-{r.sdgp}"
+        schema = G.fmt(G.SCHEMA, **k)
+        train, test = G.fmt(G.TRAIN, **k), G.fmt(G.TEST, **k)
+        name = f"scale-{r.dataset}-s{r.seed}"
+        if name not in seen:
+            seen.add(name)
+            stages[name] = {
+                "cmd": cmd("scale", ["--schema", schema, *G.scale_args(params, look, dataset=r.dataset, seed=r.seed),
+                                     "--train-out", train, "--test-out", test,
+                                     "--privacy-out", G.fmt(G.SCALE_PRIVACY, **k)]),
+                "deps": [VALID, schema, CODE],
+                "outs": [train, test, {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
+            }
+        synth = G.fmt(G.SYNTH, **k)
+        name = f"synthesize-{tag_cell}-{r.share}"
+        if name not in seen:
+            seen.add(name)
+            stages[name] = {
+                "cmd": cmd("synthesize", ["--train", train, "--schema", schema,
+                                          *G.synthesize_args(params, look, sdgp=r.sdgp, eps=r.eps, seed=r.seed,
+                                                             share=r.share),
+                                          "--out", synth, "--privacy-out", G.fmt(G.SYNTH_PRIVACY, **k)]),
+                "deps": [train, schema, CODE],
+                "outs": [synth, {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
+            }
+        lr = G.fmt(G.LOG_RATIOS, **k)
+        name = f"fit_weights-{tag_cell}-{r.weights}"
+        if name not in seen:
+            seen.add(name)
+            stages[name] = {
+                "cmd": cmd("fit_weights", ["--real", train, "--synth", synth, "--schema", schema,
+                                           *G.fit_weights_args(params, look, dataset=r.dataset, sdgp=r.sdgp,
+                                                               weights=r.weights, eps=r.eps, seed=r.seed),
+                                           "--out", lr, "--privacy-out", G.fmt(G.WEIGHTS_PRIVACY, **k)]),
+                "deps": [train, synth, schema, CODE],
+                "outs": [lr, {G.fmt(G.WEIGHTS_PRIVACY, **k): {"cache": False}}],
+            }
+        run_tag = f"{tag_cell}-{r.weights}-{r.post}"
+        lw = G.fmt(G.LOG_WEIGHTS, **k)
+        stages[f"postprocess_weights-{run_tag}"] = {
+            "cmd": cmd("postprocess_weights", ["--log-ratios", lr, *G.postprocess_args(params, look, post=r.post),
+                                               "--out", lw, "--privacy-out", G.fmt(G.POST_PRIVACY, **k)]),
+            "deps": [lr, CODE],
+            "outs": [lw, {G.fmt(G.POST_PRIVACY, **k): {"cache": False}}],
+        }
+        stages[f"evaluate-{run_tag}"] = {
+            "cmd": cmd("evaluate", ["--synth", synth, "--log-weights", lw, "--test", test, "--schema", schema,
+                                    *G.evaluate_args(params, look, run=r), "--out", G.fmt(G.METRICS, **k),
+                                    "--privacy-out", G.fmt(G.EVAL_PRIVACY, **k)]),
+            "deps": [synth, lw, test, schema, CODE],
+            "outs": [{G.fmt(G.EVAL_PRIVACY, **k): {"cache": False}}],
+            "metrics": [{G.fmt(G.METRICS, **k): {"cache": False}}],
+        }
+        records = [G.fmt(p, **k) for p in (G.SCALE_PRIVACY, G.SYNTH_PRIVACY, G.WEIGHTS_PRIVACY, G.POST_PRIVACY)]
+        stages[f"privacy_ledger-{run_tag}"] = {
+            "cmd": cmd("privacy_ledger", ["--records", *records, *G.ledger_args(params, look, run=r),
+                                          "--run", G.fmt(G.RUN_DIR, **k), "--out", G.fmt(G.MANIFEST, **k)]),
+            "deps": [*records, CODE],
+            "metrics": [{G.fmt(G.MANIFEST, **k): {"cache": False}}],
+        }
+    metrics = [G.fmt(G.METRICS, **r.keys()) for r in runs]
+    manifests = [G.fmt(G.MANIFEST, **r.keys()) for r in runs]
+    stages["aggregate"] = {
+        "cmd": cmd("aggregate", ["--metrics", *metrics, "--manifests", *manifests, "--out-csv", G.TABLE_CSV,
+                                 "--out-md", G.TABLE_MD]),
+        "deps": [*metrics, *manifests, CODE],
+        "outs": [{G.TABLE_CSV: {"cache": False}}, {G.TABLE_MD: {"cache": False}}],
+    }
+    return {"stages": stages}
+
+
+def render(params: dict) -> str:
+    header = ("# GENERATED from params.yaml by workflow/scripts/make_dvc_yaml.py (`make dvc-yaml`); do not edit.\n"
+              f"# Grid digest {grid_digest(params)}. The same stages as the Snakemake rules, one per job.\n")
+    return header + yaml.safe_dump(build(params), sort_keys=False, width=10_000)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--params", default="params.yaml")
+    p.add_argument("--out", default="dvc.yaml")
+    p.add_argument("--check", action="store_true", help="exit 1 if --out differs from what would be written")
+    args = p.parse_args(argv)
+    try:
+        params = validate_params(load_yaml(args.params), load_yaml(ROOT / "workflow/schemas/params.schema.yaml"),
+                                 schema_dir=Path(args.params).parent / "data/schemas", params_name=args.params)
+    except DpiwError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    text = render(params)
+    out = Path(args.out)
+    if args.check:
+        if not out.is_file() or out.read_text() != text:
+            print(f"{out} is out of date with {args.params}: run `make dvc-yaml`", file=sys.stderr)
+            return 1
+        return 0
+    out.write_text(text)
+    print(f"wrote {out}: {len(build(params)['stages'])} stages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
