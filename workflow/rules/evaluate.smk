@@ -11,6 +11,8 @@ rule evaluate:
         args=lambda wc: cli(G.evaluate_args(config, value, run=run_of(wc))),
     log:
         "logs/evaluate/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.evaluate --synth {input.synth} --log-weights {input.log_weights}"
         " --test {input.test} --schema {input.schema} {params.args}"
@@ -26,6 +28,8 @@ rule aggregate:
         md=TABLE_MD,
     log:
         "logs/aggregate/aggregate.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.aggregate --metrics {input.metrics} --manifests {input.manifests}"
         " --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"

@@ -8,6 +8,8 @@ rule privacy_ledger:
         run_id=lambda wc: G.fmt(G.RUN_DIR, **run_of(wc).keys()),
     log:
         "logs/privacy_ledger/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.privacy_ledger --records {input.records} {params.args}"
         " --run {params.run_id} --out {output.manifest} > {log} 2>&1"

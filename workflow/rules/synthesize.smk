@@ -11,6 +11,8 @@ rule synthesize:
         ),
     log:
         "logs/synthesize/{dataset}_eps={eps}_seed={seed}_{sdgp}_{share}.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.synthesize --train {input.train} --schema {input.schema} {params.args}"
         " --out {output.synth} --privacy-out {output.privacy} > {log} 2>&1"

@@ -13,6 +13,8 @@ rule fit_weights:
         ),
     log:
         "logs/fit_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.fit_weights --real {input.real} --synth {input.synth} --schema {input.schema}"
         " {params.args} --out {output.log_ratios} --privacy-out {output.privacy} > {log} 2>&1"
@@ -28,6 +30,8 @@ rule postprocess_weights:
         args=lambda wc: cli(G.postprocess_args(config, value, post=wc.post)),
     log:
         "logs/postprocess_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+    conda:
+        "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.postprocess_weights --log-ratios {input.log_ratios} {params.args}"
         " --out {output.log_weights} --privacy-out {output.privacy} > {log} 2>&1"

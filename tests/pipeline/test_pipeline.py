@@ -1,0 +1,181 @@
+"""The workflow as users run it: snakemake --lint / -n, the tiny grid end to end through Snakemake and
+through DVC (same bytes), re-running only what an edited parameter reaches, and one clear error for
+a bad params.yaml."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests/pipeline/params.tiny.yaml"
+
+
+def sh(args, cwd, check=True, timeout=900):
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def workdir(tmp: Path, params: Path | dict = TINY) -> Path:
+    """A fresh copy of what a clone holds (the package itself is installed editable)."""
+    for item in ("Snakefile", "workflow", "data", "src"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / item)
+    if isinstance(params, dict):
+        (tmp / "params.yaml").write_text(yaml.safe_dump(params))
+    else:
+        shutil.copy(params, tmp / "params.yaml")
+    return tmp
+
+
+def stage_names(text: str) -> set[str]:
+    return set(re.findall(r"python -m dpiw\.stages\.(\w+)", text))
+
+
+def test_snakemake_lint():
+    sh(["snakemake", "--lint"], ROOT)
+
+
+def test_default_config_dry_run():
+    out = sh(["snakemake", "-n", "--forceall"], ROOT).stdout
+    assert re.search(r"^aggregate\s+1$", out, re.M)
+    assert re.search(r"^fit_weights\s+\d+$", out, re.M)
+
+
+def test_stage_lists_are_in_step():
+    smk = stage_names("".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk")))
+    dvc = stage_names((ROOT / "dvc.yaml").read_text())
+    modules = {p.stem for p in (ROOT / "src/dpiw/stages").glob("*.py") if not p.stem.startswith("_")}
+    # validate_params is a DVC stage; Snakemake validates params.yaml when it parses the workflow
+    assert dvc == smk | {"validate_params"} == modules
+
+
+def test_dvc_yaml_is_generated_from_params():
+    sh([sys.executable, "workflow/scripts/make_dvc_yaml.py", "--params", "params.yaml", "--out", "dvc.yaml",
+        "--check"], ROOT)
+
+
+def _dry_run_jobs(cwd) -> list[tuple[str, str]]:
+    """(rule, wildcards) of the jobs a dry run would execute."""
+    out = sh(["snakemake", "-n", "--cores", "2"], cwd).stdout
+    jobs, rule = [], None
+    for line in out.splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):", line)
+        if m:
+            rule = m.group(1)
+            jobs.append((rule, ""))
+        m = re.match(r"^\s+wildcards: (.*)$", line)
+        if m and rule:
+            jobs[-1] = (rule, m.group(1))
+    return jobs
+
+
+def _edit_rho_target(params_path: Path):
+    text = params_path.read_text()
+    assert "rho_target: 0.5" in text
+    params_path.write_text(text.replace("rho_target: 0.5", "rho_target: 0.4"))
+
+
+@pytest.fixture(scope="module")
+def snakemake_run(tmp_path_factory):
+    wd = workdir(tmp_path_factory.mktemp("smk"))
+    sh(["snakemake", "--cores", "2"], wd)
+    return wd
+
+
+@pytest.fixture(scope="module")
+def dvc_run(tmp_path_factory):
+    wd = workdir(tmp_path_factory.mktemp("dvc"))
+    sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
+        "dvc.yaml"], wd)
+    sh(["dvc", "init", "--no-scm", "-q"], wd)
+    # (`dvc repro --dry` stops at the first missing dependency, so check the DAG instead)
+    dag = sh(["dvc", "dag", "--dot"], wd).stdout
+    assert '"aggregate"' in dag and '"scale-toy-s0" -> "synthesize-toy-e1-s0-marginals-full"' in dag
+    sh(["dvc", "repro"], wd)
+    return wd
+
+
+@pytest.mark.slow
+def test_snakemake_tiny_grid_end_to_end(snakemake_run):
+    wd = snakemake_run
+    table = (wd / "results/tables/metrics.md").read_text()
+    assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
+    manifests = list((wd / "results").rglob("manifest.json"))
+    assert len(manifests) == 17  # toy: 3x2 marginals + 4x2 uniform; iris: 3
+    for path in manifests:
+        m = json.loads(path.read_text())
+        if m["dp"]:
+            assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
+            assert m["spent"]["epsilon"] <= m["budget"]["epsilon"] + 1e-9
+        else:
+            assert "/logreg/" in str(path) and m["verdict"].startswith("NOT DP")
+    assert _dry_run_jobs(wd) == []  # nothing left to do
+
+
+@pytest.mark.slow
+def test_snakemake_reruns_only_downstream_of_an_edited_weight_param(snakemake_run):
+    wd = snakemake_run
+    _edit_rho_target(wd / "params.yaml")
+    jobs = _dry_run_jobs(wd)
+    rules = {r for r, _ in jobs}
+    assert rules == {"fit_weights", "postprocess_weights", "evaluate", "privacy_ledger", "aggregate", "all"}
+    fitted = sorted(w for r, w in jobs if r == "fit_weights")
+    assert fitted and all(re.search(r"weights=(logreg|beta_debiased)\b", w) for w in fitted), fitted
+    assert len(fitted) == 6  # {toy: marginals, uniform; iris: marginals} x {logreg, beta_debiased}
+
+
+@pytest.mark.slow
+def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakemake_run):
+    wd = dvc_run
+    for rel in ("results/toy/seed=0/train.parquet", "results/toy/eps=1/seed=0/marginals/synth_split.parquet",
+                "results/iris/eps=1/seed=0/marginals/beta_debiased/none/log_weights.parquet",
+                "results/toy/eps=1/seed=0/uniform/true/temper/log_weights.parquet"):
+        assert (wd / rel).read_bytes() == (snakemake_run / rel).read_bytes(), rel
+    assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # up to date
+    _edit_rho_target(wd / "params.yaml")
+    out = sh(["dvc", "repro"], wd).stdout
+    ran = re.findall(r"Running stage '([^']+)'", out)
+    kinds = {name.split("-")[0] for name in ran}
+    assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
+                     "aggregate"}
+    assert all(re.search(r"-(logreg|beta_debiased)(-|$)", n) for n in ran if n.startswith(("fit_", "eval")))
+    assert sum(n.startswith("fit_weights") for n in ran) == 6
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda p: p["weights"]["beta"].update(lambdaa=1), "unknown key 'lambdaa' (did you mean 'lambda'?)"),
+    (lambda p: p["grid"].update(datasets=["toy", "housing"]), "unknown dataset 'housing'"),
+    (lambda p: p["privacy"].update(weights_epsilon_fraction=1.5), "privacy.weights_epsilon_fraction = 1.5"),
+])
+def test_bad_params_fail_before_anything_runs(tmp_path, edit, message):
+    params = yaml.safe_load(TINY.read_text())
+    edit(params)
+    wd = workdir(tmp_path, params)
+    proc = sh(["snakemake", "--cores", "2"], wd, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr + proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert not (wd / "results").exists()
+    proc = sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
+               "dvc.yaml"], wd, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and not (wd / "dvc.yaml").exists()
+
+
+def test_stale_dvc_yaml_is_refused(tmp_path):
+    wd = workdir(tmp_path)
+    sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
+        "dvc.yaml"], wd)
+    params = yaml.safe_load((wd / "params.yaml").read_text())
+    params["grid"]["seeds"] = [0, 1]
+    (wd / "params.yaml").write_text(yaml.safe_dump(params))
+    sh(["dvc", "init", "--no-scm", "-q"], wd)
+    proc = sh(["dvc", "repro", "validate_params"], wd, check=False)
+    assert proc.returncode != 0 and "make dvc-yaml" in proc.stdout + proc.stderr

@@ -1,0 +1,53 @@
+"""params.yaml validation: one clear error that names the field."""
+
+import copy
+
+import pytest
+import yaml
+
+from dpiw import DpiwError
+from dpiw.config import load_yaml, validate_params
+
+
+@pytest.fixture
+def params(root):
+    return load_yaml(root / "params.yaml")
+
+
+@pytest.fixture
+def check(root):
+    schema = load_yaml(root / "workflow/schemas/params.schema.yaml")
+    return lambda p: validate_params(p, schema, schema_dir=root / "data/schemas")
+
+
+def test_default_params_are_valid(params, check):
+    check(params)
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: p["weights"]["beta"].update(lambdaa=1.0), "unknown key 'lambdaa' (did you mean 'lambda'?)"),
+    (lambda p: p["grid"].update(datasets=["toy", "irs"]), "unknown dataset 'irs' (did you mean 'iris'?)"),
+    (lambda p: p["grid"].update(epsilons=[-1]), "grid.epsilons.0 = -1"),
+    (lambda p: p["grid"].update(weights=["betadebiased"]), "grid.weights.0 = 'betadebiased' is not one of"),
+    (lambda p: p["post"]["temper"].update(alpha=1.5), "post.temper.alpha = 1.5"),
+    (lambda p: p["privacy"].update(delta="tiny"), "privacy.delta = 'tiny' is not allowed"),
+    (lambda p: p["scale"].pop("bounds"), "'bounds' is a required property"),
+    (lambda p: p["datasets"]["toy"].pop("n_rows"), "datasets.toy.n_rows is required"),
+    (lambda p: p["datasets"].update(iris={"n_rows": 500}), "datasets.iris takes no options"),
+    (lambda p: p["sdgp"]["marginals"].update(bins="ten"), "sdgp.marginals.bins = 'ten'"),
+])
+def test_bad_params_name_the_field(params, check, mutate, message):
+    bad = copy.deepcopy(params)
+    mutate(bad)
+    with pytest.raises(DpiwError) as exc:
+        check(bad)
+    assert message in str(exc.value)
+
+
+def test_not_a_mapping(check, tmp_path):
+    with pytest.raises(DpiwError, match="must be a mapping"):
+        check(["grid"])
+    (tmp_path / "p.yaml").write_text("grid: [unclosed\n")
+    with pytest.raises(DpiwError, match="not valid YAML"):
+        load_yaml(tmp_path / "p.yaml")
+    assert yaml.safe_load("a: 1") == {"a": 1}

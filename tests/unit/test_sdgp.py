@@ -1,0 +1,68 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpiw import DpiwError
+from dpiw.data.schema import parse_schema
+from dpiw.sdgp import make_sdgp
+from dpiw.sdgp.marginals import DPMarginals, discretise, noisy_probabilities
+
+SCHEMA = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+    {"name": "a", "type": "numeric", "lower": 0, "upper": 1},
+    {"name": "b", "type": "numeric", "lower": 0, "upper": 1},
+    {"name": "y", "type": "categorical", "categories": ["n", "p"]}]})
+
+
+def data(rng, n=4000):
+    y = (rng.uniform(size=n) < 0.3).astype(int)
+    a = np.where(y == 1, rng.uniform(0.6, 1.0, size=n), rng.uniform(0.0, 0.5, size=n))
+    return pd.DataFrame({"a": a, "b": rng.uniform(size=n), "y": y})
+
+
+def test_large_epsilon_recovers_the_conditionals(rng):
+    train = data(rng)
+    gen = DPMarginals(bins=10, structure="naive_bayes").fit(train, SCHEMA, epsilon=1e6, delta=0.0, rng=rng)
+    synth = gen.sample(20_000, rng=rng)
+    assert synth["y"].mean() == pytest.approx(train["y"].mean(), abs=0.015)
+    assert synth.loc[synth.y == 1, "a"].min() >= 0.6 - 1e-9  # the class-conditional support is kept
+    assert synth.loc[synth.y == 0, "a"].max() <= 0.5 + 1e-9
+    assert ((synth[["a", "b"]] >= 0) & (synth[["a", "b"]] <= 1)).all().all()
+
+
+def test_spend_and_noise_scale_are_recorded(rng):
+    gen = DPMarginals(bins=5, structure="naive_bayes").fit(data(rng), SCHEMA, epsilon=1.5, delta=1e-5, rng=rng)
+    rec = gen.privacy_
+    assert rec.epsilon == 1.5 and rec.delta == 0.0 and rec.details["n_tables"] == 3
+    assert rec.noise["scale"] == pytest.approx(2 * 3 / 1.5)  # L1 sensitivity 2 per table, eps/3 each
+
+
+def test_laplace_noise_on_counts_has_the_stated_scale():
+    """Empirical variance of the noisy counts over many draws equals 2 b^2 for Laplace(b)."""
+    scale, draws = 4.0, 20_000
+    rng = np.random.default_rng(5)
+    counts = np.full(draws, 1000.0)  # far from 0: no clipping
+    noisy = counts + rng.laplace(0.0, scale, size=draws)
+    assert noisy.var() == pytest.approx(2 * scale**2, rel=0.05)
+    p = noisy_probabilities(np.array([[5.0, 0.0, 0.0]]), 1e-9, rng)
+    assert np.allclose(p, [[1.0, 0.0, 0.0]])
+    assert np.allclose(noisy_probabilities(np.zeros((1, 4)) - 100, 1e-9, rng), 0.25)  # all negative -> uniform
+
+
+def test_same_seed_same_synthetic_data(rng):
+    train = data(rng)
+    out = []
+    for _ in range(2):
+        g = np.random.default_rng(3)
+        gen = make_sdgp("marginals", bins=8, structure="independent").fit(train, SCHEMA, epsilon=1.0, delta=0,
+                                                                          rng=g)
+        out.append(gen.sample(500, rng=g))
+    pd.testing.assert_frame_equal(out[0], out[1])
+
+
+def test_discretise_and_guards(rng):
+    cells, cards = discretise(pd.DataFrame({"a": [0.0, 0.99, 1.0], "b": [0.5] * 3, "y": [0, 1, 1]}), SCHEMA, 4)
+    assert cells[:, 0].tolist() == [0, 3, 3] and cards == [4, 4, 2]
+    with pytest.raises(DpiwError, match="max_cells"):
+        DPMarginals(bins=100, max_cells=50).fit(data(rng), SCHEMA, epsilon=1, delta=0, rng=rng)
+    with pytest.raises(DpiwError, match="unknown SDGP"):
+        make_sdgp("gann")

@@ -1,0 +1,148 @@
+"""The weight estimators against closed forms, Monte Carlo and known true weights."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpiw import DpiwError
+from dpiw.data import load_schema
+from dpiw.data.datasets import toy_triangle
+from dpiw.data.encode import encode, norm_bound
+from dpiw.evaluate import weighted_wasserstein
+from dpiw.weights import BetaDebiased, BetaNoised, LogReg, laplace_bias_correction, log_prior_odds
+from dpiw.weights.estimators import auto_lambda
+from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l2_sensitivity
+
+
+def test_laplace_bias_correction_matches_monte_carlo(rng):
+    """b(x) = 1/E[exp(zeta^T x)] for zeta_j ~ Laplace(0, rho), against 10^6 draws."""
+    rho = 0.4
+    X = np.array([[0.2, 0.9, 1.0], [0.5, 0.5, 1.0], [1.0, 0.0, 1.0]])
+    zeta = rng.laplace(0.0, rho, size=(1_000_000, 3))
+    mgf = np.exp(zeta @ X.T)  # (draws, rows)
+    mc = 1.0 / mgf.mean(axis=0)
+    # delta method: sd of 1/mean ~ sd(mgf)/(sqrt(n) mean^2)
+    se = mgf.std(axis=0) / math.sqrt(len(zeta)) / mgf.mean(axis=0) ** 2
+    b = np.exp(laplace_bias_correction(X, rho))
+    assert np.all(np.abs(b - mc) < 4 * se), (b, mc, se)
+    assert np.all(b < 1)  # Jensen: E[exp(zeta^T x)] > 1
+
+
+def test_bias_correction_refuses_when_undefined():
+    with pytest.raises(DpiwError, match="1/rho"):
+        laplace_bias_correction(np.array([[0.5, 1.0]]), 1.0)
+
+
+def _fixed_setup(rng, n=400):
+    X = add_intercept(rng.uniform(size=(n, 2)))
+    beta_hat = np.array([-1.5, 0.8, 0.3])
+    h = X[:, 0] ** 2 + X[:, 1]  # any function of x
+    return X, beta_hat, h
+
+
+def test_beta_noised_is_biased_and_beta_debiased_is_not(rng):
+    """Propositions 1 and 2: over 4000 noise draws with beta fixed, the mean of I_N(h|w) is off the
+    noise-free value for BetaNoised (by the closed-form factor 1/b) and within 3 SE of it for
+    BetaDebiased."""
+    X, beta_hat, h = _fixed_setup(rng)
+    rho = 0.3  # < 1/2: finite variance of exp(zeta^T x) with |x_j| <= 1
+    target = np.mean(np.exp(X @ beta_hat) * h)
+    log_b = laplace_bias_correction(X, rho)
+    draws = 4000
+    noised, debiased = np.empty(draws), np.empty(draws)
+    for t in range(draws):
+        zeta = rng.laplace(0.0, rho, size=3)
+        log_w = X @ (beta_hat + zeta)
+        noised[t] = np.mean(np.exp(log_w) * h)
+        debiased[t] = np.mean(np.exp(log_w + log_b) * h)
+    se_n, se_d = noised.std(ddof=1) / math.sqrt(draws), debiased.std(ddof=1) / math.sqrt(draws)
+    assert abs(debiased.mean() - target) < 3 * se_d
+    assert noised.mean() - target > 5 * se_n  # biased upwards, since E[exp(zeta^T x)] > 1
+    expected_noised = np.mean(np.exp(X @ beta_hat - log_b) * h)  # closed form of the bias
+    assert abs(noised.mean() - expected_noised) < 3 * se_n
+    assert debiased.std() < noised.std()  # Supplement B.2.4: lower variance too
+
+
+def test_beta_debiased_estimator_adds_log_b_to_the_same_noise(rng):
+    Xr, Xs = rng.uniform(size=(300, 2)), rng.uniform(size=(300, 2))
+    kw = dict(epsilon=0.5, delta=0.0, norm_bound=math.sqrt(2))
+    a = BetaNoised(lam="auto").fit(Xr, Xs, rng=np.random.default_rng(1), **kw)
+    b = BetaDebiased(lam="auto").fit(Xr, Xs, rng=np.random.default_rng(1), **kw)
+    assert np.allclose(a.noisy_coef_, b.noisy_coef_)
+    expected = a.log_ratio(Xs) + laplace_bias_correction(add_intercept(Xs), a.rho_)
+    assert np.allclose(b.log_ratio(Xs), expected)
+
+
+def test_noise_scale_uses_l1_sensitivity():
+    """rho = sqrt(p) * 2R/(n lambda) / epsilon, R over x~ = (x, 1), n = N_D."""
+    rng = np.random.default_rng(0)
+    Xr, Xs = rng.uniform(size=(200, 3)), rng.uniform(size=(250, 3))
+    est = BetaNoised(lam=0.7).fit(Xr, Xs, epsilon=0.3, delta=0.0, rng=rng, norm_bound=math.sqrt(3))
+    R, p = math.sqrt(3 + 1), 4
+    assert est.rho_ == pytest.approx(math.sqrt(p) * 2 * R / (200 * 0.7) / 0.3)
+    rec = est.privacy_
+    assert rec.sensitivity["l1"] == pytest.approx(math.sqrt(p) * rec.sensitivity["l2"])
+    assert rec.noise["scale"] == pytest.approx(est.rho_) and rec.epsilon == 0.3 and rec.delta == 0
+    total = BetaNoised(lam=0.7, sensitivity_n="total").fit(Xr, Xs, epsilon=0.3, delta=0.0, rng=rng,
+                                                           norm_bound=math.sqrt(3))
+    assert total.rho_ == pytest.approx(est.rho_ * 200 / 450)
+
+
+def test_auto_lambda_hits_the_target_noise_scale():
+    rng = np.random.default_rng(0)
+    Xr, Xs = rng.uniform(size=(120, 4)), rng.uniform(size=(120, 4))
+    est = BetaNoised(lam="auto", rho_target=0.5).fit(Xr, Xs, epsilon=0.1, delta=0.0, rng=rng, norm_bound=2.0)
+    assert est.rho_ == pytest.approx(0.5)
+    assert est.lambda_ == pytest.approx(auto_lambda(norm_bound=math.sqrt(5), n=120, n_coef=5, epsilon=0.1,
+                                                    rho_target=0.5))
+
+
+def test_minimiser_sensitivity_bound_holds_on_neighbours(rng):
+    """Replace one row by an adversarial one: ||beta(D) - beta(D')||_2 <= 2R/(n lambda) (Chaudhuri)."""
+    n, lam = 60, 0.5
+    worst = 0.0
+    for _ in range(25):
+        X = add_intercept(rng.uniform(size=(n, 2)))
+        y = (rng.uniform(size=n) < 0.5).astype(float)
+        b = fit_l2_logistic(X, y, lam=lam)
+        X2, y2 = X.copy(), y.copy()
+        X2[0, :2] = rng.choice([0.0, 1.0], size=2)  # a corner: largest norm
+        y2[0] = 1 - y[0]
+        b2 = fit_l2_logistic(X2, y2, lam=lam)
+        worst = max(worst, np.linalg.norm(b - b2))
+    bound = l2_sensitivity(norm_bound=math.sqrt(3), n=n, lam=lam)
+    assert worst <= bound
+    assert worst > 0.1 * bound  # the bound is not vacuous for these neighbours
+
+
+def test_prior_odds_direction_on_gaussian_mean_shift(rng):
+    """real ~ N(mu1, I), synth ~ N(mu0, I), N_D != N_G: log r(x) = (mu1-mu0).x - (|mu1|^2-|mu0|^2)/2
+    once log(N_G/N_D) is added to the logit (a sign error shifts it by 2 log(N_G/N_D) = 1.4)."""
+    mu0, mu1 = np.array([0.0, 0.0]), np.array([0.5, -0.3])
+    Xr = rng.normal(mu1, 1.0, size=(40_000, 2))
+    Xs = rng.normal(mu0, 1.0, size=(80_000, 2))
+    est = LogReg(lam=1e-7).fit(Xr, Xs, epsilon=0.0, delta=0.0, rng=rng)
+    grid = rng.normal(0.0, 1.0, size=(1000, 2))
+    truth = grid @ (mu1 - mu0) - (mu1 @ mu1 - mu0 @ mu0) / 2
+    assert np.max(np.abs(est.log_ratio(grid) - truth)) < 0.1
+    assert log_prior_odds(100, 100) == 0.0
+
+
+def test_logreg_on_toy_data_recovers_the_true_weights():
+    """N = 5000 from the triangle vs the uniform square: LogReg log weights correlate with the true
+    weights 2*1[x1+x2<1] and importance weighting reduces WST against no weights."""
+    schema = load_schema(Path(__file__).resolve().parents[2] / "data/schemas/toy.yaml")
+    real = toy_triangle(5000, seed=1)
+    g = np.random.default_rng(2)
+    synth = real.copy()
+    synth[["x1", "x2"]] = g.uniform(size=(5000, 2))
+    test = toy_triangle(1000, seed=3)
+    Xr, Xs, Xt = encode(real, schema), encode(synth, schema), encode(test, schema)
+    est = LogReg(lam=1e-3).fit(Xr, Xs, epsilon=0.0, delta=0.0, rng=g, norm_bound=norm_bound(schema))
+    log_w = est.log_ratio(Xs)
+    true_w = 2.0 * (Xs.sum(axis=1) < 1)
+    assert np.corrcoef(log_w, true_w)[0, 1] > 0.75
+    w = np.exp(log_w)
+    assert weighted_wasserstein(Xs, w, Xt) < 0.7 * weighted_wasserstein(Xs, np.ones(len(Xs)), Xt)
