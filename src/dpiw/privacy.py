@@ -111,9 +111,10 @@ def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_e
 
     Methods that need no budget of their own leave all of it to the SDGP.
 
-    >>> split_budget(1.0, 1e-3, weights_method="beta_debiased", weights_epsilon_fraction=0.1,
-    ...              weights_delta_fraction=0.3)
-    BudgetSplit(sdgp_epsilon=0.9, sdgp_delta=0.0007, weights_epsilon=0.1, weights_delta=0.0003)
+    >>> s = split_budget(1.0, 1e-3, weights_method="beta_debiased", weights_epsilon_fraction=0.1,
+    ...                  weights_delta_fraction=0.3)
+    >>> s.sdgp_epsilon, round(s.sdgp_delta, 12), s.weights_epsilon, s.weights_delta
+    (0.9, 0.0007, 0.1, 0.0003)
     >>> split_budget(1.0, 1e-3, weights_method="none", weights_epsilon_fraction=0.1,
     ...              weights_delta_fraction=0.3).sdgp_epsilon
     1.0
