@@ -40,7 +40,11 @@ def discretise(df: pd.DataFrame, schema: Schema, bins: int) -> tuple[np.ndarray,
 
 def noisy_probabilities(counts: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
     """Laplace-noised counts, clipped at 0 and normalised along the last axis (uniform if all <= 0)."""
-    noisy = counts + rng.laplace(0.0, scale, size=counts.shape)
+    return normalise_counts(counts + rng.laplace(0.0, scale, size=counts.shape))
+
+
+def normalise_counts(noisy: np.ndarray) -> np.ndarray:
+    """Post-processing of noisy counts: clip at 0, normalise along the last axis (uniform if all <= 0)."""
     noisy = np.clip(noisy, 0.0, None)
     totals = noisy.sum(axis=-1, keepdims=True)
     uniform = np.full_like(noisy, 1.0 / noisy.shape[-1])
@@ -94,12 +98,13 @@ class DPMarginals:
                                 f"max_cells={self.max_cells}; lower bins")
         n_tables = len(specs)
         scale = L1_SENSITIVITY * n_tables / epsilon
-        self.tables_ = {}
+        self.tables_, self.noisy_counts_ = {}, {}  # noisy counts kept for audits (they are DP outputs)
         for spec in specs:
             shape = tuple(cards[j] for j in spec)
             counts = np.zeros(shape)
             np.add.at(counts, tuple(cells[:, j] for j in spec), 1.0)
-            self.tables_[spec] = noisy_probabilities(counts, scale, rng)
+            self.noisy_counts_[spec] = counts + rng.laplace(0.0, scale, size=shape)
+            self.tables_[spec] = normalise_counts(self.noisy_counts_[spec])
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="laplace histograms", epsilon=float(epsilon), delta=0.0,
             sensitivity={"l1_per_table": L1_SENSITIVITY, "neighbouring": "replace-one"},
