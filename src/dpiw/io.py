@@ -84,6 +84,14 @@ def read_parquet(path: str | Path, *, columns: list[str] | None = None, finite: 
     return df
 
 
+def read_log_weights(path: str | Path, column: str) -> np.ndarray:
+    """A (row, <column>) parquet of log weights: -inf (a zero weight) is allowed, NaN, +inf or all zero not."""
+    lw = read_parquet(path, columns=["row", column], finite=False)[column].to_numpy(float)
+    if np.isnan(lw).any() or np.isposinf(lw).any() or (lw.size and np.isneginf(lw).all()):
+        raise DpiwError(f"{path}: {column} holds NaN or +inf, or every weight is zero")
+    return lw
+
+
 def check_finite(df: pd.DataFrame, *, where: str) -> None:
     """Raise a DpiwError naming the first column and row holding NaN or inf."""
     import pandas as pd

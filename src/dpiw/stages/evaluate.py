@@ -11,7 +11,7 @@ from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.data.encode import encode
 from dpiw.evaluate import beta_mse, kish_ess, weighted_wasserstein
-from dpiw.io import read_parquet, write_json
+from dpiw.io import read_log_weights, read_parquet, write_json
 from dpiw.privacy import no_spend
 from dpiw.stages._cli import Parser, run
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     schema = load_schema(args.schema)
     synth = read_parquet(args.synth, columns=schema.names)
     test = read_parquet(args.test, columns=schema.names)
-    log_w = read_log_ratios_col(args.log_weights)
+    log_w = read_log_weights(args.log_weights, "log_weight")
     if log_w.size != len(synth):
         raise DpiwError(f"{args.log_weights}: {log_w.size} weights for {len(synth)} synthetic rows")
     metrics = evaluate(synth, log_w, test, schema)
@@ -62,14 +62,6 @@ def main(argv: list[str] | None = None) -> None:
     no_spend("evaluate", reads_private=("test",), basis="evaluation against the held-out real test split; "
              "the metrics are for benchmarking and are not part of the release").write(args.privacy_out)
     print("evaluate: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items() if isinstance(v, float)))
-
-
-def read_log_ratios_col(path) -> np.ndarray:
-    df = read_parquet(path, columns=["row", "log_weight"], finite=False)
-    lw = df["log_weight"].to_numpy(float)
-    if np.isnan(lw).any() or np.isposinf(lw).any() or np.isneginf(lw).all():
-        raise DpiwError(f"{path}: log_weight holds NaN/+inf, or every weight is zero")
-    return lw
 
 
 if __name__ == "__main__":

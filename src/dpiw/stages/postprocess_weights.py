@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpiw import DpiwError
-from dpiw.io import read_parquet, write_parquet
+from dpiw.io import read_log_weights, write_parquet
 from dpiw.postprocess import POSTS, apply
 from dpiw.privacy import no_spend
 from dpiw.stages._cli import Parser, run
@@ -25,17 +24,9 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def read_log_ratios(path) -> np.ndarray:
-    """log ratios may be -inf (a zero weight) but never NaN or +inf."""
-    lr = read_parquet(path, columns=["row", "log_ratio"], finite=False)["log_ratio"].to_numpy(float)
-    if np.isnan(lr).any() or np.isposinf(lr).any():
-        raise DpiwError(f"{path}: log_ratio holds NaN or +inf")
-    return lr
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    lr = read_log_ratios(args.log_ratios)
+    lr = read_log_weights(args.log_ratios, "log_ratio")
     log_w = apply(args.post, lr, alpha=args.alpha)
     write_parquet(pd.DataFrame({"row": np.arange(lr.size), "log_weight": log_w}), args.out)
     no_spend("postprocess_weights", basis="post-processing of DP weights", post=args.post,
