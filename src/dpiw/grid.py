@@ -12,7 +12,8 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dpiw.privacy import WEIGHT_METHODS_WITH_OWN_BUDGET, budget_share
+from dpiw.privacy import GAN_WEIGHT_METHODS, LOGISTIC_WEIGHT_METHODS, WEIGHT_METHODS_WITH_OWN_BUDGET, budget_share
+from dpiw.sdgp import GAN_SDGPS
 
 STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
           "aggregate")
@@ -24,6 +25,7 @@ SCALE_PRIVACY = SCALE_DIR + "/privacy/scale.json"
 CELL = "results/{dataset}/eps={eps}/seed={seed}/{sdgp}"
 SYNTH = CELL + "/synth_{share}.parquet"
 SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
+MODELS = CELL + "/models_{share}.pt"  # GAN SDGPs only: the kept generators and discriminators
 WEIGHTS_DIR = CELL + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
@@ -68,8 +70,19 @@ class Run:
 
 
 def valid(dataset: str, sdgp: str, weights: str) -> bool:
-    """`true` weights exist only for the toy data with the data-free uniform SDGP."""
-    return weights != "true" or (dataset == "toy" and sdgp == "uniform")
+    """`true` weights exist only for the toy data with the data-free uniform SDGP; discriminator-based
+    weights only for the GAN SDGPs."""
+    if weights == "true":
+        return dataset == "toy" and sdgp == "uniform"
+    return weights not in GAN_WEIGHT_METHODS or sdgp in GAN_SDGPS
+
+
+def has_models(sdgp: str) -> bool:
+    return sdgp in GAN_SDGPS
+
+
+def needs_models(weights: str) -> bool:
+    return weights in GAN_WEIGHT_METHODS
 
 
 def excluded(config: dict, **keys) -> bool:
@@ -116,7 +129,15 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
     if sdgp == "marginals":
         args += ["--bins", str(lookup("sdgp.marginals.bins")),
                  "--structure", str(lookup("sdgp.marginals.structure"))]
+    if sdgp in GAN_SDGPS:
+        for key in GAN_KEYS:
+            args += [f"--gan-{key.replace('_', '-')}", str(lookup(f"sdgp.gan.{key}"))]
     return args
+
+
+#: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
+GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "weight_clip", "max_grad_norm",
+            "keep_last", "snapshot_every", "accountant", "label_epsilon_fraction", "condition_bins", "gumbel_tau")
 
 
 def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, weights: str, eps, seed
@@ -125,6 +146,11 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
             "--seed", str(seed)]
     if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
         args += _budget_args(lookup)
+    if weights == "pgb":
+        args += ["--pgb-rounds", str(lookup("weights.pgb.rounds")), "--pgb-eta", str(lookup("weights.pgb.eta"))]
+    if weights == "drs":
+        args += ["--drs-percentile", str(lookup("weights.drs.percentile"))]
+    if weights in LOGISTIC_WEIGHT_METHODS:
         args += ["--lambda", str(lookup("weights.beta.lambda")),
                  "--rho-target", str(lookup("weights.beta.rho_target")),
                  "--sensitivity-n", str(lookup("weights.beta.sensitivity_n"))]

@@ -19,8 +19,13 @@ from dpiw.io import read_json, write_json
 #: Weight methods that need a budget of their own (the SDGP then gets the rest).
 #: ``logreg`` is the non-private twin of ``beta_*``: it uses the same split so that both weight the
 #: same synthetic data, as in the paper.
-WEIGHT_METHODS_WITH_OWN_BUDGET = frozenset({"logreg", "beta_noised", "beta_debiased"})
-WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased")
+#: ``pgb`` reads the private rows again (its exponential mechanisms) and so spends its own share too.
+WEIGHT_METHODS_WITH_OWN_BUDGET = frozenset({"logreg", "beta_noised", "beta_debiased", "pgb"})
+#: Weight methods that need the L2 logistic regression's parameters (weights.beta).
+LOGISTIC_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased"})
+#: Weight methods that reuse a GAN's kept discriminators (GAN SDGPs only).
+GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
+WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", *GAN_WEIGHT_METHODS)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ import sys
 from dpiw import DpiwError
 from dpiw import grid as G
 from dpiw.config import load_yaml, validate_params
-from dpiw.grid import (EVAL_PRIVACY, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, POST_PRIVACY,
+from dpiw.grid import (EVAL_PRIVACY, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, MODELS, POST_PRIVACY,
                        SCALE_PRIVACY, SCHEMA, SYNTH, SYNTH_PRIVACY, TABLE_CSV, TABLE_MD, TEST, TRAIN,
                        WEIGHTS_PRIVACY)
+from dpiw.sdgp import GAN_SDGPS, REGISTRY
 
 try:
     validate_params(config, load_yaml(workflow.source_path("../schemas/params.schema.yaml")),
@@ -24,6 +25,10 @@ wildcard_constraints:
     share=r"full|split",
     weights=r"[a-z][a-z0-9_]*",
     post=r"[a-z][a-z0-9_]*",
+
+
+GAN_SDGP_RE = "|".join(GAN_SDGPS)
+NON_GAN_SDGP_RE = "|".join(s for s in REGISTRY if s not in GAN_SDGPS)
 
 
 def value(key):
@@ -47,6 +52,14 @@ def run_of(wc):
 
 def synth_for(wc):
     return G.fmt(SYNTH, dataset=wc.dataset, eps=wc.eps, seed=wc.seed, sdgp=wc.sdgp,
+                 share=G.budget_share(wc.weights))
+
+
+def models_for(wc):
+    """The GAN's model file for the weight methods that reuse its discriminators, else nothing."""
+    if not G.needs_models(wc.weights):
+        return []
+    return G.fmt(MODELS, dataset=wc.dataset, eps=wc.eps, seed=wc.seed, sdgp=wc.sdgp,
                  share=G.budget_share(wc.weights))
 
 

@@ -64,27 +64,32 @@ def build(params: dict) -> dict:
                 "outs": [train, test, {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
             }
         synth = G.fmt(G.SYNTH, **k)
+        models = G.fmt(G.MODELS, **k)
         name = f"synthesize-{tag_cell}-{r.share}"
         if name not in seen:
             seen.add(name)
+            model_args = ["--models-out", models] if G.has_models(r.sdgp) else []
             stages[name] = {
                 "cmd": cmd("synthesize", ["--train", train, "--schema", schema,
                                           *G.synthesize_args(params, look, sdgp=r.sdgp, eps=r.eps, seed=r.seed,
                                                              share=r.share),
-                                          "--out", synth, "--privacy-out", G.fmt(G.SYNTH_PRIVACY, **k)]),
+                                          "--out", synth, "--privacy-out", G.fmt(G.SYNTH_PRIVACY, **k),
+                                          *model_args]),
                 "deps": [train, schema, CODE],
-                "outs": [synth, {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
+                "outs": [synth, *([models] if model_args else []), {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
             }
         lr = G.fmt(G.LOG_RATIOS, **k)
         name = f"fit_weights-{tag_cell}-{r.weights}"
         if name not in seen:
             seen.add(name)
+            model_args = ["--models", models] if G.needs_models(r.weights) else []
             stages[name] = {
                 "cmd": cmd("fit_weights", ["--real", train, "--synth", synth, "--schema", schema,
                                            *G.fit_weights_args(params, look, dataset=r.dataset, sdgp=r.sdgp,
                                                                weights=r.weights, eps=r.eps, seed=r.seed),
-                                           "--out", lr, "--privacy-out", G.fmt(G.WEIGHTS_PRIVACY, **k)]),
-                "deps": [train, synth, schema, CODE],
+                                           *model_args, "--out", lr,
+                                           "--privacy-out", G.fmt(G.WEIGHTS_PRIVACY, **k)]),
+                "deps": [train, synth, *model_args[1:], schema, CODE],
                 "outs": [lr, {G.fmt(G.WEIGHTS_PRIVACY, **k): {"cache": False}}],
             }
         run_tag = f"{tag_cell}-{r.weights}-{r.post}"

@@ -11,7 +11,7 @@ import pandas as pd
 METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "ess_fraction": "ESS/N"}
 RANKED = ("wst", "beta_mse")  # lower is better; ESS is a diagnostic, not a score
 KEYS = ["dataset", "eps", "sdgp", "weights", "post"]
-WEIGHT_ORDER = ["none", "true", "beta_noised", "beta_debiased", "logreg"]
+WEIGHT_ORDER = ["none", "true", "beta_noised", "beta_debiased", "logreg", "discriminator", "pgb", "drs"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
@@ -38,7 +38,7 @@ def _cell(mean, se) -> str:
 
 def markdown(long: pd.DataFrame) -> str:
     """One table per (dataset, eps, post): rows metric x weights, columns SDGPs; the best DP method per
-    metric and SDGP in bold; non-DP baselines marked with a dagger."""
+    metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger."""
     lines = ["# dpiw results: mean ± standard error over seeds", "",
              "† not differentially private (benchmark baseline). Bold: best DP weighting per metric and SDGP.",
              ""]
@@ -64,8 +64,8 @@ def markdown(long: pd.DataFrame) -> str:
                         cells.append("")
                         continue
                     text = _cell(r["mean"].iloc[0], r["se"].iloc[0])
-                    cells.append(f"**{text}**" if best.get(sdgp) == w else text)
-                dagger = "" if m[m.weights == w]["dp"].all() else " †"
-                lines.append(f"| {label} | {w}{dagger} | " + " | ".join(cells) + " |")
+                    text = f"**{text}**" if best.get(sdgp) == w else text
+                    cells.append(text if r["dp"].iloc[0] else text + " †")
+                lines.append(f"| {label} | {w} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

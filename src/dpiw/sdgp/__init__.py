@@ -1,8 +1,9 @@
 """Synthetic data generating processes (SDGPs).
 
 Each SDGP is an estimator with ``fit(train, schema, epsilon=, delta=, rng=)`` that sets ``privacy_``
-and ``sample(n, rng=)`` that returns a scaled frame with the schema's columns. New generators (the GAN
-family, PrivBayes) register in :data:`REGISTRY`.
+and ``sample(n, rng=)`` that returns a scaled frame with the schema's columns. The GAN family also
+answers ``models()`` (the kept generators and discriminators). Torch is imported only when a GAN is
+made, so the other stages start fast.
 """
 
 from __future__ import annotations
@@ -11,7 +12,22 @@ from dpiw import DpiwError
 from dpiw.sdgp.marginals import DPMarginals
 from dpiw.sdgp.uniform import UniformBox
 
-REGISTRY = {"marginals": DPMarginals, "uniform": UniformBox}
+#: GAN variants (see dpiw.sdgp.gan.VARIANTS); they write a model file next to their rows.
+GAN_SDGPS = ("dpgan", "dpcgan", "gan", "cgan")
+#: SDGPs that are not differentially private (benchmark baselines).
+NON_DP_SDGPS = ("gan", "cgan")
+
+
+def _gan(variant):
+    def make(**params):
+        from dpiw.sdgp.gan import GanSDGP
+
+        return GanSDGP(variant=variant, **params)
+
+    return make
+
+
+REGISTRY = {"marginals": DPMarginals, "uniform": UniformBox, **{v: _gan(v) for v in GAN_SDGPS}}
 
 
 def make_sdgp(name: str, **params):
@@ -23,4 +39,4 @@ def make_sdgp(name: str, **params):
         raise DpiwError(f"SDGP {name!r}: bad parameters {sorted(params)} ({exc})") from exc
 
 
-__all__ = ["REGISTRY", "DPMarginals", "UniformBox", "make_sdgp"]
+__all__ = ["GAN_SDGPS", "NON_DP_SDGPS", "REGISTRY", "DPMarginals", "UniformBox", "make_sdgp"]

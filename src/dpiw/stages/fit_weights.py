@@ -1,6 +1,7 @@
 """Stage `fit_weights`: estimate log importance weights log p_D/p_G at the synthetic rows.
 
 Writes `log_ratio` per synthetic row (row order of the synthetic parquet) and a privacy record.
+The GAN-based methods (`discriminator`, `pgb`, `drs`) also read the GAN's kept networks (`--models`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import WEIGHT_METHODS, WEIGHT_METHODS_WITH_OWN_BUDGET, paper_delta, split_budget
+from dpiw.privacy import (
+    GAN_WEIGHT_METHODS,
+    LOGISTIC_WEIGHT_METHODS,
+    WEIGHT_METHODS,
+    WEIGHT_METHODS_WITH_OWN_BUDGET,
+    paper_delta,
+    split_budget,
+)
+from dpiw.sdgp import GAN_SDGPS
 from dpiw.seeding import rng_for
 from dpiw.stages._cli import Parser, delta_arg, positive_float, run
 from dpiw.weights import make_estimator
@@ -36,6 +45,10 @@ def parse_args(argv):
     p.add_argument("--lambda", dest="lam", type=lambda_arg, help="'auto' or a positive number")
     p.add_argument("--rho-target", type=float, default=0.5, help="Laplace scale that lambda 'auto' aims at")
     p.add_argument("--sensitivity-n", choices=["private", "total"])
+    p.add_argument("--models", help="GAN model file (discriminator, pgb, drs)")
+    p.add_argument("--pgb-rounds", type=int, default=50)
+    p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto")
+    p.add_argument("--drs-percentile", type=float, default=95.0)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
@@ -48,14 +61,16 @@ def main(argv: list[str] | None = None) -> None:
     if args.method == "true" and not (schema.source.get("kind") == "toy_triangle" and args.sdgp == "uniform"):
         raise DpiwError(f"weight method 'true' is known only for the toy data with the uniform SDGP, not "
                         f"dataset '{args.dataset}' with SDGP '{args.sdgp}'")
+    if args.method in GAN_WEIGHT_METHODS:
+        if args.sdgp not in GAN_SDGPS:
+            raise DpiwError(f"weight method '{args.method}' needs a GAN SDGP ({', '.join(GAN_SDGPS)}), "
+                            f"not '{args.sdgp}'")
+        if not args.models:
+            raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
     real = read_parquet(args.real, columns=schema.names)
     synth = read_parquet(args.synth, columns=schema.names)
-    X_real, X_synth = encode(real, schema), encode(synth, schema)
-    params, fit_kw = {}, {}
     eps_w, delta_w = 0.0, 0.0
     if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
-        if args.lam is None or args.sensitivity_n is None:
-            raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
         if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
             raise DpiwError(f"weight method '{args.method}' needs the budget fractions")
         delta = paper_delta(len(real)) if args.delta == "paper" else args.delta
@@ -63,13 +78,29 @@ def main(argv: list[str] | None = None) -> None:
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
                              weights_delta_fraction=args.weights_delta_fraction)
         eps_w, delta_w = split.weights_epsilon, split.weights_delta
-        params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": args.rho_target}
-        fit_kw = {"norm_bound": norm_bound(schema)}
-    est = make_estimator(args.method, **params)
     # one stream per cell, shared by beta_noised and beta_debiased: both see the same noise draw
     rng = rng_for(args.seed, "fit_weights", args.dataset, args.sdgp)
-    est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
-    log_ratio = est.log_ratio(X_synth)
+    if args.method in GAN_WEIGHT_METHODS:
+        from dpiw.sdgp.gan import Discriminators, load_models
+        from dpiw.weights.gan_weights import make_gan_weights
+
+        params = {"pgb": {"rounds": args.pgb_rounds, "eta": args.pgb_eta},
+                  "drs": {"percentile": args.drs_percentile}}.get(args.method, {})
+        discs = Discriminators(load_models(args.models), schema)
+        est = make_gan_weights(args.method, **params).fit_gan(discs, real, synth, epsilon=eps_w, delta=delta_w,
+                                                              rng=rng)
+        log_ratio = est.log_ratio_
+    else:
+        X_real, X_synth = encode(real, schema), encode(synth, schema)
+        params, fit_kw = {}, {}
+        if args.method in LOGISTIC_WEIGHT_METHODS:
+            if args.lam is None or args.sensitivity_n is None:
+                raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
+            params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": args.rho_target}
+            fit_kw = {"norm_bound": norm_bound(schema)}
+        est = make_estimator(args.method, **params)
+        est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
+        log_ratio = est.log_ratio(X_synth)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
     est.privacy_.write(args.privacy_out)
     print(f"fit_weights: {args.method} on {args.dataset}/{args.sdgp}: {len(synth)} weights, "

@@ -1,17 +1,21 @@
 """Stage `synthesize`: fit an SDGP on the private train split and sample N_G synthetic rows.
 
 `--share full` gives the SDGP the whole run budget (weights that spend nothing); `--share split`
-leaves the weight estimator its fraction (METHOD.md, budget split).
+leaves the weight estimator its fraction (METHOD.md, budget split). The GAN SDGPs also write their
+kept generators and discriminators to `--models-out` (torch file, loadable with weights_only=True).
 """
 
 from __future__ import annotations
+
+import time
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import paper_delta, split_budget
-from dpiw.sdgp import make_sdgp
+from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.seeding import rng_for
+from dpiw.grid import GAN_KEYS
 from dpiw.stages._cli import Parser, delta_arg, positive_float, run
 
 
@@ -29,8 +33,13 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--bins", type=int)
     p.add_argument("--structure")
+    gan_types = {"lr": float, "weight_clip": float, "max_grad_norm": float, "label_epsilon_fraction": float,
+                 "gumbel_tau": float, "accountant": str}
+    for key in GAN_KEYS:
+        p.add_argument(f"--gan-{key.replace('_', '-')}", dest=f"gan_{key}", type=gan_types.get(key, int))
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
+    p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
     return p.parse_args(argv)
 
 
@@ -52,13 +61,30 @@ def main(argv: list[str] | None = None) -> None:
     train = read_parquet(args.train, columns=schema.names)
     eps, delta = sdgp_budget(args, len(train))
     params = {k: v for k, v in (("bins", args.bins), ("structure", args.structure)) if v is not None}
+    is_gan = args.sdgp in GAN_SDGPS
+    if is_gan:
+        if not args.models_out:
+            raise DpiwError(f"SDGP {args.sdgp} writes its kept networks: --models-out is required")
+        import torch
+
+        torch.set_num_threads(1)  # reproducible, and Snakemake runs jobs side by side
+        params.update({k: getattr(args, f"gan_{k}") for k in GAN_KEYS if getattr(args, f"gan_{k}") is not None})
+    elif args.models_out:
+        raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
     gen = make_sdgp(args.sdgp, **params)
+    t0 = time.perf_counter()
     gen.fit(train, schema, epsilon=eps, delta=delta, rng=rng_for(args.seed, "synthesize-fit", schema.name))
+    seconds = time.perf_counter() - t0
     n_synth = max(1, int(round(args.rows_factor * len(train))))
     synth = gen.sample(n_synth, rng=rng_for(args.seed, "synthesize-sample", schema.name))
     record = gen.privacy_
+    if is_gan:
+        from dpiw.sdgp.gan import save_models
+
+        save_models(gen.models(), args.models_out)
     write_parquet(synth, args.out)
     record.write(args.privacy_out)
+    print(f"synthesize: fit took {seconds:.2f} s")
     print(f"synthesize: {args.sdgp} on {schema.name}: {n_synth} rows, spend eps={record.epsilon} "
           f"delta={record.delta} (share {args.share} of eps={args.epsilon})")
 
