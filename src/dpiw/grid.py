@@ -86,9 +86,19 @@ def needs_models(weights: str) -> bool:
 
 
 def excluded(config: dict, **keys) -> bool:
-    """True if a ``grid.exclude`` entry matches: every key it names has the run's value."""
+    """True if a ``grid.exclude`` entry matches: every key it names has the run's value (or, for a list,
+    one of its values).
+
+    >>> cfg = {"grid": {"exclude": [{"sdgp": ["gan", "cgan"], "post": "temper"}]}}
+    >>> excluded(cfg, sdgp="cgan", post="temper"), excluded(cfg, sdgp="cgan", post="none")
+    (True, False)
+    """
+    def norm(k, v):
+        return eps_str(v) if k == "eps" else str(v)
+
     for rule in config["grid"].get("exclude", []):
-        if all(str(keys[k]) == str(v) if k != "eps" else eps_str(keys[k]) == eps_str(v) for k, v in rule.items()):
+        if all(norm(k, keys[k]) in {norm(k, x) for x in (v if isinstance(v, list) else [v])}
+               for k, v in rule.items()):
             return True
     return False
 

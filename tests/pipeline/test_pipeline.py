@@ -109,14 +109,19 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     table = (wd / "results/tables/metrics.md").read_text()
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = list((wd / "results").rglob("manifest.json"))
-    assert len(manifests) == 17  # toy: 3x2 marginals + 4x2 uniform; iris: 3
+    assert len(manifests) == 35  # toy: 3x2 marginals + 4x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 6 cgan
     for path in manifests:
         m = json.loads(path.read_text())
         if m["dp"]:
             assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
             assert m["spent"]["epsilon"] <= m["budget"]["epsilon"] + 1e-9
         else:
-            assert "/logreg/" in str(path) and m["verdict"].startswith("NOT DP")
+            assert ("/logreg/" in str(path) or "/cgan/" in str(path)) and m["verdict"].startswith("NOT DP")
+    pgb = json.loads((wd / "results/toy/eps=1/seed=0/dpgan/pgb/none/manifest.json").read_text())
+    stages = {r["stage"]: r for r in pgb["records"]}
+    assert stages["synthesize"]["mechanism"].startswith("DP-SGD") and stages["fit_weights"]["epsilon"] > 0
+    assert pgb["dp"] and pgb["spent"]["epsilon"] <= 1 + 1e-9
+    assert "dpgan toy: 100%" in (wd / "logs/synthesize/toy_eps=1_seed=0_dpgan_full.log").read_text()  # progress
     assert _dry_run_jobs(wd) == []  # nothing left to do
 
 
@@ -129,7 +134,7 @@ def test_snakemake_reruns_only_downstream_of_an_edited_weight_param(snakemake_ru
     assert rules == {"fit_weights", "postprocess_weights", "evaluate", "privacy_ledger", "aggregate", "all"}
     fitted = sorted(w for r, w in jobs if r == "fit_weights")
     assert fitted and all(re.search(r"weights=(logreg|beta_debiased)\b", w) for w in fitted), fitted
-    assert len(fitted) == 6  # {toy: marginals, uniform; iris: marginals} x {logreg, beta_debiased}
+    assert len(fitted) == 12  # {toy: marginals, uniform, dpgan, cgan; iris: marginals, cgan} x {logreg, beta_debiased}
 
 
 @pytest.mark.slow
@@ -137,7 +142,10 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     wd = dvc_run
     for rel in ("results/toy/seed=0/train.parquet", "results/toy/eps=1/seed=0/marginals/synth_split.parquet",
                 "results/iris/eps=1/seed=0/marginals/beta_debiased/none/log_weights.parquet",
-                "results/toy/eps=1/seed=0/uniform/true/temper/log_weights.parquet"):
+                "results/toy/eps=1/seed=0/uniform/true/temper/log_weights.parquet",
+                "results/toy/eps=1/seed=0/dpgan/synth_split.parquet",
+                "results/iris/eps=1/seed=0/cgan/pgb/none/log_weights.parquet",
+                "results/toy/eps=1/seed=0/dpgan/drs/none/log_weights.parquet"):
         assert (wd / rel).read_bytes() == (snakemake_run / rel).read_bytes(), rel
     assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # up to date
     _edit_rho_target(wd / "params.yaml")
@@ -147,7 +155,7 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
                      "aggregate"}
     assert all(re.search(r"-(logreg|beta_debiased)(-|$)", n) for n in ran if n.startswith(("fit_", "eval")))
-    assert sum(n.startswith("fit_weights") for n in ran) == 6
+    assert sum(n.startswith("fit_weights") for n in ran) == 12
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -140,3 +140,38 @@ def test_same_seed_same_bytes(chain, tmp_path, root):
                      "--weights-delta-fraction", "0.3", "--seed", "0", "--bins", "10", "--structure",
                      "naive_bayes", "--out", str(again), "--privacy-out", str(tmp_path / "again.json")])
     assert again.read_bytes() == chain["synth"].read_bytes()
+
+
+GAN_ARGS = ["--gan-hidden", "16", "--gan-noise-dim", "4", "--gan-steps", "12", "--gan-batch-size", "32",
+            "--gan-lr", "0.002", "--gan-n-critic", "2", "--gan-weight-clip", "0.1", "--gan-max-grad-norm", "1.0",
+            "--gan-keep-last", "3", "--gan-snapshot-every", "3", "--gan-accountant", "rdp",
+            "--gan-label-epsilon-fraction", "0.05", "--gan-condition-bins", "4", "--gan-gumbel-tau", "0.2"]
+
+
+def test_gan_stage_writes_models_and_weights_reuse_them(chain, tmp_path, capsys):
+    budget = ["--delta", "paper", "--weights-epsilon-fraction", "0.1", "--weights-delta-fraction", "0.3"]
+    synth, models = tmp_path / "g.parquet", tmp_path / "g.pt"
+    base = ["--train", str(chain["train"]), "--schema", chain["schema"], "--sdgp", "dpcgan", "--epsilon", "1",
+            "--share", "split", *budget, "--seed", "0", *GAN_ARGS, "--out", str(synth),
+            "--privacy-out", str(tmp_path / "g.json")]
+    with pytest.raises(SystemExit) as exc:  # a GAN without a place for its networks
+        run(synthesize.main, base)
+    assert exc.value.code == 2 and "--models-out is required" in capsys.readouterr().err and not synth.exists()
+    synthesize.main([*base, "--models-out", str(models)])
+    assert models.exists() and len(pd.read_parquet(synth)) == 200
+    assert json.loads((tmp_path / "g.json").read_text())["epsilon"] <= 0.9 + 1e-9
+    common = ["--real", str(chain["train"]), "--synth", str(synth), "--schema", chain["schema"], "--dataset", "toy",
+              "--epsilon", "1", *budget, "--seed", "0", "--models", str(models)]
+    for method in ("discriminator", "pgb", "drs"):
+        out = tmp_path / f"{method}.parquet"
+        fit_weights.main([*common, "--sdgp", "dpcgan", "--method", method, "--out", str(out),
+                          "--privacy-out", str(tmp_path / f"{method}.json")])
+        lr = pd.read_parquet(out).log_ratio.to_numpy()
+        assert len(lr) == 200 and not np.isnan(lr).any() and np.isfinite(lr).any()
+    rec = json.loads((tmp_path / "pgb.json").read_text())
+    assert 0 < rec["epsilon"] <= 0.1 + 1e-9 and rec["reads_private"] == ["train"]
+    assert np.exp(pd.read_parquet(tmp_path / "pgb.parquet").log_ratio).sum() == pytest.approx(200)
+    with pytest.raises(SystemExit):  # discriminator weights need a GAN
+        run(fit_weights.main, [*common, "--sdgp", "marginals", "--method", "discriminator", "--out",
+                               str(tmp_path / "x.parquet"), "--privacy-out", str(tmp_path / "x.json")])
+    assert "needs a GAN SDGP" in capsys.readouterr().err and not (tmp_path / "x.parquet").exists()
