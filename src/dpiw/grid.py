@@ -25,7 +25,7 @@ SCALE_PRIVACY = SCALE_DIR + "/privacy/scale.json"
 CELL = "results/{dataset}/eps={eps}/seed={seed}/{sdgp}"
 SYNTH = CELL + "/synth_{share}.parquet"
 SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
-MODELS = CELL + "/models_{share}.pt"  # GAN SDGPs only: the kept generators and discriminators
+MODELS = CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
 WEIGHTS_DIR = CELL + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"

@@ -22,12 +22,19 @@ if TYPE_CHECKING:  # pandas costs ~0.4 s to import; stages that need no frame sh
     import pandas as pd
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(Path(tmp))
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)  # same directory, so the rename is atomic
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

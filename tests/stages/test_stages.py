@@ -150,7 +150,7 @@ GAN_ARGS = ["--gan-hidden", "16", "--gan-noise-dim", "4", "--gan-steps", "12", "
 
 def test_gan_stage_writes_models_and_weights_reuse_them(chain, tmp_path, capsys):
     budget = ["--delta", "paper", "--weights-epsilon-fraction", "0.1", "--weights-delta-fraction", "0.3"]
-    synth, models = tmp_path / "g.parquet", tmp_path / "g.pt"
+    synth, models = tmp_path / "g.parquet", tmp_path / "g.npz"
     base = ["--train", str(chain["train"]), "--schema", chain["schema"], "--sdgp", "dpcgan", "--epsilon", "1",
             "--share", "split", *budget, "--seed", "0", *GAN_ARGS, "--out", str(synth),
             "--privacy-out", str(tmp_path / "g.json")]

@@ -14,7 +14,8 @@ gradients need row-independent layers, and GroupNorm collapses tabular outputs.
 The last ``keep_last`` generators and discriminators (every ``snapshot_every`` generator steps at the
 end of training) are kept: :meth:`GanSDGP.sample` draws N_G rows evenly from them (the set B of
 Private Post-GAN Boosting; keep_last=1 is the plain last generator) and :meth:`GanSDGP.models` is
-what the `discriminator`, `pgb` and `drs` weight methods load.
+what the `discriminator`, `pgb` and `drs` weight methods load
+(:mod:`dpiw.sdgp.gan_models`, numpy only).
 """
 
 from __future__ import annotations
@@ -264,49 +265,13 @@ class GanSDGP:
         return out.iloc[rng.permutation(len(out))].reset_index(drop=True)
 
     def models(self) -> dict:
-        """The kept generators and discriminators with what is needed to rebuild them (torch.save-able,
-        loadable with ``weights_only=True``)."""
+        """The kept generators and discriminators (numpy) with what is needed to rebuild them
+        (:func:`dpiw.sdgp.gan_models.save_models` writes them)."""
         return {"variant": self.variant, "loss": self.kind, "hidden": self.hidden, "noise_dim": self.noise_dim,
                 "conditional": self.conditional, "condition_bins": self.condition_bins,
                 "cond_probs": None if self.cond_probs_ is None else [float(p) for p in self.cond_probs_],
-                "generators": self.generators_, "discriminators": self.discriminators_}
-
-
-class Discriminators:
-    """The kept discriminators of a fitted GAN, as numpy functions of a scaled frame."""
-
-    def __init__(self, models: dict, schema: Schema):
-        self.loss = models["loss"]
-        self.space = GanSpace(schema, conditional=models["conditional"], condition_bins=models["condition_bins"])
-        self.nets = []
-        for state in models["discriminators"]:
-            net = mlp(self.space.d_input, models["hidden"], 1)
-            net.load_state_dict(state)
-            self.nets.append(net.eval())
-
-    def __len__(self) -> int:
-        return len(self.nets)
-
-    def outputs(self, df: pd.DataFrame) -> np.ndarray:
-        """(K, n) raw outputs (critic values or logits), oldest discriminator first."""
-        x = dpsgd.as_tensor(self.space.discriminator_input(df))
-        with torch.no_grad():
-            return np.stack([net(x)[:, 0].numpy().astype(float) for net in self.nets])
-
-
-def load_models(path) -> dict:
-    try:
-        return torch.load(path, weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is one clear error
-        raise DpiwError(f"{path}: not a dpiw GAN model file ({exc})") from exc
-
-
-def save_models(models: dict, path) -> None:
-    from pathlib import Path
-
-    from dpiw.io import _atomic
-
-    _atomic(Path(path), lambda tmp: torch.save(models, tmp))
+                "generators": [{k: v.numpy() for k, v in g.items()} for g in self.generators_],
+                "discriminators": [{k: v.numpy() for k, v in d.items()} for d in self.discriminators_]}
 
 
 class _Lines:

@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     # one stream per cell, shared by beta_noised and beta_debiased: both see the same noise draw
     rng = rng_for(args.seed, "fit_weights", args.dataset, args.sdgp)
     if args.method in GAN_WEIGHT_METHODS:
-        from dpiw.sdgp.gan import Discriminators, load_models
+        from dpiw.sdgp.gan_models import Discriminators, load_models
         from dpiw.weights.gan_weights import make_gan_weights
 
         params = {"pgb": {"rounds": args.pgb_rounds, "eta": args.pgb_eta},

@@ -2,7 +2,7 @@
 
 `--share full` gives the SDGP the whole run budget (weights that spend nothing); `--share split`
 leaves the weight estimator its fraction (METHOD.md, budget split). The GAN SDGPs also write their
-kept generators and discriminators to `--models-out` (torch file, loadable with weights_only=True).
+kept generators and discriminators to `--models-out` (.npz, see dpiw.sdgp.gan_models).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import time
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
+from dpiw.grid import GAN_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import paper_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.seeding import rng_for
-from dpiw.grid import GAN_KEYS
 from dpiw.stages._cli import Parser, delta_arg, positive_float, run
 
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     synth = gen.sample(n_synth, rng=rng_for(args.seed, "synthesize-sample", schema.name))
     record = gen.privacy_
     if is_gan:
-        from dpiw.sdgp.gan import save_models
+        from dpiw.sdgp.gan_models import save_models
 
         save_models(gen.models(), args.models_out)
     write_parquet(synth, args.out)
