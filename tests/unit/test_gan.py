@@ -81,18 +81,19 @@ def test_noise_is_one_draw_per_step_with_std_sigma_c_over_L():
     assert abs(g.std() - sigma * C / L) < 4 * (sigma * C / L) / math.sqrt(2 * g.size)
 
 
-@pytest.mark.parametrize("variant", ["dpgan", "dpcgan"])
-def test_spend_record_matches_opacus_accountant(variant):
-    from opacus.accountants import RDPAccountant
+@pytest.mark.parametrize("variant, accountant", [("dpgan", "rdp"), ("dpcgan", "rdp"), ("dpgan", "prv")])
+def test_spend_record_matches_opacus_accountant(variant, accountant):
+    from opacus.accountants import PRVAccountant, RDPAccountant
 
     train = frame(0)
     eps, delta = 2.0, 1e-4
-    gan = GanSDGP(variant=variant, **SMALL).fit(train, SCHEMA, epsilon=eps, delta=delta,
-                                                rng=np.random.default_rng(0))
+    gan = GanSDGP(variant=variant, accountant=accountant, **SMALL).fit(train, SCHEMA, epsilon=eps, delta=delta,
+                                                                       rng=np.random.default_rng(0))
     rec = gan.privacy_
     d = rec.details
     assert d["discriminator_steps"] == SMALL["steps"] * (SMALL["n_critic"] if variant == "dpgan" else 1)
-    acc = RDPAccountant()
+    assert rec.accountant.startswith(f"opacus {accountant}")
+    acc = RDPAccountant() if accountant == "rdp" else PRVAccountant()
     acc.history = [(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"])]
     eps_ar = acc.get_epsilon(delta=d["add_remove_delta"])
     # group privacy k=2 turns add/remove-one into replace-one
