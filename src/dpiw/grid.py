@@ -139,12 +139,17 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
     if sdgp == "marginals":
         args += ["--bins", str(lookup("sdgp.marginals.bins")),
                  "--structure", str(lookup("sdgp.marginals.structure"))]
+    if sdgp == "privbayes":
+        for key in PRIVBAYES_KEYS:
+            args += [f"--privbayes-{key.replace('_', '-')}", str(lookup(f"sdgp.privbayes.{key}"))]
     if sdgp in GAN_SDGPS:
         for key in GAN_KEYS:
             args += [f"--gan-{key.replace('_', '-')}", str(lookup(f"sdgp.gan.{key}"))]
     return args
 
 
+#: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
+PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells")
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
 GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "weight_clip", "max_grad_norm",
             "keep_last", "snapshot_every", "accountant", "label_epsilon_fraction", "condition_bins", "gumbel_tau")

@@ -109,7 +109,7 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     table = (wd / "results/tables/metrics.md").read_text()
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = list((wd / "results").rglob("manifest.json"))
-    assert len(manifests) == 35  # toy: 3x2 marginals + 4x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 6 cgan
+    assert len(manifests) == 41  # toy: 3x2 marginals + 3 privbayes + 4x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
     for path in manifests:
         m = json.loads(path.read_text())
         if m["dp"]:
@@ -134,7 +134,7 @@ def test_snakemake_reruns_only_downstream_of_an_edited_weight_param(snakemake_ru
     assert rules == {"fit_weights", "postprocess_weights", "evaluate", "privacy_ledger", "aggregate", "all"}
     fitted = sorted(w for r, w in jobs if r == "fit_weights")
     assert fitted and all(re.search(r"weights=(logreg|beta_debiased)\b", w) for w in fitted), fitted
-    assert len(fitted) == 12  # {toy: marginals, uniform, dpgan, cgan; iris: marginals, cgan} x {logreg, beta_debiased}
+    assert len(fitted) == 16  # {toy: marginals, privbayes, uniform, dpgan, cgan; iris: marginals, privbayes, cgan} x 2
 
 
 @pytest.mark.slow
@@ -145,7 +145,8 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
                 "results/toy/eps=1/seed=0/uniform/true/temper/log_weights.parquet",
                 "results/toy/eps=1/seed=0/dpgan/synth_split.parquet",
                 "results/iris/eps=1/seed=0/cgan/pgb/none/log_weights.parquet",
-                "results/toy/eps=1/seed=0/dpgan/drs/none/log_weights.parquet"):
+                "results/toy/eps=1/seed=0/dpgan/drs/none/log_weights.parquet",
+                "results/iris/eps=1/seed=0/privbayes/synth_full.parquet"):
         assert (wd / rel).read_bytes() == (snakemake_run / rel).read_bytes(), rel
     assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # up to date
     _edit_rho_target(wd / "params.yaml")
@@ -155,7 +156,7 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
                      "aggregate"}
     assert all(re.search(r"-(logreg|beta_debiased)(-|$)", n) for n in ran if n.startswith(("fit_", "eval")))
-    assert sum(n.startswith("fit_weights") for n in ran) == 12
+    assert sum(n.startswith("fit_weights") for n in ran) == 16
 
 
 @pytest.mark.parametrize("edit, message", [

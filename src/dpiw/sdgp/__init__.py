@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dpiw import DpiwError
 from dpiw.sdgp.marginals import DPMarginals
+from dpiw.sdgp.privbayes import PrivBayes
 from dpiw.sdgp.uniform import UniformBox
 
 #: GAN variants (see dpiw.sdgp.gan.VARIANTS); they write a model file next to their rows.
@@ -27,7 +28,7 @@ def _gan(variant):
     return make
 
 
-REGISTRY = {"marginals": DPMarginals, "uniform": UniformBox, **{v: _gan(v) for v in GAN_SDGPS}}
+REGISTRY = {"marginals": DPMarginals, "privbayes": PrivBayes, "uniform": UniformBox, **{v: _gan(v) for v in GAN_SDGPS}}
 
 
 def make_sdgp(name: str, **params):
@@ -39,4 +40,4 @@ def make_sdgp(name: str, **params):
         raise DpiwError(f"SDGP {name!r}: bad parameters {sorted(params)} ({exc})") from exc
 
 
-__all__ = ["GAN_SDGPS", "NON_DP_SDGPS", "REGISTRY", "DPMarginals", "UniformBox", "make_sdgp"]
+__all__ = ["GAN_SDGPS", "NON_DP_SDGPS", "REGISTRY", "DPMarginals", "PrivBayes", "UniformBox", "make_sdgp"]

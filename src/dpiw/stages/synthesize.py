@@ -11,7 +11,7 @@ import time
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
-from dpiw.grid import GAN_KEYS
+from dpiw.grid import GAN_KEYS, PRIVBAYES_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import paper_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
@@ -37,6 +37,9 @@ def parse_args(argv):
                  "gumbel_tau": float, "accountant": str}
     for key in GAN_KEYS:
         p.add_argument(f"--gan-{key.replace('_', '-')}", dest=f"gan_{key}", type=gan_types.get(key, int))
+    for key in PRIVBAYES_KEYS:
+        p.add_argument(f"--privbayes-{key.replace('_', '-')}", dest=f"privbayes_{key}",
+                       type=float if key == "structure_epsilon_fraction" else int)
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
@@ -61,6 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     train = read_parquet(args.train, columns=schema.names)
     eps, delta = sdgp_budget(args, len(train))
     params = {k: v for k, v in (("bins", args.bins), ("structure", args.structure)) if v is not None}
+    if args.sdgp == "privbayes":
+        params = {k: getattr(args, f"privbayes_{k}") for k in PRIVBAYES_KEYS
+                  if getattr(args, f"privbayes_{k}") is not None}
     is_gan = args.sdgp in GAN_SDGPS
     if is_gan:
         if not args.models_out:
