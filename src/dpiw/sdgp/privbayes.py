@@ -89,7 +89,7 @@ class PrivBayes:
     max_candidates : refuse a structure search with more (X, Pi) candidates than this in one step.
     """
 
-    def __init__(self, *, bins: int = 10, degree: int = 2, structure_epsilon_fraction: float = 0.3,
+    def __init__(self, *, bins: int = 4, degree: int = 1, structure_epsilon_fraction: float = 0.3,
                  max_cells: int = 1_000_000, max_candidates: int = 200_000):
         self.bins, self.degree = bins, degree
         self.structure_epsilon_fraction = structure_epsilon_fraction
