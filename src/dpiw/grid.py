@@ -169,6 +169,8 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
         args += ["--lambda", str(lookup("weights.beta.lambda")),
                  "--rho-target", str(lookup("weights.beta.rho_target")),
                  "--sensitivity-n", str(lookup("weights.beta.sensitivity_n"))]
+    if weights in ("output_laplace", "output_gauss"):
+        args += ["--output-scale-target", str(lookup("weights.output.scale_target"))]
     return args
 
 

@@ -20,12 +20,14 @@ from dpiw.io import read_json, write_json
 #: ``logreg`` is the non-private twin of ``beta_*``: it uses the same split so that both weight the
 #: same synthetic data, as in the paper.
 #: ``pgb`` reads the private rows again (its exponential mechanisms) and so spends its own share too.
-WEIGHT_METHODS_WITH_OWN_BUDGET = frozenset({"logreg", "beta_noised", "beta_debiased", "pgb"})
 #: Weight methods that need the L2 logistic regression's parameters (weights.beta).
-LOGISTIC_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased"})
+LOGISTIC_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss",
+                                     "output_laplace", "output_gauss"})
+WEIGHT_METHODS_WITH_OWN_BUDGET = LOGISTIC_WEIGHT_METHODS | {"pgb"}
 #: Weight methods that reuse a GAN's kept discriminators (GAN SDGPs only).
 GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
-WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", *GAN_WEIGHT_METHODS)
+WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
+                  "output_gauss", *GAN_WEIGHT_METHODS)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     table = (wd / "results/tables/metrics.md").read_text()
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = list((wd / "results").rglob("manifest.json"))
-    assert len(manifests) == 41  # toy: 3x2 marginals + 3 privbayes + 4x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
+    assert len(manifests) == 49  # toy: 5x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
     for path in manifests:
         m = json.loads(path.read_text())
         if m["dp"]:
@@ -133,8 +133,9 @@ def test_snakemake_reruns_only_downstream_of_an_edited_weight_param(snakemake_ru
     rules = {r for r, _ in jobs}
     assert rules == {"fit_weights", "postprocess_weights", "evaluate", "privacy_ledger", "aggregate", "all"}
     fitted = sorted(w for r, w in jobs if r == "fit_weights")
-    assert fitted and all(re.search(r"weights=(logreg|beta_debiased)\b", w) for w in fitted), fitted
-    assert len(fitted) == 16  # {toy: marginals, privbayes, uniform, dpgan, cgan; iris: marginals, privbayes, cgan} x 2
+    assert fitted and all(re.search(r"weights=(logreg|beta_debiased|beta_debiased_gauss|output_laplace)\b", w)
+                          for w in fitted), fitted
+    assert len(fitted) == 20  # logreg, beta_debiased on 8 cells + beta_debiased_gauss, output_laplace on 2
 
 
 @pytest.mark.slow
@@ -155,8 +156,9 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     kinds = {name.split("-")[0] for name in ran}
     assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
                      "aggregate"}
-    assert all(re.search(r"-(logreg|beta_debiased)(-|$)", n) for n in ran if n.startswith(("fit_", "eval")))
-    assert sum(n.startswith("fit_weights") for n in ran) == 16
+    assert all(re.search(r"-(logreg|beta_debiased|beta_debiased_gauss|output_laplace)(-|$)", n)
+               for n in ran if n.startswith(("fit_", "eval")))
+    assert sum(n.startswith("fit_weights") for n in ran) == 20
 
 
 @pytest.mark.parametrize("edit, message", [

@@ -45,6 +45,8 @@ def parse_args(argv):
     p.add_argument("--lambda", dest="lam", type=lambda_arg, help="'auto' or a positive number")
     p.add_argument("--rho-target", type=float, default=0.5, help="Laplace scale that lambda 'auto' aims at")
     p.add_argument("--sensitivity-n", choices=["private", "total"])
+    p.add_argument("--output-scale-target", type=positive_float, default=0.25,
+                   help="output_*: noise scale (Laplace b or Gaussian s) that lambda 'auto' aims at")
     p.add_argument("--models", help="GAN model file (discriminator, pgb, drs)")
     p.add_argument("--pgb-rounds", type=int, default=50)
     p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto")
@@ -96,7 +98,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.method in LOGISTIC_WEIGHT_METHODS:
             if args.lam is None or args.sensitivity_n is None:
                 raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
-            params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": args.rho_target}
+            target = args.output_scale_target if args.method.startswith("output_") else args.rho_target
+            params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": target}
             fit_kw = {"norm_bound": norm_bound(schema)}
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)

@@ -37,7 +37,8 @@ def laplace_bias_correction(X_tilde: np.ndarray, rho: float) -> np.ndarray:
         raise DpiwError(
             f"BetaDebiased (Laplace): the bias correction needs |x_j| < 1/rho for every coordinate, but "
             f"rho={rho:.4g} and max|x_j|={a:.4g} (the intercept alone needs rho < 1). Raise "
-            "weights.beta.lambda or the run's epsilon, or raise privacy.weights_epsilon_fraction")
+            "weights.beta.lambda or the run's epsilon, raise privacy.weights_epsilon_fraction, or use "
+            "beta_debiased_gauss (Gaussian noise, always defined)")
     return np.log1p(-(rho * X_tilde) ** 2).sum(axis=1)
 
 
@@ -91,7 +92,12 @@ class LogReg:
         self.sensitivity_n = sensitivity_n
         self.rho_target = rho_target
 
-    def _fit_beta(self, X_real, X_synth, *, epsilon: float, norm_bound: float | None):
+    def _auto_lambda(self, *, n_coef: int, epsilon: float, delta: float, n_out: int) -> float:
+        """lambda 'auto': the smallest lambda whose noise scale meets ``rho_target`` (public numbers only)."""
+        return auto_lambda(norm_bound=self.norm_bound_, n=self.n_sens_, n_coef=n_coef, epsilon=epsilon,
+                           rho_target=self.rho_target)
+
+    def _fit_beta(self, X_real, X_synth, *, epsilon: float, norm_bound: float | None, delta: float = 0.0):
         if self.sensitivity_n not in SENSITIVITY_N:
             raise DpiwError(f"weights.beta.sensitivity_n must be one of {SENSITIVITY_N}, got {self.sensitivity_n!r}")
         X = add_intercept(np.vstack([X_real, X_synth]))
@@ -107,8 +113,7 @@ class LogReg:
                 raise DpiwError(f"weights.beta.rho_target must be in (0, 1), got {self.rho_target}")
             if not (epsilon > 0):
                 raise DpiwError("weights.beta.lambda 'auto' needs the weight budget epsilon > 0")
-            self.lambda_ = auto_lambda(norm_bound=self.norm_bound_, n=self.n_sens_, n_coef=p, epsilon=epsilon,
-                                       rho_target=self.rho_target)
+            self.lambda_ = self._auto_lambda(n_coef=p, epsilon=epsilon, delta=delta, n_out=len(X_synth))
         else:
             try:
                 self.lambda_ = float(self.lam)
@@ -182,8 +187,11 @@ class BetaDebiased(BetaNoised):
 
 
 def make_estimator(method: str, **params):
+    from dpiw.weights.output_perturbation import BetaDebiasedGauss, OutputGauss, OutputLaplace
+
     classes = {"none": NoWeights, "true": TrueToyWeights, "logreg": LogReg, "beta_noised": BetaNoised,
-               "beta_debiased": BetaDebiased}
+               "beta_debiased": BetaDebiased, "beta_debiased_gauss": BetaDebiasedGauss,
+               "output_laplace": OutputLaplace, "output_gauss": OutputGauss}
     if method not in classes:
         raise DpiwError(f"unknown weight method {method!r}; known: {sorted(classes)}")
     try:
