@@ -12,7 +12,13 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from dpiw.privacy import GAN_WEIGHT_METHODS, LOGISTIC_WEIGHT_METHODS, WEIGHT_METHODS_WITH_OWN_BUDGET, budget_share
+from dpiw.privacy import (
+    GAN_WEIGHT_METHODS,
+    LOGISTIC_WEIGHT_METHODS,
+    MLP_WEIGHT_METHODS,
+    WEIGHT_METHODS_WITH_OWN_BUDGET,
+    budget_share,
+)
 from dpiw.sdgp import GAN_SDGPS
 
 STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
@@ -148,6 +154,8 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
     return args
 
 
+#: weights.mlp keys, each passed to the fit_weights stage as --mlp-<key>
+MLP_KEYS = ("hidden", "epochs", "batch_size", "lr", "max_grad_norm", "accountant")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells")
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
@@ -169,6 +177,9 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
         args += ["--lambda", str(lookup("weights.beta.lambda")),
                  "--rho-target", str(lookup("weights.beta.rho_target")),
                  "--sensitivity-n", str(lookup("weights.beta.sensitivity_n"))]
+    if weights in MLP_WEIGHT_METHODS:
+        for key in MLP_KEYS:
+            args += [f"--mlp-{key.replace('_', '-')}", str(lookup(f"weights.mlp.{key}"))]
     if weights in ("output_laplace", "output_gauss"):
         args += ["--output-scale-target", str(lookup("weights.output.scale_target"))]
     return args

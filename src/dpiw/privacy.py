@@ -23,11 +23,13 @@ from dpiw.io import read_json, write_json
 #: Weight methods that need the L2 logistic regression's parameters (weights.beta).
 LOGISTIC_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss",
                                      "output_laplace", "output_gauss"})
-WEIGHT_METHODS_WITH_OWN_BUDGET = LOGISTIC_WEIGHT_METHODS | {"pgb"}
+#: The MLP classifier weights (weights.mlp); ``mlp`` is dp_mlp's non-private twin.
+MLP_WEIGHT_METHODS = frozenset({"mlp", "dp_mlp"})
+WEIGHT_METHODS_WITH_OWN_BUDGET = LOGISTIC_WEIGHT_METHODS | MLP_WEIGHT_METHODS | {"pgb"}
 #: Weight methods that reuse a GAN's kept discriminators (GAN SDGPs only).
 GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
 WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
-                  "output_gauss", *GAN_WEIGHT_METHODS)
+                  "output_gauss", "mlp", "dp_mlp", *GAN_WEIGHT_METHODS)
 
 
 @dataclass(frozen=True)

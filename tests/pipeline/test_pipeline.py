@@ -109,7 +109,7 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     table = (wd / "results/tables/metrics.md").read_text()
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = list((wd / "results").rglob("manifest.json"))
-    assert len(manifests) == 49  # toy: 5x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
+    assert len(manifests) == 51  # toy: 6x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
     for path in manifests:
         m = json.loads(path.read_text())
         if m["dp"]:

@@ -11,10 +11,12 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
+from dpiw.grid import MLP_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import (
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
+    MLP_WEIGHT_METHODS,
     WEIGHT_METHODS,
     WEIGHT_METHODS_WITH_OWN_BUDGET,
     paper_delta,
@@ -48,6 +50,9 @@ def parse_args(argv):
     p.add_argument("--output-scale-target", type=positive_float, default=0.25,
                    help="output_*: noise scale (Laplace b or Gaussian s) that lambda 'auto' aims at")
     p.add_argument("--models", help="GAN model file (discriminator, pgb, drs)")
+    mlp_types = {"lr": float, "max_grad_norm": float, "accountant": str}
+    for key in MLP_KEYS:
+        p.add_argument(f"--mlp-{key.replace('_', '-')}", dest=f"mlp_{key}", type=mlp_types.get(key, int))
     p.add_argument("--pgb-rounds", type=int, default=50)
     p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto")
     p.add_argument("--drs-percentile", type=float, default=95.0)
@@ -101,6 +106,11 @@ def main(argv: list[str] | None = None) -> None:
             target = args.output_scale_target if args.method.startswith("output_") else args.rho_target
             params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": target}
             fit_kw = {"norm_bound": norm_bound(schema)}
+        if args.method in MLP_WEIGHT_METHODS:
+            import torch
+
+            torch.set_num_threads(1)
+            params = {k: getattr(args, f"mlp_{k}") for k in MLP_KEYS if getattr(args, f"mlp_{k}") is not None}
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
         log_ratio = est.log_ratio(X_synth)

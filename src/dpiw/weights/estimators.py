@@ -186,12 +186,22 @@ class BetaDebiased(BetaNoised):
         return Xt @ self.noisy_coef_ + laplace_bias_correction(Xt, self.rho_) + self.log_prior_odds_
 
 
+def _mlp(*, private: bool):
+    def make(**params):
+        from dpiw.weights.mlp import MLPWeights  # torch: only when asked for
+
+        return MLPWeights(private=private, **params)
+
+    return make
+
+
 def make_estimator(method: str, **params):
     from dpiw.weights.output_perturbation import BetaDebiasedGauss, OutputGauss, OutputLaplace
 
     classes = {"none": NoWeights, "true": TrueToyWeights, "logreg": LogReg, "beta_noised": BetaNoised,
                "beta_debiased": BetaDebiased, "beta_debiased_gauss": BetaDebiasedGauss,
-               "output_laplace": OutputLaplace, "output_gauss": OutputGauss}
+               "output_laplace": OutputLaplace, "output_gauss": OutputGauss,
+               "mlp": _mlp(private=False), "dp_mlp": _mlp(private=True)}
     if method not in classes:
         raise DpiwError(f"unknown weight method {method!r}; known: {sorted(classes)}")
     try:

@@ -1,0 +1,147 @@
+"""MLP and DP-MLP weights: a small real-vs-synthetic classifier, log w = logit + log(N_G/N_D).
+
+DP-MLP is the paper's Algorithm 1 ("relaxed DP-SGD"), as METHOD.md fixes it: every step Poisson-samples
+each of the N_D + N_G rows with q = L / (N_D + N_G); every sampled row's per-example gradient (synthetic
+rows too) is clipped to C; ONE draw of N(0, sigma^2 C^2 I) is added to the sum, always (not per
+private row); the result is divided by L. Only the private rows make it a privacy question, and the
+sample rate the accountant sees is q over all rows, which is why it is cheaper than DP-SGD on D alone.
+sigma comes from opacus's accountant (rdp | prv) for (q, T = ceil(epochs / q)) and the weight budget,
+with the add/remove -> replace-one conversion of :mod:`dpiw.sdgp.dpsgd`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from dpiw import DpiwError
+from dpiw.privacy import PrivacySpend
+from dpiw.sdgp import dpsgd
+from dpiw.weights.estimators import log_prior_odds
+
+
+def classifier(d_in: int, hidden: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, hidden), nn.LeakyReLU(0.2),
+                         nn.Linear(hidden, 1))
+
+
+class ClassifierStep:
+    """One step on a Poisson batch: plain (sum of losses / L) or DP (clip, one noise draw, / L)."""
+
+    def __init__(self, net: nn.Module, *, private: bool, lr: float, expected_batch_size: int,
+                 noise_multiplier: float = 0.0, max_grad_norm: float = 1.0, sample_rate: float = 0.0,
+                 accountant: str = "rdp", noise_generator: torch.Generator | None = None):
+        self.private, self.L = private, float(expected_batch_size)
+        self.noise_multiplier, self.sample_rate, self.steps = noise_multiplier, sample_rate, 0
+        if private:
+            from opacus import GradSampleModule
+            from opacus.optimizers import DPOptimizer
+
+            self.module = GradSampleModule(net, loss_reduction="sum")
+            self.optimizer = DPOptimizer(torch.optim.Adam(self.module.parameters(), lr=lr),
+                                         noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm,
+                                         expected_batch_size=expected_batch_size, loss_reduction="sum",
+                                         generator=noise_generator)
+            self.accountant = dpsgd.make_accountant(accountant)
+        else:
+            self.module, self.optimizer, self.accountant = net, torch.optim.Adam(net.parameters(), lr=lr), None
+
+    @property
+    def network(self) -> nn.Module:
+        return self.module._module if self.private else self.module
+
+    def parameters(self):
+        return list(self.module.parameters())
+
+    def gradient(self, xb: torch.Tensor, yb: torch.Tensor) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        with dpsgd.quiet_hooks():
+            loss = F.binary_cross_entropy_with_logits(self.module(xb)[:, 0], yb, reduction="sum")
+            loss.backward()
+        if not self.private:
+            for p in self.parameters():
+                p.grad = p.grad / self.L
+            return
+        self.optimizer.pre_step()  # clip every sampled row, sum, one noise draw
+        self.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+        self.steps += 1
+        for p in self.parameters():
+            p.grad = p.grad / self.L
+
+    def step(self, xb, yb) -> None:
+        self.gradient(xb, yb)
+        (self.optimizer.original_optimizer if self.private else self.optimizer).step()
+
+
+class MLPWeights:
+    """Non-private MLP classifier weights (``private=False``) or DP-MLP (``private=True``)."""
+
+    def __init__(self, *, private: bool = False, hidden: int = 32, epochs: int = 20, batch_size: int = 64,
+                 lr: float = 1e-3, max_grad_norm: float = 1.0, accountant: str = "rdp"):
+        for name, v in (("hidden", hidden), ("epochs", epochs), ("batch_size", batch_size)):
+            if not (isinstance(v, int) and v >= 1):
+                raise DpiwError(f"weights.mlp.{name} must be an integer >= 1, got {v!r}")
+        if accountant not in dpsgd.ACCOUNTANTS:
+            raise DpiwError(f"weights.mlp.accountant must be one of {dpsgd.ACCOUNTANTS}, got {accountant!r}")
+        self.private, self.hidden, self.epochs, self.batch_size = private, hidden, epochs, batch_size
+        self.lr, self.max_grad_norm, self.accountant = lr, max_grad_norm, accountant
+        self.method = "dp_mlp" if private else "mlp"
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound=None):
+        n_d, n_g = len(X_real), len(X_synth)
+        n = n_d + n_g
+        L = min(self.batch_size, n)
+        q = L / n
+        T = math.ceil(self.epochs / q)
+        seeds = rng.integers(0, 2**62, size=3)
+        gen = torch.Generator().manual_seed(int(seeds[0]))
+        sigma = 0.0
+        if self.private:
+            if not (epsilon > 0):
+                raise DpiwError("dp_mlp needs a positive weight budget (privacy.weights_epsilon_fraction)")
+            sigma = dpsgd.calibrate_noise(epsilon=epsilon, delta=delta, sample_rate=q, steps=T,
+                                          accountant=self.accountant)
+        with torch.random.fork_rng():
+            torch.manual_seed(int(seeds[1]))
+            net = classifier(X_real.shape[1], self.hidden)
+        step = ClassifierStep(net, private=self.private, lr=self.lr, expected_batch_size=L, noise_multiplier=sigma,
+                              max_grad_norm=self.max_grad_norm, sample_rate=q, accountant=self.accountant,
+                              noise_generator=torch.Generator().manual_seed(int(seeds[2])))
+        X = dpsgd.as_tensor(np.vstack([X_real, X_synth]))
+        y = torch.cat([torch.ones(n_d), torch.zeros(n_g)])
+        for _ in range(T):
+            mask = dpsgd.poisson_mask(n, q, gen)
+            step.step(X[mask], y[mask])
+        self.net_ = step.network.eval()
+        self.log_prior_odds_ = log_prior_odds(n_d, n_g)
+        details = {"method": self.method, "hidden": self.hidden, "epochs": self.epochs, "steps": T,
+                   "expected_batch_size": L, "sample_rate": q, "lr": self.lr, "n_real": n_d, "n_synth": n_g}
+        if not self.private:
+            self.privacy_ = PrivacySpend(stage="fit_weights", mechanism="none (non-private MLP classifier)",
+                                         epsilon=None, delta=None, dp=False, reads_private=("train",),
+                                         basis="non-private baseline: classifier trained on the private rows "
+                                         "without noise", details=details)
+            return self
+        if step.steps != T:
+            raise AssertionError(f"stepped {step.steps} times, accounted for {T}")
+        eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(step.accountant, delta, epsilon)
+        details.update({"add_remove_epsilon": eps_ar, "add_remove_delta": delta_ar})
+        self.privacy_ = PrivacySpend(
+            stage="fit_weights", mechanism="relaxed DP-SGD (Poisson over real + synthetic rows, Gaussian)",
+            epsilon=float(eps_ro), delta=float(delta_ro),
+            sensitivity={"per_example_clip_norm": self.max_grad_norm,
+                         "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"},
+            noise={"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
+                   "per_step": "one draw per step, always", "sample_rate": q, "steps": T},
+            accountant=f"opacus {self.accountant} (add/remove-one) + group privacy k=2", reads_private=("train",),
+            details=details)
+        return self
+
+    def log_ratio(self, X):
+        with torch.no_grad():
+            logits = self.net_(dpsgd.as_tensor(X))[:, 0].numpy().astype(float)
+        return logits + self.log_prior_odds_
