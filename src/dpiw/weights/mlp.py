@@ -104,7 +104,7 @@ class MLPWeights:
             if not (epsilon > 0):
                 raise DpiwError("dp_mlp needs a positive weight budget (privacy.weights_epsilon_fraction)")
             sigma = dpsgd.calibrate_noise(epsilon=epsilon, delta=delta, sample_rate=q, steps=T,
-                                          accountant=self.accountant)
+                                          accountant=self.accountant, hint="lower weights.mlp.epochs")
         with torch.random.fork_rng():
             torch.manual_seed(int(seeds[1]))
             net = classifier(X_real.shape[1], self.hidden)
