@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from dpiw.weights import make_estimator
 from dpiw.sdgp.dpsgd import RDP_ALPHAS
+from dpiw.weights import make_estimator
 from dpiw.weights.mlp import ClassifierStep, classifier
 
 
