@@ -95,7 +95,8 @@ def test_spend_record_matches_opacus_accountant(variant, accountant):
     assert rec.accountant.startswith(f"opacus {accountant}")
     acc = RDPAccountant() if accountant == "rdp" else PRVAccountant()
     acc.history = [(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"])]
-    eps_ar = acc.get_epsilon(delta=d["add_remove_delta"], **({"alphas": dpsgd.RDP_ALPHAS} if accountant == "rdp" else {}))
+    orders = {"alphas": dpsgd.RDP_ALPHAS} if accountant == "rdp" else {}
+    eps_ar = acc.get_epsilon(delta=d["add_remove_delta"], **orders)
     # group privacy k=2 turns add/remove-one into replace-one
     assert d["add_remove_epsilon"] == pytest.approx(eps_ar, rel=1e-9)
     assert d["dpsgd_epsilon"] == pytest.approx(2 * eps_ar, rel=1e-9)
