@@ -51,7 +51,7 @@ def test_default_config_dry_run():
 
 def test_stage_lists_are_in_step():
     smk = stage_names("".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk")))
-    dvc = stage_names((ROOT / "dvc.yaml").read_text())
+    dvc = stage_names("".join(p.read_text() for p in [ROOT / "dvc.yaml", *(ROOT / "pipelines").glob("*/dvc.yaml")]))
     modules = {p.stem for p in (ROOT / "src/dpiw/stages").glob("*.py") if not p.stem.startswith("_")}
     # validate_params is a DVC stage; Snakemake validates params.yaml when it parses the workflow
     assert dvc == smk | {"validate_params"} == modules
@@ -98,7 +98,8 @@ def dvc_run(tmp_path_factory):
     sh(["dvc", "init", "--no-scm", "-q"], wd)
     # (`dvc repro --dry` stops at the first missing dependency, so check the DAG instead)
     dag = sh(["dvc", "dag", "--dot"], wd).stdout
-    assert '"aggregate"' in dag and '"scale-toy-s0" -> "synthesize-toy-e1-s0-marginals-full"' in dag
+    toy = "pipelines/toy/dvc.yaml:"
+    assert '"aggregate"' in dag and f'"{toy}scale-toy-s0" -> "{toy}synthesize-toy-e1-s0-marginals-full"' in dag
     sh(["dvc", "repro"], wd)
     return wd
 
@@ -152,7 +153,7 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # up to date
     _edit_rho_target(wd / "params.yaml")
     out = sh(["dvc", "repro"], wd).stdout
-    ran = re.findall(r"Running stage '([^']+)'", out)
+    ran = [n.split(":")[-1] for n in re.findall(r"Running stage '([^']+)'", out)]  # pipelines/<ds>/dvc.yaml:
     kinds = {name.split("-")[0] for name in ran}
     assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
                      "aggregate"}

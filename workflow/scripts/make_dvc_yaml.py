@@ -5,6 +5,11 @@ Values from params.yaml enter the commands as ``${key}``, so DVC tracks exactly 
 stage uses and re-runs only what an edited value reaches. Only a change of the grid itself (the lists
 under ``grid``) needs a new dvc.yaml; the first stage refuses a stale one.
 
+The stages are split over several files so that none grows past what git should hold: the root
+dvc.yaml has `validate_params` and `aggregate` (which depends on every run, so `dvc repro` there
+reproduces everything), and `pipelines/<dataset>/dvc.yaml` holds one dataset's stages, each run from
+the repository root (`wdir: ../..`, params from `../../params.yaml`).
+
     python workflow/scripts/make_dvc_yaml.py --params params.yaml --out dvc.yaml [--check]
 """
 
@@ -126,10 +131,30 @@ def build(params: dict) -> dict:
     return {"stages": stages}
 
 
-def render(params: dict) -> str:
+PIPELINES = "pipelines"
+
+
+def split(params: dict) -> dict[str, dict]:
+    """Relative path -> dvc.yaml content: the root file and one file per dataset."""
+    stages = build(params)["stages"]
+    files: dict[str, dict] = {"dvc.yaml": {"stages": {}}}
+    datasets = list(params["grid"]["datasets"])
+    for name, stage in stages.items():
+        ds = next((d for d in datasets if name.split("-")[1:2] == [d]), None)
+        if ds is None or name.split("-")[0] in ("validate_params", "aggregate"):
+            files["dvc.yaml"]["stages"][name] = stage
+            continue
+        rel = f"{PIPELINES}/{ds}/dvc.yaml"
+        files.setdefault(rel, {"vars": ["../../params.yaml"], "stages": {}})
+        files[rel]["stages"][name] = {"wdir": "../..", **stage}
+    return files
+
+
+def render(params: dict) -> dict[str, str]:
     header = ("# GENERATED from params.yaml by workflow/scripts/make_dvc_yaml.py (`make dvc-yaml`); do not edit.\n"
               f"# Grid digest {grid_digest(params)}. The same stages as the Snakemake rules, one per job.\n")
-    return header + yaml.safe_dump(build(params), sort_keys=False, width=10_000)
+    return {rel: header + yaml.safe_dump(content, sort_keys=False, width=10_000)
+            for rel, content in split(params).items()}
 
 
 def main(argv=None) -> int:
@@ -144,15 +169,23 @@ def main(argv=None) -> int:
     except DpiwError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    text = render(params)
-    out = Path(args.out)
+    texts = render(params)
+    root = Path(args.out).parent
+    wanted = {root / (Path(args.out).name if rel == "dvc.yaml" else rel): text for rel, text in texts.items()}
+    stale = [p for p in sorted((root / PIPELINES).glob("*/dvc.yaml")) if p not in wanted]
     if args.check:
-        if not out.is_file() or out.read_text() != text:
-            print(f"{out} is out of date with {args.params}: run `make dvc-yaml`", file=sys.stderr)
+        bad = [p for p, text in wanted.items() if not p.is_file() or p.read_text() != text] + stale
+        if bad:
+            print(f"{', '.join(map(str, bad))} out of date with {args.params}: run `make dvc-yaml`", file=sys.stderr)
             return 1
         return 0
-    out.write_text(text)
-    print(f"wrote {out}: {len(build(params)['stages'])} stages")
+    for p in stale:
+        p.unlink()
+    for p, text in wanted.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    n = sum(len(yaml.safe_load(t)["stages"]) for t in texts.values())
+    print(f"wrote {', '.join(str(p) for p in wanted)}: {n} stages")
     return 0
 
 
