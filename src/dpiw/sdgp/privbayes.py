@@ -31,7 +31,7 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
 from dpiw.privacy import PrivacySpend
-from dpiw.sdgp.marginals import discretise, normalise_counts
+from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
 
 L1_SENSITIVITY = 2.0  # one replaced row: -1 in one cell, +1 in another, per table
 
@@ -69,12 +69,6 @@ def mutual_information(cells: np.ndarray, x: int, parents: tuple[int, ...], card
 def joint_counts(cells: np.ndarray, cols: tuple[int, ...], cards: list[int]) -> np.ndarray:
     code, size = _codes(cells, cols, cards)
     return np.bincount(code, minlength=size).astype(float).reshape([cards[j] for j in cols])
-
-
-def _sample_rows(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    cdf = np.cumsum(probs, axis=-1)
-    cdf[..., -1] = 1.0
-    return (rng.uniform(size=probs.shape[:-1] + (1,)) > cdf).sum(axis=-1)
 
 
 class PrivBayes:
@@ -180,14 +174,14 @@ class PrivBayes:
         d = len(self.cards_)
         cells = np.zeros((n, d), dtype=np.int64)
         head = self.specs_[0]
-        flat = _sample_rows(np.broadcast_to(self.tables_[head], (n, self.tables_[head].size)).copy(), rng)
+        flat = _sample_categorical(np.broadcast_to(self.tables_[head], (n, self.tables_[head].size)).copy(), rng)
         for j in reversed(head):  # unravel row-major codes
             cells[:, j] = flat % self.cards_[j]
             flat //= self.cards_[j]
         for spec in self.specs_[1:]:
             x, pa = spec[0], spec[1:]
             probs = self.tables_[spec][tuple(cells[:, j] for j in pa)]
-            cells[:, x] = _sample_rows(probs, rng)
+            cells[:, x] = _sample_categorical(probs, rng)
         out = {}
         for j, c in enumerate(self.schema_.columns):
             out[c.name] = (cells[:, j] + rng.uniform(size=n)) / self.bins if c.is_numeric else cells[:, j]
