@@ -3,6 +3,9 @@
 configfile: "params.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/scale.smk"
 include: "workflow/rules/synthesize.smk"
@@ -15,3 +18,8 @@ rule all:
     input:
         TABLE_CSV,
         TABLE_MD,
+        TABLE_SUMMARY,
+        FIG1,
+        FIG2,
+        REPORT,
+        run_targets(),

@@ -55,6 +55,16 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
     if not isinstance(params, dict):
         raise DpiwError(f"{params_name}: must be a mapping of sections (grid, datasets, ...), "
                         f"got {type(params).__name__}")
+    posts = params.get("grid", {}).get("posts") if isinstance(params.get("grid"), dict) else None
+    if isinstance(posts, list):
+        from dpiw.postprocess import parse_post
+
+        for i, post in enumerate(posts):
+            if isinstance(post, str):
+                try:
+                    parse_post(post)
+                except DpiwError as exc:
+                    raise DpiwError(f"{params_name}: grid.posts[{i}]: {exc}") from None
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -67,6 +77,10 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
             raise DpiwError(f"{params_name}: grid.datasets: unknown dataset '{name}'"
                             + (f" (did you mean '{close[0]}'?)" if close else "")
                             + f"; known: {known} (one schema each in {schema_dir}/)")
+    calibrates = any("calibrate" in str(p).split("+") for p in params["grid"]["posts"])
+    if calibrates and not params["scale"]["public_fraction"]:
+        raise DpiwError(f"{params_name}: grid.posts has 'calibrate', which needs rows declared public: set "
+                        "scale.public_fraction > 0 (e.g. 0.1; those rows leave the private data D) or drop it")
     from dpiw.data.schema import load_schema
 
     for name in params["grid"]["datasets"]:

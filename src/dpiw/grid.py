@@ -12,7 +12,9 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from dpiw.postprocess import parse_post
 from dpiw.privacy import (
+    CALIBRATABLE_WEIGHT_METHODS,
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
     MLP_WEIGHT_METHODS,
@@ -27,6 +29,7 @@ STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate
 SCALE_DIR = "results/{dataset}/seed={seed}"
 TRAIN = SCALE_DIR + "/train.parquet"
 TEST = SCALE_DIR + "/test.parquet"
+PUBLIC = SCALE_DIR + "/public.parquet"  # the slice declared public (scale.public_fraction; may be empty)
 SCALE_PRIVACY = SCALE_DIR + "/privacy/scale.json"
 CELL = "results/{dataset}/eps={eps}/seed={seed}/{sdgp}"
 SYNTH = CELL + "/synth_{share}.parquet"
@@ -34,15 +37,22 @@ SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
 MODELS = CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
 WEIGHTS_DIR = CELL + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
+PUBLIC_LOG_RATIOS = WEIGHTS_DIR + "/public_log_ratios.parquet"  # the classifier's scores at the public rows
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
 RUN_DIR = WEIGHTS_DIR + "/{post}"
 LOG_WEIGHTS = RUN_DIR + "/log_weights.parquet"
+RESAMPLED = RUN_DIR + "/resampled.parquet"  # posts ending in `resample` only
 POST_PRIVACY = RUN_DIR + "/privacy/postprocess_weights.json"
 METRICS = RUN_DIR + "/metrics.json"
 EVAL_PRIVACY = RUN_DIR + "/privacy/evaluate.json"
 MANIFEST = RUN_DIR + "/manifest.json"
 TABLE_CSV = "results/tables/metrics.csv"
 TABLE_MD = "results/tables/metrics.md"
+TABLE_RUNS = "results/tables/runs.csv"          # one row per run, every metric
+TABLE_SUMMARY = "results/tables/summary.json"   # means for `dvc metrics`
+FIG1 = "results/figures/fig1_toy_weights.png"
+FIG2 = "results/figures/fig2_bayes.png"
+REPORT = "results/report.html"
 SCHEMA = "data/schemas/{dataset}.yaml"
 
 Lookup = Callable[[str], object]
@@ -75,9 +85,11 @@ class Run:
                 "weights": self.weights, "post": self.post, "share": self.share}
 
 
-def valid(dataset: str, sdgp: str, weights: str) -> bool:
+def valid(dataset: str, sdgp: str, weights: str, post: str = "none") -> bool:
     """`true` weights exist only for the toy data with the data-free uniform SDGP; discriminator-based
-    weights only for the GAN SDGPs."""
+    weights only for the GAN SDGPs; `calibrate` only for weights from a classifier that scores any row."""
+    if "calibrate" in parse_post(post) and weights not in CALIBRATABLE_WEIGHT_METHODS:
+        return False
     if weights == "true":
         return dataset == "toy" and sdgp == "uniform"
     return weights not in GAN_WEIGHT_METHODS or sdgp in GAN_SDGPS
@@ -89,6 +101,23 @@ def has_models(sdgp: str) -> bool:
 
 def needs_models(weights: str) -> bool:
     return weights in GAN_WEIGHT_METHODS
+
+
+def calibrates(post: str) -> bool:
+    return "calibrate" in parse_post(post)
+
+
+def resamples(post: str) -> bool:
+    return parse_post(post)[-1] == "resample"
+
+
+def post_tag(post: str) -> str:
+    """The post chain in names that allow no '+' (DVC stage names, log files).
+
+    >>> post_tag("calibrate+psis")
+    'calibrate__psis'
+    """
+    return post.replace("+", "__")
 
 
 def excluded(config: dict, **keys) -> bool:
@@ -113,7 +142,7 @@ def runs(config: dict) -> Iterator[Run]:
     g = config["grid"]
     for d, e, s, sd, w, p in itertools.product(g["datasets"], g["epsilons"], g["seeds"], g["sdgps"],
                                                 g["weights"], g["posts"]):
-        if valid(d, sd, w) and not excluded(config, dataset=d, eps=e, seed=s, sdgp=sd, weights=w, post=p):
+        if valid(d, sd, w, p) and not excluded(config, dataset=d, eps=e, seed=s, sdgp=sd, weights=w, post=p):
             yield Run(d, eps_str(e), int(s), sd, w, p)
 
 
@@ -131,7 +160,7 @@ def _budget_args(lookup: Lookup) -> list[str]:
 
 def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]:
     args = ["--dataset", dataset, "--seed", str(seed), "--test-fraction", str(lookup("scale.test_fraction")),
-            "--bounds", str(lookup("scale.bounds"))]
+            "--public-fraction", str(lookup("scale.public_fraction")), "--bounds", str(lookup("scale.bounds"))]
     for key in ("n_rows", "data_seed"):
         if key in config["datasets"].get(dataset, {}):
             args += [f"--{key.replace('_', '-')}", str(lookup(f"datasets.{dataset}.{key}"))]
@@ -185,10 +214,16 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
     return args
 
 
-def postprocess_args(config: dict, lookup: Lookup, *, post: str) -> list[str]:
-    args = ["--post", post]
-    if post == "temper":
+def postprocess_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
+    steps = parse_post(run.post)
+    args = ["--post", run.post]
+    if "temper" in steps:
         args += ["--alpha", str(lookup("post.temper.alpha"))]
+    if "truncate" in steps:
+        args += ["--tau", str(lookup("post.truncate.tau"))]
+    if "resample" in steps:
+        args += ["--resample-scheme", str(lookup("post.resample.scheme")), "--seed", str(run.seed),
+                 "--run", fmt(RUN_DIR, **run.keys())]
     return args
 
 
@@ -200,3 +235,40 @@ def evaluate_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
 def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--epsilon", run.eps, "--delta", str(lookup("privacy.delta")),
             "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower()]
+
+
+def figure1_runs(config: dict) -> list[Run]:
+    """The runs of Figure 1: toy data, the smallest epsilon and seed, post none, the `uniform` SDGP (the
+    paper's toy setting) or else the first SDGP with toy runs; one panel per weight method."""
+    toy = [r for r in runs(config) if r.dataset == "toy" and r.post == "none"]
+    if not toy:
+        return []
+    eps = min({r.eps for r in toy}, key=float)
+    seed = min(r.seed for r in toy)
+    sdgps = [s for s in config["grid"]["sdgps"] if any(r.sdgp == s for r in toy)]
+    sdgp = "uniform" if "uniform" in sdgps else sdgps[0]
+    return [r for r in toy if r.eps == eps and r.seed == seed and r.sdgp == sdgp]
+
+
+def figures_args(config: dict) -> list[str]:
+    """The Figure 1 panels as stage arguments (paths only; the runs come from the grid)."""
+    args: list[str] = []
+    fig1 = figure1_runs(config)
+    for r in fig1:
+        args += ["--toy-panel", r.weights, fmt(SYNTH, **r.keys()), fmt(LOG_WEIGHTS, **r.keys())]
+    if fig1:
+        r = fig1[0]
+        args += ["--toy-title", f"toy data, {r.sdgp} SDGP, eps = {r.eps}, seed {r.seed}, post none"]
+    return args
+
+
+def logreg_cells(config: dict) -> set[tuple]:
+    """Cells (dataset, eps, seed, sdgp) that have non-private `logreg` weights in the grid."""
+    return {(r.dataset, r.eps, r.seed, r.sdgp) for r in runs(config) if r.weights == "logreg"}
+
+
+def compares_to_logreg(run: Run, cells: set[tuple]) -> bool:
+    """Whether evaluate compares the run's log weights with the cell's logreg weights: same synthetic
+    rows (the split share) and logreg in the grid."""
+    return (run.share == "split" and run.weights != "logreg"
+            and (run.dataset, run.eps, run.seed, run.sdgp) in cells)

@@ -28,6 +28,10 @@ MLP_WEIGHT_METHODS = frozenset({"mlp", "dp_mlp"})
 WEIGHT_METHODS_WITH_OWN_BUDGET = LOGISTIC_WEIGHT_METHODS | MLP_WEIGHT_METHODS | {"pgb"}
 #: Weight methods that reuse a GAN's kept discriminators (GAN SDGPs only).
 GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
+#: Weight methods whose fitted (DP) classifier scores any row, so that post `calibrate` can score the
+#: public slice; output perturbation (noise per synthetic row), pgb and drs cannot.
+CALIBRATABLE_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "mlp",
+                                         "dp_mlp", "discriminator"})
 WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
                   "output_gauss", "mlp", "dp_mlp", *GAN_WEIGHT_METHODS)
 

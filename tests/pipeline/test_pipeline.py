@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import yaml
 
@@ -25,9 +27,12 @@ def sh(args, cwd, check=True, timeout=900):
 
 def workdir(tmp: Path, params: Path | dict = TINY) -> Path:
     """A fresh copy of what a clone holds (the package itself is installed editable)."""
-    for item in ("Snakefile", "workflow", "data", "src"):
+    for item in ("Snakefile", "profiles", "workflow", "data", "src"):
         src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / item)
+        if src.is_symlink():
+            (tmp / item).symlink_to(src.readlink())
+        else:
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / item)
     if isinstance(params, dict):
         (tmp / "params.yaml").write_text(yaml.safe_dump(params))
     else:
@@ -108,11 +113,20 @@ def dvc_run(tmp_path_factory):
 def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     wd = snakemake_run
     table = (wd / "results/tables/metrics.md").read_text()
+    # the default profile (via the top-level `profiles` link) ends the run with the HTML report
+    report = (wd / "results/report.html").read_text()
+    assert "fig1_toy_weights.png" in report and "fig2_bayes.png" in report
+    for fig in ("results/figures/fig1_toy_weights.png", "results/figures/fig2_bayes.png"):
+        assert (wd / fig).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| MLP AUC ↑ |" in table and "| Bayes MSE ↓ |" in table and "| pMSE ratio ↓ |" in table
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = list((wd / "results").rglob("manifest.json"))
-    assert len(manifests) == 51  # toy: 6x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan; iris: 3 + 3 + 6
+    # toy: 6x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan, and calibrate+psis, truncate+resample
+    # for beta_debiased on marginals, uniform and dpgan and discriminator on dpgan; iris: 3 + 3 + 6
+    assert len(manifests) == 59
     for path in manifests:
         m = json.loads(path.read_text())
+        assert isinstance(m["release"]["fit_to_release"], bool) and m["public_data"]["n_public"] > 0
         if m["dp"]:
             assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
             assert m["spent"]["epsilon"] <= m["budget"]["epsilon"] + 1e-9
@@ -122,6 +136,17 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     stages = {r["stage"]: r for r in pgb["records"]}
     assert stages["synthesize"]["mechanism"].startswith("DP-SGD") and stages["fit_weights"]["epsilon"] > 0
     assert pgb["dp"] and pgb["spent"]["epsilon"] <= 1 + 1e-9
+    cell = wd / "results/toy/eps=1/seed=0/marginals/beta_debiased"
+    post = json.loads((cell / "calibrate+psis/privacy/postprocess_weights.json").read_text())
+    assert post["details"]["steps"] == ["calibrate", "psis"] and post["details"]["calibration"]["n_public"] == 40
+    assert post["epsilon"] == 0 and post["reads_private"] == []
+    public = pd.read_parquet(wd / "results/toy/seed=0/public.parquet")
+    assert len(public) == 40 and len(pd.read_parquet(wd / "results/toy/seed=0/train.parquet")) == 280
+    resampled = pd.read_parquet(cell / "truncate+resample/resampled.parquet")
+    counts = np.exp(pd.read_parquet(cell / "truncate+resample/log_weights.parquet").log_weight)
+    assert len(resampled) == counts.sum() == 280 and np.allclose(counts, np.round(counts))
+    metrics = json.loads((cell / "none/metrics.json").read_text())
+    assert {"pareto_k", "ess_kish", "ess_synthetic", "ess_synthetic_fraction"} <= set(metrics)
     assert "dpgan toy: 100%" in (wd / "logs/synthesize/toy_eps=1_seed=0_dpgan_full.log").read_text()  # progress
     assert _dry_run_jobs(wd) == []  # nothing left to do
 
@@ -132,7 +157,8 @@ def test_snakemake_reruns_only_downstream_of_an_edited_weight_param(snakemake_ru
     _edit_rho_target(wd / "params.yaml")
     jobs = _dry_run_jobs(wd)
     rules = {r for r, _ in jobs}
-    assert rules == {"fit_weights", "postprocess_weights", "evaluate", "privacy_ledger", "aggregate", "all"}
+    assert rules == {"fit_weights", "postprocess_weights", "postprocess_weights_resample", "evaluate",
+                     "privacy_ledger", "aggregate", "figures", "report", "all"}
     fitted = sorted(w for r, w in jobs if r == "fit_weights")
     assert fitted and all(re.search(r"weights=(logreg|beta_debiased|beta_debiased_gauss|output_laplace)\b", w)
                           for w in fitted), fitted
@@ -148,17 +174,26 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
                 "results/toy/eps=1/seed=0/dpgan/synth_split.parquet",
                 "results/iris/eps=1/seed=0/cgan/pgb/none/log_weights.parquet",
                 "results/toy/eps=1/seed=0/dpgan/drs/none/log_weights.parquet",
-                "results/iris/eps=1/seed=0/privbayes/synth_full.parquet"):
+                "results/iris/eps=1/seed=0/privbayes/synth_full.parquet",
+                "results/toy/seed=0/public.parquet",
+                "results/toy/eps=1/seed=0/marginals/beta_debiased/calibrate+psis/log_weights.parquet",
+                "results/toy/eps=1/seed=0/dpgan/discriminator/truncate+resample/resampled.parquet"):
         assert (wd / rel).read_bytes() == (snakemake_run / rel).read_bytes(), rel
     assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # up to date
+    shown = sh(["dvc", "metrics", "show", "--json"], wd).stdout
+    assert "summary.json" in shown and "beta_debiased" in shown and "wst" in shown
+    sh(["dvc", "plots", "show", "--json"], wd)  # the declared plots (figures, runs.csv) render
     _edit_rho_target(wd / "params.yaml")
     out = sh(["dvc", "repro"], wd).stdout
     ran = [n.split(":")[-1] for n in re.findall(r"Running stage '([^']+)'", out)]  # pipelines/<ds>/dvc.yaml:
     kinds = {name.split("-")[0] for name in ran}
     assert kinds == {"validate_params", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
-                     "aggregate"}
+                     "aggregate", "figures"}
     assert all(re.search(r"-(logreg|beta_debiased|beta_debiased_gauss|output_laplace)(-|$)", n)
-               for n in ran if n.startswith(("fit_", "eval")))
+               for n in ran if n.startswith("fit_"))
+    # evaluate also reruns where it compares the run's weights with the (changed) logreg weights
+    assert all(re.search(r"-(logreg|beta_debiased|beta_debiased_gauss|output_laplace|dp_mlp|pgb)(-|$)", n)
+               for n in ran if n.startswith("eval"))
     assert sum(n.startswith("fit_weights") for n in ran) == 20
 
 

@@ -35,6 +35,12 @@ def test_default_params_are_valid(params, check):
     (lambda p: p["datasets"]["toy"].pop("n_rows"), "datasets.toy.n_rows is required"),
     (lambda p: p["datasets"].update(iris={"n_rows": 500}), "datasets.iris takes no options"),
     (lambda p: p["sdgp"]["marginals"].update(bins="ten"), "sdgp.marginals.bins = 'ten'"),
+    (lambda p: p["grid"].update(posts=["none", "psis+calibrate"]), "grid.posts[1]: post 'psis+calibrate'"),
+    (lambda p: p["grid"].update(posts=["pareto"]), "unknown step 'pareto'"),
+    (lambda p: p["scale"].update(public_fraction=0), "needs rows declared public: set scale.public_fraction"),
+    (lambda p: p["scale"].update(public_fraction=0.7), "scale.public_fraction = 0.7"),
+    (lambda p: p["post"]["truncate"].update(tau=0.5), "post.truncate.tau = 0.5 is not allowed"),
+    (lambda p: p["post"]["resample"].update(scheme="stratified"), "post.resample.scheme = 'stratified'"),
 ])
 def test_bad_params_name_the_field(params, check, mutate, message):
     bad = copy.deepcopy(params)

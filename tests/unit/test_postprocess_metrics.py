@@ -4,7 +4,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from dpiw.evaluate import kish_ess, weighted_wasserstein
 from dpiw.evaluate.metrics import beta_mse, fit_linear_model
-from dpiw.postprocess import apply, self_normalise, temper
+from dpiw.postprocess import apply_step, self_normalise, temper
 
 
 def test_tempering_limits_and_normalisation(rng):
@@ -12,7 +12,7 @@ def test_tempering_limits_and_normalisation(rng):
     assert np.allclose(temper(lw, 0.0), 0.0)  # uniform
     assert np.allclose(np.exp(temper(lw, 1.0)), np.exp(self_normalise(lw)))
     assert np.exp(self_normalise(lw)).mean() == pytest.approx(1.0)
-    assert np.allclose(apply("none", lw), lw)
+    assert np.allclose(apply_step("none", lw), lw)
     half = np.exp(temper(lw, 0.5))
     assert kish_ess(half) > kish_ess(np.exp(lw))  # tempering raises the ESS
     assert np.isneginf(temper(np.array([0.0, -np.inf]), 0.5)[1])  # zero weights stay zero

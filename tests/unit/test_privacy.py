@@ -11,15 +11,41 @@ def rec(stage, eps, delta=0.0, **kw):
     return PrivacySpend(stage=stage, mechanism="laplace", epsilon=eps, delta=delta, reads_private=("train",), **kw)
 
 
+def post_record(log_w):
+    from dpiw.postprocess.psis import diagnose
+
+    return no_spend("postprocess_weights", basis="post-processing", release_gate=diagnose(log_w).to_dict())
+
+
 def test_ledger_sums_the_records():
+    import numpy as np
+
     records = (no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100),
-               rec("synthesize", 0.9), rec("fit_weights", 0.1, 1e-4), no_spend("post", basis="post-processing"))
+               rec("synthesize", 0.9), rec("fit_weights", 0.1, 1e-4),
+               post_record(np.random.default_rng(0).normal(0, 0.3, 500)))
     ledger = Ledger(records)
     assert ledger.epsilon == pytest.approx(1.0) and ledger.delta == pytest.approx(1e-4)
     m = build_manifest(list(records), epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
     assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
     assert m["budget"]["delta"] == pytest.approx(1 / 100 - 1e-6)
     assert m["verdict"] == "within budget"
+    assert m["release"]["fit_to_release"] is True
+
+
+def test_manifest_marks_heavy_tailed_weights_not_fit_to_release():
+    """q = N(0,1), p = N(0, 9): k = 1 - 1/9 ~ 0.89 > 0.7, so the run must not be released."""
+    import numpy as np
+
+    x = np.random.default_rng(1).normal(size=5000)
+    heavy = -np.log(3.0) - x**2 / 18 + x**2 / 2
+    base = [no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100), rec("synthesize", 1.0)]
+    m = build_manifest([*base, post_record(heavy)], epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
+    assert m["verdict"] == "within budget"  # within budget, yet not fit to release
+    assert m["release"]["fit_to_release"] is False and m["release"]["pareto_k"] > 0.7
+    assert "not fit to release" in m["release"]["reasons"][0]
+    with pytest.raises(DpiwError, match="release gate"):
+        build_manifest([*base, no_spend("postprocess_weights", basis="x")], epsilon=1.0, delta="paper",
+                       allow_non_dp=False, run_id="r")
 
 
 def test_over_budget_raises():

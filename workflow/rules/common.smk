@@ -1,13 +1,14 @@
 # Validation, wildcard constraints and input functions; no rules.
 import shlex
 import sys
+from pathlib import Path
 
 from dpiw import DpiwError
 from dpiw import grid as G
 from dpiw.config import load_yaml, validate_params
-from dpiw.grid import (EVAL_PRIVACY, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, MODELS, POST_PRIVACY,
-                       SCALE_PRIVACY, SCHEMA, SYNTH, SYNTH_PRIVACY, TABLE_CSV, TABLE_MD, TEST, TRAIN,
-                       WEIGHTS_PRIVACY)
+from dpiw.grid import (EVAL_PRIVACY, FIG1, FIG2, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, MODELS, POST_PRIVACY,
+                       PUBLIC, PUBLIC_LOG_RATIOS, REPORT, RESAMPLED, SCALE_PRIVACY, SCHEMA, SYNTH, SYNTH_PRIVACY, TABLE_CSV,
+                       TABLE_MD, TABLE_RUNS, TABLE_SUMMARY, TEST, TRAIN, WEIGHTS_PRIVACY)
 from dpiw.sdgp import GAN_SDGPS, REGISTRY
 
 try:
@@ -24,10 +25,12 @@ wildcard_constraints:
     sdgp=r"[a-z][a-z0-9_]*",
     share=r"full|split",
     weights=r"[a-z][a-z0-9_]*",
-    post=r"[a-z][a-z0-9_]*",
+    post=r"[a-z][a-z0-9_]*(\+[a-z][a-z0-9_]*)*",
 
 
 GAN_SDGP_RE = "|".join(GAN_SDGPS)
+RESAMPLE_POST_RE = r"([a-z][a-z0-9_]*\+)*resample"
+NO_RESAMPLE_POST_RE = r"(?![a-z0-9_+]*resample(?:/|$))[a-z][a-z0-9_]*(\+[a-z][a-z0-9_]*)*"
 NON_GAN_SDGP_RE = "|".join(s for s in REGISTRY if s not in GAN_SDGPS)
 
 
@@ -44,6 +47,7 @@ def cli(args):
 
 
 RUNS = list(G.runs(config))
+LOGREG_CELLS = G.logreg_cells(config)
 
 
 def run_of(wc):
@@ -61,6 +65,43 @@ def models_for(wc):
         return []
     return G.fmt(MODELS, dataset=wc.dataset, eps=wc.eps, seed=wc.seed, sdgp=wc.sdgp,
                  share=G.budget_share(wc.weights))
+
+
+def public_scores_for(wc):
+    """The weight classifier's scores at the public rows, for post chains that calibrate."""
+    if not G.calibrates(wc.post):
+        return []
+    return G.fmt(PUBLIC_LOG_RATIOS, **run_of(wc).keys())
+
+
+def effective_config():
+    """This run's config as a file, for the nested `snakemake --report` (rule report)."""
+    import yaml
+
+    path = Path(".snakemake/dpiw_effective_config.yaml")
+    path.parent.mkdir(exist_ok=True)
+    text = yaml.safe_dump(config, sort_keys=True)
+    if not path.is_file() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
+
+
+def reference_for(wc):
+    """The cell's non-private logreg log ratios, where evaluate compares the run's weights with them."""
+    run = run_of(wc)
+    if not G.compares_to_logreg(run, LOGREG_CELLS):
+        return []
+    return G.fmt(LOG_RATIOS, **{**run.keys(), "weights": "logreg"})
+
+
+def run_targets():
+    """What `all` asks for: every run's metrics and manifest, the resampled rows where made, the tables."""
+    out = []
+    for r in RUNS:
+        out += [G.fmt(METRICS, **r.keys()), G.fmt(MANIFEST, **r.keys())]
+        if G.resamples(r.post):
+            out.append(G.fmt(RESAMPLED, **r.keys()))
+    return out
 
 
 def run_records(wc):

@@ -4,6 +4,7 @@ rule scale:
     output:
         train=TRAIN,
         test=TEST,
+        public=PUBLIC,
         privacy=SCALE_PRIVACY,
     params:
         args=lambda wc: cli(G.scale_args(config, value, dataset=wc.dataset, seed=wc.seed)),
@@ -13,4 +14,4 @@ rule scale:
         "../envs/dpiw.yaml"
     shell:
         "python -m dpiw.stages.scale --schema {input.schema} {params.args}"
-        " --train-out {output.train} --test-out {output.test} --privacy-out {output.privacy} > {log} 2>&1"
+        " --train-out {output.train} --test-out {output.test} --public-out {output.public} --privacy-out {output.privacy} > {log} 2>&1"

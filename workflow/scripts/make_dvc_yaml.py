@@ -51,22 +51,23 @@ def build(params: dict) -> dict:
         "outs": [{VALID: {"cache": False}}],
     }
     runs = list(G.runs(params))
+    logreg_cells = G.logreg_cells(params)
     look = dvc_lookup
     seen = set()
     for r in runs:
         k = r.keys()
         tag_cell = f"{r.dataset}-e{r.eps}-s{r.seed}-{r.sdgp}"
         schema = G.fmt(G.SCHEMA, **k)
-        train, test = G.fmt(G.TRAIN, **k), G.fmt(G.TEST, **k)
+        train, test, public = G.fmt(G.TRAIN, **k), G.fmt(G.TEST, **k), G.fmt(G.PUBLIC, **k)
         name = f"scale-{r.dataset}-s{r.seed}"
         if name not in seen:
             seen.add(name)
             stages[name] = {
                 "cmd": cmd("scale", ["--schema", schema, *G.scale_args(params, look, dataset=r.dataset, seed=r.seed),
-                                     "--train-out", train, "--test-out", test,
+                                     "--train-out", train, "--test-out", test, "--public-out", public,
                                      "--privacy-out", G.fmt(G.SCALE_PRIVACY, **k)]),
                 "deps": [VALID, schema, CODE],
-                "outs": [train, test, {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
+                "outs": [train, test, public, {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
             }
         synth = G.fmt(G.SYNTH, **k)
         models = G.fmt(G.MODELS, **k)
@@ -83,33 +84,37 @@ def build(params: dict) -> dict:
                 "deps": [train, schema, CODE],
                 "outs": [synth, *([models] if model_args else []), {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
             }
-        lr = G.fmt(G.LOG_RATIOS, **k)
+        lr, public_lr = G.fmt(G.LOG_RATIOS, **k), G.fmt(G.PUBLIC_LOG_RATIOS, **k)
         name = f"fit_weights-{tag_cell}-{r.weights}"
         if name not in seen:
             seen.add(name)
             model_args = ["--models", models] if G.needs_models(r.weights) else []
             stages[name] = {
-                "cmd": cmd("fit_weights", ["--real", train, "--synth", synth, "--schema", schema,
+                "cmd": cmd("fit_weights", ["--real", train, "--synth", synth, "--public", public, "--schema", schema,
                                            *G.fit_weights_args(params, look, dataset=r.dataset, sdgp=r.sdgp,
                                                                weights=r.weights, eps=r.eps, seed=r.seed),
-                                           *model_args, "--out", lr,
+                                           *model_args, "--out", lr, "--public-out", public_lr,
                                            "--privacy-out", G.fmt(G.WEIGHTS_PRIVACY, **k)]),
-                "deps": [train, synth, *model_args[1:], schema, CODE],
-                "outs": [lr, {G.fmt(G.WEIGHTS_PRIVACY, **k): {"cache": False}}],
+                "deps": [train, synth, public, *model_args[1:], schema, CODE],
+                "outs": [lr, public_lr, {G.fmt(G.WEIGHTS_PRIVACY, **k): {"cache": False}}],
             }
-        run_tag = f"{tag_cell}-{r.weights}-{r.post}"
+        run_tag = f"{tag_cell}-{r.weights}-{G.post_tag(r.post)}"
         lw = G.fmt(G.LOG_WEIGHTS, **k)
+        extra_in = ["--public-log-ratios", public_lr] if G.calibrates(r.post) else []
+        extra_out = ["--synth", synth, "--resampled-out", G.fmt(G.RESAMPLED, **k)] if G.resamples(r.post) else []
         stages[f"postprocess_weights-{run_tag}"] = {
-            "cmd": cmd("postprocess_weights", ["--log-ratios", lr, *G.postprocess_args(params, look, post=r.post),
-                                               "--out", lw, "--privacy-out", G.fmt(G.POST_PRIVACY, **k)]),
-            "deps": [lr, CODE],
-            "outs": [lw, {G.fmt(G.POST_PRIVACY, **k): {"cache": False}}],
+            "cmd": cmd("postprocess_weights", ["--log-ratios", lr, *extra_in, *G.postprocess_args(params, look, run=r),
+                                               *extra_out, "--out", lw, "--privacy-out", G.fmt(G.POST_PRIVACY, **k)]),
+            "deps": [lr, *extra_in[1:], *extra_out[1:2], CODE],
+            "outs": [lw, *extra_out[3:], {G.fmt(G.POST_PRIVACY, **k): {"cache": False}}],
         }
+        ref = (["--reference-log-ratios", G.fmt(G.LOG_RATIOS, **{**k, "weights": "logreg"})]
+               if G.compares_to_logreg(r, logreg_cells) else [])
         stages[f"evaluate-{run_tag}"] = {
-            "cmd": cmd("evaluate", ["--synth", synth, "--log-weights", lw, "--test", test, "--schema", schema,
+            "cmd": cmd("evaluate", ["--synth", synth, "--log-weights", lw, "--test", test, "--schema", schema, *ref,
                                     *G.evaluate_args(params, look, run=r), "--out", G.fmt(G.METRICS, **k),
                                     "--privacy-out", G.fmt(G.EVAL_PRIVACY, **k)]),
-            "deps": [synth, lw, test, schema, CODE],
+            "deps": [synth, lw, test, schema, *ref[1:], CODE],
             "outs": [{G.fmt(G.EVAL_PRIVACY, **k): {"cache": False}}],
             "metrics": [{G.fmt(G.METRICS, **k): {"cache": False}}],
         }
@@ -124,9 +129,19 @@ def build(params: dict) -> dict:
     manifests = [G.fmt(G.MANIFEST, **r.keys()) for r in runs]
     stages["aggregate"] = {
         "cmd": cmd("aggregate", ["--metrics", *metrics, "--manifests", *manifests, "--out-csv", G.TABLE_CSV,
-                                 "--out-md", G.TABLE_MD]),
+                                 "--out-md", G.TABLE_MD, "--out-runs", G.TABLE_RUNS, "--out-summary", G.TABLE_SUMMARY]),
         "deps": [*metrics, *manifests, CODE],
         "outs": [{G.TABLE_CSV: {"cache": False}}, {G.TABLE_MD: {"cache": False}}],
+        "metrics": [{G.TABLE_SUMMARY: {"cache": False}}],
+        "plots": [{G.TABLE_RUNS: {"cache": False, "x": "seed", "y": "wst", "template": "scatter"}}],
+    }
+    fig1 = G.figure1_runs(params)
+    toy_deps = [G.fmt(p, **r.keys()) for r in fig1 for p in (G.SYNTH, G.LOG_WEIGHTS)]
+    stages["figures"] = {
+        "cmd": cmd("figures", ["--runs", G.TABLE_RUNS, *G.figures_args(params), "--out-fig1", G.FIG1,
+                               "--out-fig2", G.FIG2]),
+        "deps": [G.TABLE_RUNS, *dict.fromkeys(toy_deps), CODE],
+        "plots": [{G.FIG1: {"cache": False}}, {G.FIG2: {"cache": False}}],
     }
     return {"stages": stages}
 
@@ -141,7 +156,7 @@ def split(params: dict) -> dict[str, dict]:
     datasets = list(params["grid"]["datasets"])
     for name, stage in stages.items():
         ds = next((d for d in datasets if name.split("-")[1:2] == [d]), None)
-        if ds is None or name.split("-")[0] in ("validate_params", "aggregate"):
+        if ds is None or name.split("-")[0] in ("validate_params", "aggregate", "figures"):
             files["dvc.yaml"]["stages"][name] = stage
             continue
         rel = f"{PIPELINES}/{ds}/dvc.yaml"

@@ -8,15 +8,27 @@ import math
 import numpy as np
 import pandas as pd
 
-METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "ess_fraction": "ESS/N"}
-RANKED = ("wst", "beta_mse")  # lower is better; ESS is a diagnostic, not a score
+METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "mlp_auc": "MLP AUC ↑", "mlp_mse": "MLP MSE ↓",
+           "bayes_auc": "Bayes AUC ↑", "bayes_mse": "Bayes MSE ↓", "pmse_ratio": "pMSE ratio ↓",
+           "logreg_log_weight_mse": "log w MSE vs LogReg ↓", "ess_fraction": "ESS/N",
+           "ess_synthetic_fraction": "ESS₁₆/N", "pareto_k": "k̂"}
+#: scores: lower is better, except those in HIGHER; ESS and k-hat are diagnostics, not scores
+RANKED = ("wst", "beta_mse", "mlp_auc", "mlp_mse", "bayes_auc", "bayes_mse", "pmse_ratio", "logreg_log_weight_mse")
+HIGHER = ("mlp_auc", "bayes_auc")
 KEYS = ["dataset", "eps", "sdgp", "weights", "post"]
-WEIGHT_ORDER = ["none", "true", "beta_noised", "beta_debiased", "logreg", "discriminator", "pgb", "drs"]
+WEIGHT_ORDER = ["none", "true", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace", "output_gauss",
+                "logreg", "dp_mlp", "mlp", "discriminator", "pgb", "drs"]
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
-    """rows: one dict per run with the run keys, 'dp' and the metric values."""
+    """rows: one dict per run with the run keys, 'dp', 'fit_to_release' (the PSIS k-hat gate alone; 'dp'
+    is the other half of the manifest's release verdict) and the metric values."""
     df = pd.DataFrame(rows)
+    for metric in METRICS:
+        if metric not in df:
+            df[metric] = math.nan
+    if "fit_to_release" not in df:
+        df["fit_to_release"] = True
     out = []
     for keys, grp in df.groupby(KEYS, sort=True):
         for metric in METRICS:
@@ -26,7 +38,7 @@ def long_table(rows: list[dict]) -> pd.DataFrame:
             out.append(dict(zip(KEYS, keys, strict=True), metric=metric, n_seeds=n,
                             mean=float(v.mean()) if n else math.nan,
                             se=float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan,
-                            dp=bool(grp["dp"].all())))
+                            dp=bool(grp["dp"].all()), fit_to_release=bool(grp["fit_to_release"].all())))
     return pd.DataFrame(out)
 
 
@@ -40,7 +52,9 @@ def markdown(long: pd.DataFrame) -> str:
     """One table per (dataset, eps, post): rows metric x weights, columns SDGPs; the best DP method per
     metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger."""
     lines = ["# dpiw results: mean ± standard error over seeds", "",
-             "† not differentially private (benchmark baseline). Bold: best DP weighting per metric and SDGP.",
+             "† not differentially private (benchmark baseline). ‡ not fit to release: the raw weights' Pareto "
+             "k̂ exceeds min(1 − 1/log10 S, 0.7) in at least one seed (PSIS gate). Bold: best DP weighting per "
+             "metric and SDGP among those fit to release.",
              ""]
     order = {w: i for i, w in enumerate(WEIGHT_ORDER)}
     for (dataset, eps, post), grp in long.groupby(["dataset", "eps", "post"], sort=True):
@@ -49,12 +63,15 @@ def markdown(long: pd.DataFrame) -> str:
                   "| metric | weights | " + " | ".join(sdgps) + " |",
                   "|---|---|" + "---|" * len(sdgps)]
         for metric, label in METRICS.items():
-            m = grp[grp.metric == metric]
+            m = grp[(grp.metric == metric) & (grp.n_seeds > 0)]
+            if m.empty:
+                continue
             best = {}
             for sdgp in sdgps if metric in RANKED else []:
-                cand = m[(m.sdgp == sdgp) & m.dp & np.isfinite(m["mean"])]
+                cand = m[(m.sdgp == sdgp) & m.dp & m.fit_to_release & np.isfinite(m["mean"])]
                 if len(cand):
-                    best[sdgp] = cand.loc[cand["mean"].idxmin(), "weights"]
+                    pick = cand["mean"].idxmax() if metric in HIGHER else cand["mean"].idxmin()
+                    best[sdgp] = cand.loc[pick, "weights"]
             weights = sorted(m["weights"].unique(), key=lambda w: order.get(w, 99))
             for w in weights:
                 cells = []
@@ -65,7 +82,20 @@ def markdown(long: pd.DataFrame) -> str:
                         continue
                     text = _cell(r["mean"].iloc[0], r["se"].iloc[0])
                     text = f"**{text}**" if best.get(sdgp) == w else text
-                    cells.append(text if r["dp"].iloc[0] else text + " †")
+                    text = text if r["dp"].iloc[0] else text + " †"
+                    cells.append(text if r["fit_to_release"].iloc[0] else text + " ‡")
                 lines.append(f"| {label} | {w} | " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)
+
+
+def summary(long: pd.DataFrame) -> dict:
+    """Nested {dataset: {eps: {sdgp: {weights: {post: {metric: mean}}}}}} of the ranked metrics, for
+    `dvc metrics show/diff` (one small file instead of thousands of per-run ones)."""
+    out: dict = {}
+    for r in long[long.metric.isin(RANKED) & (long.n_seeds > 0)].itertuples(index=False):
+        node = out
+        for key in (r.dataset, f"eps={r.eps}", r.sdgp, r.weights, r.post):
+            node = node.setdefault(str(key), {})
+        node[r.metric] = round(float(r.mean), 6)
+    return out

@@ -1,7 +1,8 @@
-"""WST, beta-MSE and Kish ESS (paper Section 4)."""
+"""WST, beta-MSE and the effective sample sizes (paper Section 4, Supplement B.5.1)."""
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -107,3 +108,39 @@ def beta_mse(X_synth, y_synth, w, X_test, y_test, *, task: str, n_classes: int =
     b_synth = fit_linear_model(X_synth, y_synth, w, task=task, n_classes=n_classes)
     b_test = fit_linear_model(X_test, y_test, None, task=task, n_classes=n_classes)
     return float(np.mean((b_synth - b_test) ** 2))
+
+
+def _score_vectors(X: np.ndarray, y: np.ndarray, theta: np.ndarray, *, task: str, n_classes: int) -> np.ndarray:
+    """Per-row gradients of the negative log-likelihood of the beta-MSE model at ``theta``."""
+    Xt = np.hstack([X, np.ones((len(X), 1))])
+    if task == "regression":
+        return (Xt @ theta - np.asarray(y, float))[:, None] * Xt
+    y = np.asarray(y).astype(np.int64)
+    k = 1 if n_classes == 2 else n_classes
+    W = theta.reshape(k, Xt.shape[1])
+    Z = Xt @ W.T
+    if k == 1:
+        return (0.5 * (1.0 + np.tanh(0.5 * Z[:, 0])) - y)[:, None] * Xt
+    P = np.exp(Z - np.logaddexp.reduce(Z, axis=1)[:, None])
+    G = P - np.eye(n_classes)[y]
+    return (G[:, :, None] * Xt[:, None, :]).reshape(len(X), -1)
+
+
+def synthetic_ess(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, task: str, n_classes: int = 0) -> float:
+    """The effective sample size of weighted synthetic data (Supplement B.5.1, Eq. 16), for the
+    beta-MSE model: N_e = N_G / r with the variance ratio
+
+        r = tr(1/N_G sum_i w_i^2 g_i g_i^T) / tr(1/N_G sum_i w_i g_i g_i^T),
+
+    g_i the gradient of the model's negative log-likelihood at row i, evaluated at the
+    importance-weighted fit, weights scaled to mean 1, and the matrices summarised by the trace
+    (Lyddon et al. 2018), as the paper proposes. With equal weights N_e = N_G; when every |g_i| is
+    equal it is Kish's ESS.
+    """
+    w = _normalised(w) * len(w)
+    theta = fit_linear_model(X, y, w, task=task, n_classes=n_classes)
+    g2 = (_score_vectors(np.asarray(X, float), y, theta, task=task, n_classes=n_classes) ** 2).sum(axis=1)
+    den = float(w @ g2)
+    if den <= 0:
+        return math.nan
+    return float(len(w) * den / float((w * w) @ g2))

@@ -35,6 +35,25 @@ def split_rows(df: pd.DataFrame, schema: Schema, *, test_fraction: float, seed: 
     return train.reset_index(drop=True), test.reset_index(drop=True)
 
 
+def split_public(train: pd.DataFrame, schema: Schema, *, n_public: int, seed: int
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Take ``n_public`` rows out of the private split as the slice declared public (seeded,
+    stratified for classification); with n_public = 0 the split is untouched and the slice empty."""
+    if n_public == 0:
+        return train, train.iloc[:0].copy()
+    from sklearn.model_selection import train_test_split
+
+    if n_public < 2 or len(train) - n_public < 2:
+        raise DpiwError(f"dataset '{schema.name}': {len(train)} rows left after the test split cannot give "
+                        f"{n_public} public rows and keep a private split; lower scale.public_fraction")
+    stratify = train[schema.target] if schema.task == "classification" else None
+    if stratify is not None and (stratify.value_counts().min() < 2 or n_public < stratify.nunique()):
+        raise DpiwError(f"dataset '{schema.name}': scale.public_fraction gives {n_public} public rows, too few "
+                        f"to hold every class of '{schema.target}'; raise it or set it to 0")
+    rest, public = train_test_split(train, test_size=n_public, random_state=seed + 7919, stratify=stratify)
+    return rest.reset_index(drop=True), public.reset_index(drop=True)
+
+
 def column_bounds(train: pd.DataFrame, schema: Schema, *, bounds: str) -> dict[str, tuple[float, float]]:
     """Per numeric column (lower, upper): from the schema (public) or, only if asked, from the data."""
     if bounds not in BOUNDS:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from dpiw import DpiwError
-from dpiw.evaluate.aggregate import long_table, markdown
-from dpiw.io import _atomic, read_json
+from dpiw.evaluate.aggregate import long_table, markdown, summary
+from dpiw.io import _atomic, read_json, write_json
 from dpiw.stages._cli import Parser, run
 
 
@@ -16,6 +18,9 @@ def parse_args(argv):
     p.add_argument("--manifests", nargs="+", required=True, help="one per metrics file, same order")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
+    p.add_argument("--out-runs", required=True, help="CSV: one row per run with every metric (figures read it)")
+    p.add_argument("--out-summary", required=True,
+                   help="JSON for `dvc metrics`: mean of each ranked metric per dataset/eps/sdgp/weights/post")
     return p.parse_args(argv)
 
 
@@ -29,9 +34,12 @@ def main(argv: list[str] | None = None) -> None:
         run_keys = m["run"]
         if Path(fpath).parent != Path(mpath).parent:
             raise DpiwError(f"{mpath} and {fpath} belong to different runs")
-        rows.append({**run_keys, "dp": f["dp"], **{k: (v if v is not None else float("nan"))
-                                                   for k, v in m.items() if k != "run"}})
+        rows.append({**run_keys, "dp": f["dp"], "fit_to_release": f["release"]["pareto_k_ok"],
+                     **{k: (v if v is not None else float("nan")) for k, v in m.items() if k != "run"}})
+    runs = pd.DataFrame(rows).sort_values(["dataset", "eps", "sdgp", "weights", "post", "seed"], kind="stable")
+    _atomic(Path(args.out_runs), lambda tmp: runs.to_csv(tmp, index=False, float_format="%.6g"))
     long = long_table(rows)
+    write_json(summary(long), args.out_summary)
     _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
     text = markdown(long)
     _atomic(Path(args.out_md), lambda tmp: tmp.write_text(text))

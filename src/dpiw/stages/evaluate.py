@@ -1,5 +1,8 @@
-"""Stage `evaluate`: WST, beta-MSE and Kish ESS of the weighted synthetic rows against the held-out
-real test split. The metrics are the curator's benchmark, not part of the release."""
+"""Stage `evaluate`: the paper's metrics of the weighted synthetic rows against the held-out real test
+split: WST, beta-MSE, MLP ROC-AUC (or MSE), the importance-weighted Bayesian posterior's predictive
+ROC-AUC (or MSE), pMSE, the effective sample sizes (Kish; Eq. 16 of Supplement B.5.1), the Pareto
+k-hat and, where the cell has non-private LogReg weights on the same rows, the MSE of the log weights
+against them. The metrics are the curator's benchmark, not part of the release."""
 
 from __future__ import annotations
 
@@ -10,9 +13,13 @@ import numpy as np
 from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.data.encode import encode
-from dpiw.evaluate import beta_mse, kish_ess, weighted_wasserstein
+from dpiw.evaluate import beta_mse, kish_ess, synthetic_ess, weighted_wasserstein
+from dpiw.evaluate.bayes import bayes_metric
+from dpiw.evaluate.utility import log_weight_mse, mlp_metric, pmse
 from dpiw.io import read_log_weights, read_parquet, write_json
+from dpiw.postprocess.psis import diagnose
 from dpiw.privacy import no_spend
+from dpiw.seeding import rng_for
 from dpiw.stages._cli import Parser, run
 
 
@@ -22,6 +29,7 @@ def parse_args(argv):
     p.add_argument("--log-weights", required=True)
     p.add_argument("--test", required=True)
     p.add_argument("--schema", required=True)
+    p.add_argument("--reference-log-ratios", help="the cell's non-private logreg log ratios (same synthetic rows)")
     for key in ("dataset", "eps", "sdgp", "weights", "post"):
         p.add_argument(f"--{key}", required=True)
     p.add_argument("--seed", type=int, required=True)
@@ -30,19 +38,41 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def evaluate(synth, log_w, test, schema) -> dict:
+def evaluate(synth, log_w, test, schema, *, rng: np.random.Generator | None = None, reference=None) -> dict:
+    rng = np.random.default_rng(0) if rng is None else rng
     w = np.exp(log_w - np.max(log_w))  # rescaling is harmless: every metric normalises the weights
     X_s, X_t = encode(synth, schema), encode(test, schema)
     feats = [c.name for c in schema.features]
+    gate = diagnose(log_w)
     out = {"n_synth": len(synth), "n_test": len(test), "ess_kish": kish_ess(w),
-           "ess_fraction": kish_ess(w) / len(w), "wst": weighted_wasserstein(X_s, w, X_t)}
+           "ess_fraction": kish_ess(w) / len(w), "pareto_k": gate.k if gate.k is not None else math.nan,
+           "wst": weighted_wasserstein(X_s, w, X_t)}
+    Xs, ys = synth[feats].to_numpy(float), synth[schema.target].to_numpy()
+    Xt, yt = test[feats].to_numpy(float), test[schema.target].to_numpy()
+    out.update(pmse(X_t, X_s, w))
+    task = dict(task=schema.task, n_classes=schema.n_classes)
+    keep = w > 0
     try:
-        out["beta_mse"] = beta_mse(synth[feats].to_numpy(float), synth[schema.target].to_numpy(), w,
-                                   test[feats].to_numpy(float), test[schema.target].to_numpy(),
+        if schema.task == "classification" and np.unique(ys[keep]).size < schema.n_classes:
+            raise DpiwError(f"the weighted synthetic data hold only classes {np.unique(ys[keep]).tolist()} "
+                            f"of {schema.n_classes}")
+        out.update(mlp_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rng, **task))
+        out.update(bayes_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rng, **task))
+        out["downstream_note"] = ""
+    except DpiwError as exc:
+        for key in (("mlp_auc", "bayes_auc") if schema.task == "classification" else ("mlp_mse", "bayes_mse")):
+            out[key] = math.nan
+        out["downstream_note"] = str(exc)
+    if reference is not None:
+        out["logreg_log_weight_mse"] = log_weight_mse(log_w, reference)
+    try:
+        out["beta_mse"] = beta_mse(Xs, ys, w, test[feats].to_numpy(float), test[schema.target].to_numpy(),
                                    task=schema.task, n_classes=schema.n_classes)
+        out["ess_synthetic"] = synthetic_ess(Xs, ys, w, task=schema.task, n_classes=schema.n_classes)
+        out["ess_synthetic_fraction"] = out["ess_synthetic"] / len(w)
         out["beta_mse_note"] = ""
     except DpiwError as exc:  # e.g. the weighted synthetic data miss a class: the metric does not exist
-        out["beta_mse"] = math.nan
+        out["beta_mse"] = out["ess_synthetic"] = out["ess_synthetic_fraction"] = math.nan
         out["beta_mse_note"] = str(exc)
     return out
 
@@ -55,7 +85,13 @@ def main(argv: list[str] | None = None) -> None:
     log_w = read_log_weights(args.log_weights, "log_weight")
     if log_w.size != len(synth):
         raise DpiwError(f"{args.log_weights}: {log_w.size} weights for {len(synth)} synthetic rows")
-    metrics = evaluate(synth, log_w, test, schema)
+    reference = None
+    if args.reference_log_ratios:
+        reference = read_log_weights(args.reference_log_ratios, "log_ratio")
+        if reference.size != log_w.size:
+            raise DpiwError(f"{args.reference_log_ratios}: {reference.size} reference weights for {log_w.size} rows")
+    rng = rng_for(args.seed, "evaluate", args.dataset, args.eps, args.sdgp, args.weights, args.post)
+    metrics = evaluate(synth, log_w, test, schema, rng=rng, reference=reference)
     metrics.update(run={"dataset": args.dataset, "eps": args.eps, "seed": args.seed, "sdgp": args.sdgp,
                         "weights": args.weights, "post": args.post})
     write_json(metrics, args.out)

@@ -6,6 +6,7 @@ The GAN-based methods (`discriminator`, `pgb`, `drs`) also read the GAN's kept n
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
@@ -14,6 +15,7 @@ from dpiw.data.encode import encode, norm_bound
 from dpiw.grid import MLP_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import (
+    CALIBRATABLE_WEIGHT_METHODS,
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
     MLP_WEIGHT_METHODS,
@@ -36,6 +38,7 @@ def parse_args(argv):
     p = Parser(prog="dpiw.stages.fit_weights", description=__doc__)
     p.add_argument("--real", required=True, help="private train split (scaled)")
     p.add_argument("--synth", required=True)
+    p.add_argument("--public", help="the slice declared public (may hold no rows)")
     p.add_argument("--schema", required=True)
     p.add_argument("--method", choices=WEIGHT_METHODS, required=True)
     p.add_argument("--dataset", required=True)
@@ -58,6 +61,8 @@ def parse_args(argv):
     p.add_argument("--drs-percentile", type=float, default=95.0)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--public-out",
+                   help="log ratios at the public rows (methods that score any row; else no rows)")
     p.add_argument("--privacy-out", required=True)
     return p.parse_args(argv)
 
@@ -76,6 +81,11 @@ def main(argv: list[str] | None = None) -> None:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
     real = read_parquet(args.real, columns=schema.names)
     synth = read_parquet(args.synth, columns=schema.names)
+    if bool(args.public) != bool(args.public_out):
+        raise DpiwError("--public and --public-out go together")
+    public = read_parquet(args.public, columns=schema.names) if args.public else synth.iloc[:0]
+    if args.method not in CALIBRATABLE_WEIGHT_METHODS:
+        public = public.iloc[:0]
     eps_w, delta_w = 0.0, 0.0
     if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
         if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
@@ -97,6 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         est = make_gan_weights(args.method, **params).fit_gan(discs, real, synth, epsilon=eps_w, delta=delta_w,
                                                               rng=rng)
         log_ratio = est.log_ratio_
+        public_lr = est.log_ratio_at(public) if len(public) else []
     else:
         X_real, X_synth = encode(real, schema), encode(synth, schema)
         params, fit_kw = {}, {}
@@ -114,6 +125,10 @@ def main(argv: list[str] | None = None) -> None:
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
         log_ratio = est.log_ratio(X_synth)
+        public_lr = est.log_ratio(encode(public, schema)) if len(public) else []
+    if args.public_out:
+        write_parquet(pd.DataFrame({"row": range(len(public)), "log_ratio": np.asarray(public_lr, float)}),
+                      args.public_out)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
     est.privacy_.write(args.privacy_out)
     print(f"fit_weights: {args.method} on {args.dataset}/{args.sdgp}: {len(synth)} weights, "

@@ -36,8 +36,28 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
         "spent": {"epsilon": ledger.epsilon, "delta": ledger.delta, "composition": "basic (sum)"},
         "dp": ledger.dp,
         "verdict": verdict,
+        "release": release_verdict(records, dp=ledger.dp),
+        "public_data": {"n_public": scale[0].details.get("n_public", 0) if scale else 0,
+                        "note": "rows declared public by the curator (scale.public_fraction), excluded from D; "
+                                "they spend no budget and may be used only for calibration"},
         "records": [r.to_dict() for r in records],
     }
+
+
+def release_verdict(records: list[PrivacySpend], *, dp: bool) -> dict:
+    """Fit to release: DP, and the raw weights' Pareto k-hat at most min(1 - 1/log10 S, 0.7) (PSIS gate,
+    from the post-processing record)."""
+    post = [r for r in records if r.stage == "postprocess_weights"]
+    gate = post[0].details.get("release_gate") if post else None
+    if gate is None:
+        raise DpiwError("the run's post-processing record carries no release gate (k-hat): rerun postprocess_weights")
+    fit = bool(gate["fit_to_release"]) and dp
+    reasons = [] if dp else ["not differentially private"]
+    if not gate["fit_to_release"]:
+        reasons.append(gate["note"])
+    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]), "pareto_k": gate["pareto_k"],
+            "pareto_k_threshold": gate["pareto_k_threshold"],
+            "reasons": reasons or ["DP and k-hat within the threshold"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
                               run_id=args.run)
     write_json(manifest, args.out)
     print(f"privacy_ledger: {args.run}: spent eps={manifest['spent']['epsilon']} of {args.epsilon}: "
-          f"{manifest['verdict']}")
+          f"{manifest['verdict']}; fit to release: {manifest['release']['fit_to_release']}")
 
 
 if __name__ == "__main__":

@@ -31,13 +31,19 @@ class DiscriminatorWeights:
 
     def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng):
         out = discriminators.outputs(synth)[-1]
-        self.log_ratio_ = out - out.max() if discriminators.loss == "wgan" else out
+        self.discriminators_ = discriminators
+        self.shift_ = float(out.max()) if discriminators.loss == "wgan" else 0.0
+        self.log_ratio_ = out - self.shift_
         basis = ("logit of the last kept (DP) discriminator, balanced batches, no prior-odds shift"
                  if discriminators.loss == "cgan" else
                  "last kept (DP) WGAN critic output as a log ratio up to a constant, self-normalised")
         self.privacy_ = no_spend("fit_weights", basis="post-processing of the GAN's released discriminator: "
                                  + basis, method="discriminator", reads_private=(), loss=discriminators.loss)
         return self
+
+    def log_ratio_at(self, frame) -> np.ndarray:
+        """The same map at other rows (e.g. the public slice, for calibration)."""
+        return self.discriminators_.outputs(frame)[-1] - self.shift_
 
 
 class DRSWeights:

@@ -1,0 +1,126 @@
+"""The paper's figures as PNG (matplotlib, Agg): Figure 1 (toy data: the weights of each method and the
+weighted density of the synthetic rows) and Figure 2 (box plots of the Bayesian posterior's predictive
+ROC-AUC, or MSE for regression, per weight method and SDGP)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpiw.evaluate.aggregate import WEIGHT_ORDER
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 110, "font.size": 8, "axes.titlesize": 9})
+    return plt
+
+
+def _weighted_kde(points: np.ndarray, w: np.ndarray, grid: np.ndarray, bandwidth: float) -> np.ndarray:
+    """Gaussian KDE of 2-d ``points`` with weights ``w`` (normalised) at ``grid`` (m, 2)."""
+    w = w / w.sum()
+    keep = w > 0
+    d2 = ((grid[:, None, :] - points[None, keep, :]) ** 2).sum(axis=2)
+    return (np.exp(-0.5 * d2 / bandwidth**2) @ w[keep]) / (2 * math.pi * bandwidth**2)
+
+
+def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str, out: str | Path) -> None:
+    """Figure 1. ``panels``: (weight method, synthetic rows (n, 2) on [0,1]^2, log weights). Top row:
+    histogram of the self-normalised weights (mean 1) with Kish's ESS; bottom row: weighted KDE of the
+    synthetic rows, the real rows' support (x1 + x2 < 1) outlined."""
+    plt = _plt()
+    k = len(panels)
+    fig, axes = plt.subplots(2, k, figsize=(2.3 * k, 4.6), squeeze=False)
+    g = np.linspace(0, 1, 60)
+    gx, gy = np.meshgrid(g, g)
+    grid = np.column_stack([gx.ravel(), gy.ravel()])
+    for j, (method, X, log_w) in enumerate(panels):
+        w = np.exp(log_w - np.max(log_w))
+        w = w * len(w) / w.sum()
+        ess = w.sum() ** 2 / (w**2).sum()
+        ax = axes[0, j]
+        ax.hist(w[w > 0], bins=30, color="tab:blue", alpha=0.8)
+        ax.set_title(f"{method}\nESS/N = {ess / len(w):.2f}")
+        ax.set_xlabel("weight (mean 1)")
+        if j == 0:
+            ax.set_ylabel("synthetic rows")
+        ax = axes[1, j]
+        dens = _weighted_kde(X, w, grid, bandwidth=0.06).reshape(gx.shape)
+        ax.contourf(gx, gy, dens, levels=12, cmap="viridis")
+        ax.plot([0, 1], [1, 0], color="white", lw=1.2, ls="--")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_aspect("equal")
+        ax.set_xlabel("x1")
+        if j == 0:
+            ax.set_ylabel("x2 (weighted KDE)")
+    fig.suptitle(title + "  -  the real rows lie on the triangle below the dashed line")
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
+    """Figure 2. ``runs``: one row per run (dataset, eps, sdgp, weights, post, bayes_auc / bayes_mse).
+    One panel per (dataset, eps), post = none; boxes over seeds, grouped by weight method, one colour
+    per SDGP."""
+    plt = _plt()
+    df = runs[runs["post"] == "none"].copy()
+    cells = sorted({(d, float(e)) for d, e in zip(df["dataset"], df["eps"], strict=True)})
+    if not cells:
+        fig, ax = plt.subplots(figsize=(4, 2))
+        ax.text(0.5, 0.5, "no untempered runs (post = none) to plot", ha="center")
+        ax.axis("off")
+        _save(fig, out)
+        return
+    fig, axes = plt.subplots(len(cells), 1, figsize=(11, 2.6 * len(cells)), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (dataset, eps) in zip(axes[:, 0], cells, strict=True):
+        sub = df[(df["dataset"] == dataset) & (df["eps"].astype(float) == eps)]
+        metric = "bayes_auc" if "bayes_auc" in sub and sub["bayes_auc"].notna().any() else "bayes_mse"
+        order = {w: i for i, w in enumerate(WEIGHT_ORDER)}
+        weights = sorted(sub["weights"].unique(), key=lambda w: order.get(w, 99))
+        sdgps = sorted(sub["sdgp"].unique())
+        width = 0.8 / max(1, len(sdgps))
+        for si, sdgp in enumerate(sdgps):
+            data, pos = [], []
+            for wi, w in enumerate(weights):
+                v = sub[(sub["sdgp"] == sdgp) & (sub["weights"] == w)][metric].to_numpy(float) if metric in sub else []
+                v = np.asarray(v)[np.isfinite(v)]
+                if v.size:
+                    data.append(v)
+                    pos.append(wi - 0.4 + width * (si + 0.5))
+            if data:
+                colour = colours[si % len(colours)]
+                bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, manage_ticks=False,
+                                medianprops={"color": "black"}, showfliers=False)
+                for patch in bp["boxes"]:
+                    patch.set_facecolor(colour)
+                    patch.set_alpha(0.5)
+                for x, v in zip(pos, data, strict=True):  # the seeds themselves
+                    ax.scatter(np.full(v.size, x), v, s=8, color=colour, edgecolor="black", linewidth=0.3, zorder=3)
+                ax.plot([], [], color=colours[si % len(colours)], lw=6, alpha=0.7, label=sdgp)
+        ax.set_xticks(range(len(weights)))
+        ax.set_xticklabels(weights, rotation=20)
+        ax.set_ylabel("posterior predictive ROC-AUC ↑" if metric == "bayes_auc" else "posterior predictive MSE ↓")
+        ax.set_title(f"{dataset}, ε = {eps:g}: importance-weighted Bayesian updating (boxes over seeds)")
+        ax.legend(fontsize=7, ncol=min(len(sdgps), 7), loc="best")
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, out)
+
+
+def _save(fig, out) -> None:
+    from dpiw.io import _atomic
+
+    out = Path(out)
+    _atomic(out, lambda tmp: fig.savefig(tmp, format="png"))
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
