@@ -14,6 +14,11 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/privacy.smk"
 
 
+# the report rule runs a nested `snakemake --report` on the submitting host, not on a cluster node
+localrules:
+    report,
+
+
 rule all:
     input:
         TABLE_CSV,

@@ -160,7 +160,8 @@ def _budget_args(lookup: Lookup) -> list[str]:
 
 def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]:
     args = ["--dataset", dataset, "--seed", str(seed), "--test-fraction", str(lookup("scale.test_fraction")),
-            "--public-fraction", str(lookup("scale.public_fraction")), "--bounds", str(lookup("scale.bounds"))]
+            "--public-fraction", str(lookup("scale.public_fraction")), "--bounds", str(lookup("scale.bounds")),
+            "--out-of-bounds", str(lookup("scale.out_of_bounds"))]
     for key in ("n_rows", "data_seed"):
         if key in config["datasets"].get(dataset, {}):
             args += [f"--{key.replace('_', '-')}", str(lookup(f"datasets.{dataset}.{key}"))]

@@ -18,7 +18,7 @@ SMALL = dict(hidden=16, noise_dim=4, steps=12, batch_size=16, lr=2e-3, n_critic=
              progress=False)
 
 SCHEMA = parse_schema({
-    "name": "mix", "task": "classification", "target": "y", "source": {"kind": "test"}, "provenance": "test",
+    "name": "mix", "task": "classification", "target": "y", "provenance": "test",
     "columns": [{"name": "a", "type": "numeric", "lower": 0, "upper": 1},
                 {"name": "b", "type": "numeric", "lower": 0, "upper": 1},
                 {"name": "y", "type": "categorical", "categories": ["p", "q", "r"]}]})
@@ -178,7 +178,7 @@ def test_networks_have_no_normalisation_layers_and_pass_opacus_validation():
 
 
 def test_numeric_target_conditions_on_public_bins():
-    schema = parse_schema({"name": "reg", "task": "regression", "target": "t", "source": {"kind": "test"},
+    schema = parse_schema({"name": "reg", "task": "regression", "target": "t",
                            "provenance": "test",
                            "columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 1},
                                        {"name": "t", "type": "numeric", "lower": 0, "upper": 1}]})

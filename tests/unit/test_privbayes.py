@@ -12,7 +12,7 @@ from dpiw.data.schema import parse_schema
 from dpiw.sdgp.privbayes import PrivBayes, mi_sensitivity, mutual_information
 
 SCHEMA3 = parse_schema({
-    "name": "chain", "task": "regression", "target": "c", "source": {"kind": "test"}, "provenance": "test",
+    "name": "chain", "task": "regression", "target": "c", "provenance": "test",
     "columns": [{"name": n, "type": "numeric", "lower": 0, "upper": 1} for n in ("a", "b", "c")]})
 
 

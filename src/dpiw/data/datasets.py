@@ -9,7 +9,7 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
 
-SKLEARN_LOADERS = ("load_iris", "load_breast_cancer")
+SKLEARN_LOADERS = ("load_iris", "load_breast_cancer", "load_digits")
 
 
 def toy_triangle(n_rows: int, *, seed: int) -> pd.DataFrame:
@@ -48,17 +48,105 @@ def load_raw(schema: Schema, *, n_rows: int | None = None, data_seed: int = 0) -
         import sklearn.datasets
 
         bunch = getattr(sklearn.datasets, loader)()
-        feats = schema.features
-        if bunch.data.shape[1] != len(feats):
+        feats = [c.name for c in schema.features]
+        names = [str(n) for n in getattr(bunch, "feature_names", [])]
+        if set(feats) <= set(names):  # matched by scikit-learn's names (a subset is fine)
+            df = pd.DataFrame(bunch.data, columns=names)[feats].copy()
+        elif bunch.data.shape[1] == len(feats):  # renamed, in scikit-learn's column order
+            df = pd.DataFrame(bunch.data, columns=feats)
+        else:
             raise DpiwError(f"schema '{schema.name}' lists {len(feats)} features but {loader} has "
-                            f"{bunch.data.shape[1]}")
-        df = pd.DataFrame(bunch.data, columns=[c.name for c in feats])
+                            f"{bunch.data.shape[1]} and the names do not match its feature names")
         target = schema.target_column
         if schema.task == "classification":
             df[target.name] = np.asarray(target.categories, dtype=object)[bunch.target]
         else:
             df[target.name] = bunch.target
+    elif kind == "file":
+        df = read_data_file(schema)
     else:
         raise DpiwError(f"schema '{schema.name}': unknown source.kind {kind!r} "
-                        "(known: toy_triangle, sklearn)")
+                        "(known: toy_triangle, sklearn, file)")
     return df[schema.names]
+
+
+def read_data_file(schema: Schema) -> pd.DataFrame:
+    """The rows of a CSV or parquet file named by the schema (relative to the working directory, the
+    repository root in the pipeline), checked against the schema: every column present, numeric columns
+    numeric, categorical values among the declared categories (as text), labels of a classification
+    target as text. NaN/inf, bounds, constant columns and class counts are checked by `validate_rows`."""
+    from pathlib import Path
+
+    path = Path(schema.source["path"])
+    where = f"dataset '{schema.name}' ({path})"
+    if not path.is_file():
+        raise DpiwError(f"{where}: file not found; source.path in data/schemas/{schema.name}.yaml is relative to "
+                        "the repository root")
+    try:
+        if path.suffix == ".parquet":
+            df = pd.read_parquet(path)
+        elif schema.source.get("header", True):
+            df = pd.read_csv(path, skipinitialspace=True)
+        else:
+            df = pd.read_csv(path, header=None, skipinitialspace=True)
+            if df.shape[1] != len(schema.columns):
+                raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema lists "
+                                f"{len(schema.columns)} ({', '.join(schema.names)}) in file order")
+            df.columns = schema.names
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise DpiwError(f"{where}: cannot be read ({exc})") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in schema.names if c not in df.columns]
+    if missing:
+        raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
+                        f"{list(df.columns)} (fix the names in the schema or the file)")
+    if df.empty:
+        raise DpiwError(f"{where}: the file has no rows")
+    for c in schema.columns:
+        col = df[c.name]
+        if c.is_numeric:
+            num = pd.to_numeric(col, errors="coerce")
+            bad = num.isna() & col.notna()
+            if bad.any():
+                row = int(np.flatnonzero(bad.to_numpy())[0])
+                raise DpiwError(f"{where}: column '{c.name}' is declared numeric but row {row} holds "
+                                f"{col.iloc[row]!r}; fix the value or declare the column categorical")
+            df[c.name] = num
+        else:
+            text = col.map(lambda v: v if pd.isna(v) else (str(int(v)) if isinstance(v, float) and v.is_integer()
+                                                           else str(v).strip()))
+            unknown = sorted(set(text.dropna()) - set(c.categories))
+            if unknown:
+                raise DpiwError(f"{where}: column '{c.name}' holds {unknown[:5]} outside its declared categories "
+                                f"{list(c.categories)}; add them to the schema (public list) or fix the rows")
+            df[c.name] = text
+    return df
+
+
+def validate_rows(df: pd.DataFrame, schema: Schema, *, out_of_bounds: str) -> pd.DataFrame:
+    """Checks before anything is fitted, each one error naming the column and the fix: no NaN/inf,
+    numeric values inside the public bounds (``out_of_bounds`` "fail"; "clip" lets scaling clip them),
+    no constant column, a classification target with at least two classes. Returns ``df``."""
+    from dpiw.io import check_finite
+
+    if out_of_bounds not in ("clip", "fail"):
+        raise DpiwError(f"scale.out_of_bounds must be 'clip' or 'fail', got {out_of_bounds!r}")
+    where = f"dataset '{schema.name}'"
+    check_finite(df, where=where)
+    for c in schema.columns:
+        v = df[c.name]
+        if v.nunique(dropna=False) < 2 and c.name != schema.target:
+            raise DpiwError(f"{where}: column '{c.name}' is constant ({v.iloc[0]!r} in all {len(v)} rows); it "
+                            "carries no information: drop it from the schema")
+        if c.is_numeric and out_of_bounds == "fail":
+            x = v.to_numpy(float)
+            out = (x < c.lower) | (x > c.upper)
+            if out.any():
+                row = int(np.flatnonzero(out)[0])
+                raise DpiwError(f"{where}: column '{c.name}' has {int(out.sum())} value(s) outside its public bounds "
+                                f"[{c.lower:g}, {c.upper:g}] (first: {x[row]:g} at row {row}); widen the bounds in "
+                                "the schema (public knowledge only) or set scale.out_of_bounds: clip")
+    if schema.task == "classification" and df[schema.target].nunique() < 2:
+        raise DpiwError(f"{where}: target '{schema.target}' has a single class ({df[schema.target].iloc[0]!r}); "
+                        "classification needs at least two")
+    return df

@@ -37,6 +37,28 @@ def encode(df: pd.DataFrame, schema: Schema) -> np.ndarray:
     return np.hstack(blocks)
 
 
+def encode_features(df: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """The feature columns (not the target) as the design matrix of the downstream models: numeric
+    columns as they are ([0, 1]), a categorical column with K categories as K - 1 indicator columns (the
+    first category is the reference level, so the columns are not collinear with an intercept).
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "regression", "target": "y", "source": {"kind": "toy_triangle"},
+    ...     "columns": [{"name": "c", "type": "categorical", "categories": ["a", "b", "z"]},
+    ...                 {"name": "y", "type": "numeric", "lower": 0, "upper": 1}]})
+    >>> encode_features(pd.DataFrame({"c": [0, 2, 1], "y": [0.1, 0.2, 0.3]}), s).tolist()
+    [[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]]
+    """
+    blocks = []
+    for c in schema.features:
+        v = df[c.name].to_numpy()
+        if c.is_numeric:
+            blocks.append(v.astype(float)[:, None])
+        else:
+            blocks.append((v[:, None] == np.arange(1, len(c.categories))[None, :]).astype(float))
+    return np.hstack(blocks) if blocks else np.zeros((len(df), 0))
+
+
 def norm_bound(schema: Schema) -> float:
     """max ||x||_2 over the encoded records, from the schema alone (public).
 

@@ -117,9 +117,32 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
         _fail(path, f"classification target '{tcol.name}' must be categorical with its class list")
     if schema.task == "regression" and tcol.type != "numeric":
         _fail(path, f"regression target '{tcol.name}' must be numeric")
-    if any(not c.is_numeric for c in schema.features):
-        _fail(path, "categorical feature columns are not supported yet (only the target may be categorical)")
+    if schema.source:  # in-memory schemas (tests, library use) may have no source
+        _check_source(schema.source, path)
     return schema
+
+
+SOURCE_KINDS = ("toy_triangle", "sklearn", "file")
+
+
+def _check_source(source: dict, path) -> None:
+    """A schema's `source`: generated (toy_triangle), bundled with scikit-learn (sklearn, `loader`), or a
+    CSV/parquet file (file, `path` relative to the repository root, `header` true unless said false)."""
+    kind = source.get("kind")
+    if kind not in SOURCE_KINDS:
+        _fail(path, f"source.kind must be one of {SOURCE_KINDS}, got {kind!r}")
+    allowed = {"toy_triangle": {"kind"}, "sklearn": {"kind", "loader"}, "file": {"kind", "path", "header"}}[kind]
+    extra = set(source) - allowed
+    if extra:
+        _fail(path, f"source: unknown key(s) {sorted(extra)} for kind '{kind}'; allowed: {sorted(allowed)}")
+    if kind == "file":
+        f = source.get("path")
+        if not isinstance(f, str) or not f.endswith((".csv", ".parquet")):
+            _fail(path, "source.path must name a .csv or .parquet file (relative to the repository root)")
+        if not isinstance(source.get("header", True), bool):
+            _fail(path, "source.header must be true or false")
+        if f.endswith(".parquet") and source.get("header") is False:
+            _fail(path, "source.header: false applies to CSV files only (parquet columns have names)")
 
 
 def load_schema(path: str | Path) -> Schema:

@@ -30,6 +30,28 @@ def kish_ess(w: np.ndarray) -> float:
     return float(w.sum() ** 2 / (w**2).sum())
 
 
+def _import_pot():
+    """POT without what it imports for features we do not use: every array backend it finds (torch:
+    ~2 s per process; ours are numpy arrays) and scikit-learn (~1 s; `ot.lowrank` tries
+    ``import sklearn.cluster`` for a k-means initialisation and does without it on ImportError). The
+    exact solver ``ot.emd2`` needs neither."""
+    import sys
+
+    if "ot" in sys.modules:
+        return sys.modules["ot"]
+    for backend in ("PYTORCH", "JAX", "CUPY", "TENSORFLOW"):
+        os.environ.setdefault(f"POT_BACKEND_DISABLE_{backend}", "1")
+    hide = "sklearn.cluster" not in sys.modules
+    if hide:
+        sys.modules["sklearn.cluster"] = None  # makes POT's optional `import sklearn.cluster` fail fast
+    try:
+        import ot
+    finally:
+        if hide:
+            del sys.modules["sklearn.cluster"]
+    return ot
+
+
 def weighted_wasserstein(X_synth: np.ndarray, w: np.ndarray, X_test: np.ndarray) -> float:
     """Exact 1-Wasserstein distance (EMD, Euclidean ground cost) between the weighted synthetic rows
     and the uniformly weighted test rows, by POT's network simplex.
@@ -38,10 +60,7 @@ def weighted_wasserstein(X_synth: np.ndarray, w: np.ndarray, X_test: np.ndarray)
     >>> round(weighted_wasserstein(X, np.array([1.0, 1.0]), np.array([[0.0], [0.0]])), 6)
     0.5
     """
-    # POT imports every backend it finds (torch: ~2 s per process); ours are numpy arrays.
-    for backend in ("PYTORCH", "JAX", "CUPY", "TENSORFLOW"):
-        os.environ.setdefault(f"POT_BACKEND_DISABLE_{backend}", "1")
-    import ot
+    ot = _import_pot()
 
     a = _normalised(w)
     keep = a > 0  # zero-weight rows carry no mass; dropping them shrinks the LP

@@ -12,7 +12,7 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
-from dpiw.data.encode import encode
+from dpiw.data.encode import encode, encode_features
 from dpiw.evaluate import beta_mse, kish_ess, synthetic_ess, weighted_wasserstein
 from dpiw.evaluate.bayes import bayes_metric
 from dpiw.evaluate.utility import log_weight_mse, mlp_metric, pmse
@@ -42,13 +42,12 @@ def evaluate(synth, log_w, test, schema, *, rng: np.random.Generator | None = No
     rng = np.random.default_rng(0) if rng is None else rng
     w = np.exp(log_w - np.max(log_w))  # rescaling is harmless: every metric normalises the weights
     X_s, X_t = encode(synth, schema), encode(test, schema)
-    feats = [c.name for c in schema.features]
     gate = diagnose(log_w)
     out = {"n_synth": len(synth), "n_test": len(test), "ess_kish": kish_ess(w),
            "ess_fraction": kish_ess(w) / len(w), "pareto_k": gate.k if gate.k is not None else math.nan,
            "wst": weighted_wasserstein(X_s, w, X_t)}
-    Xs, ys = synth[feats].to_numpy(float), synth[schema.target].to_numpy()
-    Xt, yt = test[feats].to_numpy(float), test[schema.target].to_numpy()
+    Xs, ys = encode_features(synth, schema), synth[schema.target].to_numpy()
+    Xt, yt = encode_features(test, schema), test[schema.target].to_numpy()
     out.update(pmse(X_t, X_s, w))
     task = dict(task=schema.task, n_classes=schema.n_classes)
     keep = w > 0
@@ -66,8 +65,7 @@ def evaluate(synth, log_w, test, schema, *, rng: np.random.Generator | None = No
     if reference is not None:
         out["logreg_log_weight_mse"] = log_weight_mse(log_w, reference)
     try:
-        out["beta_mse"] = beta_mse(Xs, ys, w, test[feats].to_numpy(float), test[schema.target].to_numpy(),
-                                   task=schema.task, n_classes=schema.n_classes)
+        out["beta_mse"] = beta_mse(Xs, ys, w, Xt, yt, task=schema.task, n_classes=schema.n_classes)
         out["ess_synthetic"] = synthetic_ess(Xs, ys, w, task=schema.task, n_classes=schema.n_classes)
         out["ess_synthetic_fraction"] = out["ess_synthetic"] / len(w)
         out["beta_mse_note"] = ""

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dpiw import DpiwError
 from dpiw.data import load_raw, load_schema
-from dpiw.io import check_finite, write_parquet
+from dpiw.data.datasets import validate_rows
+from dpiw.io import write_parquet
 from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.scale import column_bounds, scale_frame, split_public, split_rows
 from dpiw.stages._cli import Parser, run
@@ -25,6 +26,8 @@ def parse_args(argv):
     p.add_argument("--public-fraction", type=float, default=0.0,
                    help="share of all rows declared public (excluded from the private split)")
     p.add_argument("--bounds", choices=["schema", "data"], required=True)
+    p.add_argument("--out-of-bounds", choices=["clip", "fail"], default="clip",
+                   help="numeric values outside the schema's public bounds: clip them, or stop with an error")
     p.add_argument("--n-rows", type=int, help="rows to generate (generated datasets only)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of the generated private data")
     p.add_argument("--train-out", required=True)
@@ -40,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     if schema.name != args.dataset:
         raise DpiwError(f"{args.schema}: schema name '{schema.name}' does not match dataset '{args.dataset}'")
     raw = load_raw(schema, n_rows=args.n_rows, data_seed=args.data_seed)
-    check_finite(raw, where=f"dataset '{schema.name}'")
+    validate_rows(raw, schema, out_of_bounds=args.out_of_bounds)
     train_raw, test_raw = split_rows(raw, schema, test_fraction=args.test_fraction, seed=args.seed)
     if not (0 <= args.public_fraction < 1 - args.test_fraction):
         raise DpiwError(f"scale.public_fraction must be in [0, 1 - test_fraction), got {args.public_fraction}")
