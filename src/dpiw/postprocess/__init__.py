@@ -93,7 +93,7 @@ def truncate(log_w: np.ndarray, tau: float | str = "sqrt_n") -> np.ndarray:
     """min(w, tau * mean(w)) (Ionides 2008), mean over the N weights; never raises a weight. Not
     normalised: chain `normalise` or let the consumer normalise.
 
-    >>> np.exp(truncate(np.log([1.0, 1.0, 1.0, 9.0]), 2.0)).tolist()
+    >>> np.exp(truncate(np.log([1.0, 1.0, 1.0, 9.0]), 2.0)).round(12).tolist()
     [1.0, 1.0, 1.0, 6.0]
     """
     log_w = np.asarray(log_w, float)
