@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
 
@@ -18,3 +18,17 @@ def root() -> Path:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20260101)
+
+
+sys.path.insert(0, str(ROOT / "tests"))  # tests/helpers.py
+
+
+@pytest.fixture(scope="session")
+def snakemake_run(tmp_path_factory):
+    """The tiny grid run locally through Snakemake once per session (pipeline and cluster tests compare
+    against it)."""
+    from helpers import sh, workdir
+
+    wd = workdir(tmp_path_factory.mktemp("smk"))
+    sh(["snakemake", "--cores", "2"], wd)
+    return wd

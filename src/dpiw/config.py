@@ -19,7 +19,10 @@ def load_yaml(path: str | Path) -> Any:
     try:
         return yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
-        raise DpiwError(f"{path}: not valid YAML ({exc})") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise DpiwError(f"{path}: not valid YAML{where}: {problem}") from exc
 
 
 def _where(path) -> str:

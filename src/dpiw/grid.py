@@ -46,6 +46,7 @@ POST_PRIVACY = RUN_DIR + "/privacy/postprocess_weights.json"
 METRICS = RUN_DIR + "/metrics.json"
 EVAL_PRIVACY = RUN_DIR + "/privacy/evaluate.json"
 MANIFEST = RUN_DIR + "/manifest.json"
+RELEASE = RUN_DIR + "/release"  # what a curator may publish (dpiw.release)
 TABLE_CSV = "results/tables/metrics.csv"
 TABLE_MD = "results/tables/metrics.md"
 TABLE_RUNS = "results/tables/runs.csv"          # one row per run, every metric

@@ -28,8 +28,15 @@ def _umask() -> int:
     return mask
 
 
+def remove_stale_temps(path: Path) -> None:
+    """Remove temporary files a killed writer of ``path`` left behind (SIGKILL runs no cleanup)."""
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temps(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -94,8 +101,12 @@ def read_parquet(path: str | Path, *, columns: list[str] | None = None, finite: 
 def read_log_weights(path: str | Path, column: str) -> np.ndarray:
     """A (row, <column>) parquet of log weights: -inf (a zero weight) is allowed, NaN, +inf or all zero not."""
     lw = read_parquet(path, columns=["row", column], finite=False)[column].to_numpy(float)
-    if np.isnan(lw).any() or np.isposinf(lw).any() or (lw.size and np.isneginf(lw).all()):
-        raise DpiwError(f"{path}: {column} holds NaN or +inf, or every weight is zero")
+    bad = np.flatnonzero(np.isnan(lw) | np.isposinf(lw))
+    if bad.size:
+        raise DpiwError(f"{path}: column '{column}' has a non-finite value ({lw[bad[0]]}) at row {bad[0]}; "
+                        "rerun the stage that wrote it")
+    if lw.size and np.isneginf(lw).all():
+        raise DpiwError(f"{path}: every weight in '{column}' is zero")
     return lw
 
 
@@ -116,3 +127,24 @@ def check_finite(df: pd.DataFrame, *, where: str) -> None:
             row = int(np.flatnonzero(bad)[0])
             raise DpiwError(f"{where}: column '{col}' has a non-finite value ({values[row]}) at row {row}; "
                             "remove or impute it before running the pipeline")
+
+
+def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:
+    """Create directory ``path`` with the files ``fill(tmpdir)`` writes, all at once: the files are
+    written into a temporary sibling that then takes the name (an old ``path`` is removed first)."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        fill(tmp)
+        os.chmod(tmp, 0o777 & ~_umask())
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

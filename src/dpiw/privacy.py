@@ -54,6 +54,8 @@ class PrivacySpend:
     reads_private: tuple[str, ...] = ()
     basis: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    #: the record's elementary mechanisms as RDP events (dpiw.accounting), for the composed accountant
+    rdp: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self):
         if self.dp:
@@ -74,6 +76,7 @@ class PrivacySpend:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["reads_private"] = list(self.reads_private)
+        d["rdp"] = list(self.rdp)
         return d
 
     def write(self, path: str | Path) -> None:
@@ -87,6 +90,7 @@ class PrivacySpend:
             raise DpiwError(f"privacy record has unknown field(s) {sorted(unknown)}")
         d = dict(d)
         d["reads_private"] = tuple(d.get("reads_private", ()))
+        d["rdp"] = tuple(d.get("rdp", ()))
         try:
             return cls(**d)
         except (TypeError, ValueError) as exc:
@@ -108,6 +112,28 @@ def paper_delta(n_private: int) -> float:
     if n_private < 1:
         raise DpiwError("the private training split is empty")
     return 1.0 / n_private - 1e-6
+
+
+def run_delta(delta: str | float, n_private: int) -> float:
+    """The run's delta: 'paper' (1/N_D - 1e-6) or a number, which must lie below 1/N_D - a delta of
+    1/N_D or more allows mechanisms that publish a whole private row.
+
+    >>> run_delta(1e-4, 1000)
+    0.0001
+    >>> run_delta(0.01, 280)
+    Traceback (most recent call last):
+    ...
+    dpiw.DpiwError: privacy.delta = 0.01 is not below 1/N_D = 1/280 = 0.00357143: ...
+    """
+    if delta == "paper":
+        return paper_delta(n_private)
+    if n_private < 1:
+        raise DpiwError("the private training split is empty")
+    if not float(delta) < 1.0 / n_private:
+        raise DpiwError(f"privacy.delta = {delta:g} is not below 1/N_D = 1/{n_private} = {1 / n_private:.6g}: "
+                        "a delta that large lets a mechanism publish a whole private row; set privacy.delta: "
+                        f"paper (1/N_D - 1e-6) or a number below {1 / n_private:.6g}")
+    return float(delta)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ a bad params.yaml."""
 import json
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,31 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
-TINY = ROOT / "tests/pipeline/params.tiny.yaml"
-
-
-def sh(args, cwd, check=True, timeout=900):
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc
-
-
-def workdir(tmp: Path, params: Path | dict = TINY) -> Path:
-    """A fresh copy of what a clone holds (the package itself is installed editable)."""
-    for item in ("Snakefile", "profiles", "workflow", "data", "src", "configs"):
-        src = ROOT / item
-        if src.is_symlink():
-            (tmp / item).symlink_to(src.readlink())
-        else:
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / item)
-    if isinstance(params, dict):
-        (tmp / "params.yaml").write_text(yaml.safe_dump(params))
-    else:
-        shutil.copy(params, tmp / "params.yaml")
-    return tmp
+from helpers import ROOT, TINY, sh, workdir
 
 
 def stage_names(text: str) -> set[str]:
@@ -89,13 +64,6 @@ def _edit_rho_target(params_path: Path):
 
 
 @pytest.fixture(scope="module")
-def snakemake_run(tmp_path_factory):
-    wd = workdir(tmp_path_factory.mktemp("smk"))
-    sh(["snakemake", "--cores", "2"], wd)
-    return wd
-
-
-@pytest.fixture(scope="module")
 def dvc_run(tmp_path_factory):
     wd = workdir(tmp_path_factory.mktemp("dvc"))
     sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
@@ -130,6 +98,9 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
         if m["dp"]:
             assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
             assert m["spent"]["epsilon"] <= m["budget"]["epsilon"] + 1e-9
+            # every DP mechanism lists its RDP events: the composed accountant covers the whole run
+            assert m["spent"]["rdp"]["epsilon"] is not None, m["spent"]["rdp"]
+            assert m["spent"]["tightest"]["epsilon"] <= m["spent"]["epsilon"] + 1e-12
         else:
             assert ("/logreg/" in str(path) or "/cgan/" in str(path)) and m["verdict"].startswith("NOT DP")
     pgb = json.loads((wd / "results/toy/eps=1/seed=0/dpgan/pgb/none/manifest.json").read_text())
@@ -252,3 +223,33 @@ def test_stale_dvc_yaml_is_refused(tmp_path):
     sh(["dvc", "init", "--no-scm", "-q"], wd)
     proc = sh(["dvc", "repro", "validate_params"], wd, check=False)
     assert proc.returncode != 0 and "make dvc-yaml" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_dvc_experiments_set_a_param_and_show_metrics(tmp_path):
+    """`dvc exp run -S <param>=...` reruns what the parameter reaches and `dvc exp show` lists the metrics."""
+    params = yaml.safe_load(TINY.read_text())
+    params["grid"] = {"datasets": ["toy"], "epsilons": [1], "seeds": [0], "sdgps": ["marginals"],
+                      "weights": ["none", "beta_debiased"], "posts": ["none"]}
+    wd = workdir(tmp_path, params)
+    sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
+        "dvc.yaml"], wd)
+    git = ["git", "-c", "user.name=dpiw-test", "-c", "user.email=dpiw@example.invalid"]
+    sh(["git", "init", "-q"], wd)
+    sh(["dvc", "init", "-q"], wd)
+    sh(["git", "add", "-A"], wd)
+    sh([*git, "commit", "-qm", "baseline"], wd)
+    sh(["dvc", "exp", "run", "-n", "base"], wd)
+    sh(["dvc", "exp", "run", "-n", "rho04", "-S", "weights.beta.rho_target=0.4"], wd)
+    shown = json.loads(sh(["dvc", "exp", "show", "--json"], wd).stdout)
+    exps = {}
+    for commit in shown:
+        for exp in commit.get("experiments") or []:
+            for rev in exp["revs"]:
+                exps[rev["name"]] = rev["data"]
+    assert {"base", "rho04"} <= set(exps), sorted(exps)
+    rho = {name: exps[name]["params"]["params.yaml"]["data"]["weights"]["beta"]["rho_target"]
+           for name in ("base", "rho04")}
+    assert rho == {"base": 0.5, "rho04": 0.4}
+    metrics = {name: exps[name]["metrics"]["results/tables/summary.json"]["data"] for name in ("base", "rho04")}
+    assert metrics["base"] and metrics["base"] != metrics["rho04"]  # beta_debiased's numbers moved

@@ -7,6 +7,7 @@ from dpiw import DpiwError
 from dpiw import grid as G
 from dpiw.config import load_yaml, validate_params
 from dpiw.grid import (EVAL_PRIVACY, FIG1, FIG2, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, MODELS, POST_PRIVACY,
+                       RELEASE,
                        PUBLIC, PUBLIC_LOG_RATIOS, REPORT, RESAMPLED, SCALE_PRIVACY, SCHEMA, SYNTH, SYNTH_PRIVACY, TABLE_CSV,
                        TABLE_MD, TABLE_RUNS, TABLE_SUMMARY, TEST, TRAIN, WEIGHTS_PRIVACY)
 from dpiw.sdgp import GAN_SDGPS, REGISTRY
@@ -95,10 +96,10 @@ def reference_for(wc):
 
 
 def run_targets():
-    """What `all` asks for: every run's metrics and manifest, the resampled rows where made, the tables."""
+    """What `all` asks for: every run's metrics, manifest and release, the resampled rows where made."""
     out = []
     for r in RUNS:
-        out += [G.fmt(METRICS, **r.keys()), G.fmt(MANIFEST, **r.keys())]
+        out += [G.fmt(METRICS, **r.keys()), G.fmt(MANIFEST, **r.keys()), G.fmt(RELEASE, **r.keys())]
         if G.resamples(r.post):
             out.append(G.fmt(RESAMPLED, **r.keys()))
     return out

@@ -11,6 +11,8 @@ rule evaluate:
     params:
         args=lambda wc: cli(G.evaluate_args(config, value, run=run_of(wc))),
         reference=lambda wc, input: cli(["--reference-log-ratios", input.reference]) if input.reference else "",
+    group:
+        "run"
     log:
         "logs/evaluate/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
     conda:

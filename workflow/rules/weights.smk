@@ -15,6 +15,8 @@ rule fit_weights:
                                eps=wc.eps, seed=wc.seed)
         ),
         models=lambda wc, input: cli(["--models", input.models]) if input.models else "",
+    group:
+        "run"
     log:
         "logs/fit_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}.log",
     conda:
@@ -38,6 +40,8 @@ rule postprocess_weights:
         args=lambda wc: cli(G.postprocess_args(config, value, run=run_of(wc))),
         public=lambda wc, input: cli(["--public-log-ratios", input.public_log_ratios])
         if input.public_log_ratios else "",
+    group:
+        "run"
     log:
         "logs/postprocess_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
     conda:
@@ -62,6 +66,8 @@ rule postprocess_weights_resample:
         args=lambda wc: cli(G.postprocess_args(config, value, run=run_of(wc))),
         public=lambda wc, input: cli(["--public-log-ratios", input.public_log_ratios])
         if input.public_log_ratios else "",
+    group:
+        "run"
     log:
         "logs/postprocess_weights/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
     conda:

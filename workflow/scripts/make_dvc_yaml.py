@@ -121,8 +121,11 @@ def build(params: dict) -> dict:
         records = [G.fmt(p, **k) for p in (G.SCALE_PRIVACY, G.SYNTH_PRIVACY, G.WEIGHTS_PRIVACY, G.POST_PRIVACY)]
         stages[f"privacy_ledger-{run_tag}"] = {
             "cmd": cmd("privacy_ledger", ["--records", *records, *G.ledger_args(params, look, run=r),
-                                          "--run", G.fmt(G.RUN_DIR, **k), "--out", G.fmt(G.MANIFEST, **k)]),
-            "deps": [*records, CODE],
+                                          "--run", G.fmt(G.RUN_DIR, **k), "--out", G.fmt(G.MANIFEST, **k),
+                                          "--synth", synth, "--log-weights", lw,
+                                          "--release-out", G.fmt(G.RELEASE, **k)]),
+            "deps": [*records, synth, lw, CODE],
+            "outs": [G.fmt(G.RELEASE, **k)],
             "metrics": [{G.fmt(G.MANIFEST, **k): {"cache": False}}],
         }
     metrics = [G.fmt(G.METRICS, **r.keys()) for r in runs]

@@ -31,6 +31,9 @@ from torch import nn
 from dpiw import DpiwError
 
 ACCOUNTANTS = ("rdp", "prv")
+#: Noise multipliers above this leave no gradient signal (std 1000x the clip norm per step): refused as a
+#: budget too small for the run rather than trained into noise (the default grid reaches 160).
+MAX_NOISE_MULTIPLIER = 1000.0
 #: RDP orders: opacus's defaults stop at 63, which cannot certify epsilon below ~log(1/delta)/62 (0.15 at
 #: delta = 1e-4); the weight share of a run at eps = 1 is 0.1. Larger orders lift that floor.
 RDP_ALPHAS = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64)) + [round(64 * 2 ** (k / 4)) for k in range(17)]
@@ -75,12 +78,17 @@ def calibrate_noise(*, epsilon: float, delta: float, sample_rate: float, steps: 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return float(get_noise_multiplier(target_epsilon=eps_ar, target_delta=delta_ar, sample_rate=sample_rate,
-                                              steps=steps, accountant=accountant, epsilon_tolerance=0.01,
-                                              **_orders(accountant)))
+            sigma = float(get_noise_multiplier(target_epsilon=eps_ar, target_delta=delta_ar, sample_rate=sample_rate,
+                                               steps=steps, accountant=accountant, epsilon_tolerance=0.01,
+                                               **_orders(accountant)))
         except ValueError as exc:
             raise DpiwError(f"DP-SGD cannot meet epsilon={epsilon:g}, delta={delta:g} with sample rate "
                             f"{sample_rate:.4g} and {steps} steps ({exc}); {hint} or raise the budget") from exc
+    if sigma > MAX_NOISE_MULTIPLIER:
+        raise DpiwError(f"budget too small for DP-SGD: epsilon={epsilon:g} with sample rate {sample_rate:.4g} and "
+                        f"{steps} steps needs noise multiplier {sigma:.4g} > {MAX_NOISE_MULTIPLIER:g} (the noise would "
+                        f"drown every gradient); raise the budget or {hint}")
+    return sigma
 
 
 def spent(accountant, delta: float, epsilon_target: float) -> tuple[float, float, float, float]:
@@ -89,9 +97,19 @@ def spent(accountant, delta: float, epsilon_target: float) -> tuple[float, float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         orders = {"alphas": RDP_ALPHAS} if accountant.mechanism() == "rdp" else {}
-        eps_ar = float(accountant.get_epsilon(delta=delta_ar, **orders))
+        # the conversion (Balle et al. 2020) can go below 0 for a nearly flat curve: (0, delta) then holds
+        eps_ar = max(0.0, float(accountant.get_epsilon(delta=delta_ar, **orders)))
     eps, dlt = replace_one(eps_ar, delta_ar)
     return eps, dlt, eps_ar, delta_ar
+
+
+def rdp_event(sample_rate: float, noise_multiplier: float, steps: int) -> dict:
+    """The run's RDP event for ``steps`` DP-SGD steps, replace-one (dpiw.accounting)."""
+    from dpiw import accounting
+
+    curve = accounting.poisson_gaussian_replace_one(sample_rate, noise_multiplier, steps)
+    return accounting.curve_event(curve, about=f"DP-SGD: q={sample_rate:.6g}, sigma={noise_multiplier:.6g}, "
+                                                f"steps={steps}, replace-one by the weak triangle inequality")
 
 
 def poisson_mask(n: int, q: float, gen: torch.Generator) -> torch.Tensor:

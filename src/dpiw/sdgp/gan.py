@@ -238,7 +238,10 @@ class GanSDGP:
                             delta=float(delta_ro), sensitivity=sens, noise=noise,
                             accountant=f"opacus {self.accountant} (add/remove-one) + group privacy k=2"
                             + (" + basic composition with the Laplace histogram" if self.conditional else ""),
-                            reads_private=("train",), basis="", details=details)
+                            reads_private=("train",), basis="", details=details,
+                            rdp=(dpsgd.rdp_event(q, sigma, T),
+                                 *([{"kind": "laplace", "epsilon": eps_label, "about": "condition histogram"}]
+                                   if self.conditional else [])))
 
     # -- sampling and models -----------------------------------------------------------------
     def _generator(self, state) -> Generator:

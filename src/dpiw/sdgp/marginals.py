@@ -113,7 +113,8 @@ class DPMarginals:
             reads_private=("train",), basis="",
             details={"generator": "marginals", "structure": self.structure, "bins": self.bins,
                      "n_tables": n_tables, "epsilon_per_table": epsilon / n_tables,
-                     "unused_delta": float(delta)})
+                     "unused_delta": float(delta)},
+            rdp=({"kind": "laplace", "epsilon": epsilon / n_tables, "count": n_tables},))
         return self
 
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

@@ -167,7 +167,9 @@ class PrivBayes:
             accountant="basic composition (pure epsilon-DP)", reads_private=("train",), basis="",
             details={"generator": "privbayes", "degree": k, "bins": self.bins,
                      "structure_epsilon": eps1, "tables_epsilon": eps2, "unused_delta": float(delta),
-                     "network": [{"x": names[x], "parents": [names[j] for j in parents[x]]} for x in order]})
+                     "network": [{"x": names[x], "parents": [names[j] for j in parents[x]]} for x in order]},
+            rdp=({"kind": "pure", "epsilon": eps_step, "count": d - 1, "about": "exponential mechanism"},
+                 {"kind": "laplace", "epsilon": L1_SENSITIVITY / scale, "count": n_tables}))
         return self
 
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

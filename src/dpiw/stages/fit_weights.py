@@ -21,7 +21,7 @@ from dpiw.privacy import (
     MLP_WEIGHT_METHODS,
     WEIGHT_METHODS,
     WEIGHT_METHODS_WITH_OWN_BUDGET,
-    paper_delta,
+    run_delta,
     split_budget,
 )
 from dpiw.sdgp import GAN_SDGPS
@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> None:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
     real = read_parquet(args.real, columns=schema.names)
     synth = read_parquet(args.synth, columns=schema.names)
+    for name, frame in (("--real", real), ("--synth", synth)):
+        if frame.empty:
+            raise DpiwError(f"{getattr(args, name[2:])}: no rows ({name}); rerun the stage that wrote it")
     if bool(args.public) != bool(args.public_out):
         raise DpiwError("--public and --public-out go together")
     public = read_parquet(args.public, columns=schema.names) if args.public else synth.iloc[:0]
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
         if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
             raise DpiwError(f"weight method '{args.method}' needs the budget fractions")
-        delta = paper_delta(len(real)) if args.delta == "paper" else args.delta
+        delta = run_delta(args.delta, len(real))
         split = split_budget(args.epsilon, delta, weights_method=args.method,
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
                              weights_delta_fraction=args.weights_delta_fraction)

@@ -1,12 +1,16 @@
-"""Stage `privacy_ledger`: a run's manifest. Collects the privacy records of every stage that shapes
-the release, sums them (basic composition) and refuses a run over its budget: non-zero exit and no
-manifest, so nothing downstream (tables, release) is built from it."""
+"""Stage `privacy_ledger`: a run's manifest and release bundle. Collects the privacy records of every
+stage that shapes the release, sums them (basic composition) and composes them in RDP, and refuses a
+run over its budget: non-zero exit and no manifest or release, so nothing downstream is built from it.
+Then writes ``release/`` (dpiw.release): the synthetic rows, the weights and the manifest, or a
+refusal for a run that is not DP or fails the k-hat gate."""
 
 from __future__ import annotations
 
 from dpiw import DpiwError
+from dpiw.accounting import composed_spend
 from dpiw.io import write_json
-from dpiw.privacy import Ledger, PrivacySpend, paper_delta
+from dpiw.privacy import Ledger, PrivacySpend, run_delta
+from dpiw.release import write_release
 from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
 
 
@@ -18,22 +22,28 @@ def parse_args(argv):
     p.add_argument("--allow-non-dp", type=boolean, required=True)
     p.add_argument("--run", required=True, help="the run's id (its results path)")
     p.add_argument("--out", required=True)
-    return p.parse_args(argv)
+    p.add_argument("--synth", help="the run's synthetic rows (for the release bundle)")
+    p.add_argument("--log-weights", help="the run's post-processed log weights (for the release bundle)")
+    p.add_argument("--release-out", help="the release directory to write")
+    args = p.parse_args(argv)
+    if args.release_out and not (args.synth and args.log_weights):
+        p.error("--release-out needs --synth and --log-weights")
+    return args
 
 
 def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_non_dp: bool, run_id: str
                    ) -> dict:
     scale = [r for r in records if r.stage == "scale"]
-    if delta == "paper":
-        if not scale or "n_train" not in scale[0].details:
-            raise DpiwError("delta 'paper' needs the scale record (it holds N_D)")
-        delta = paper_delta(int(scale[0].details["n_train"]))
+    if not scale or "n_train" not in scale[0].details:
+        raise DpiwError("the ledger needs the scale record (it holds N_D)")
+    delta = run_delta(delta, int(scale[0].details["n_train"]))
     ledger = Ledger(tuple(records))
     verdict = ledger.check(budget_epsilon=epsilon, budget_delta=delta, allow_non_dp=allow_non_dp)
     return {
         "run": run_id,
         "budget": {"epsilon": epsilon, "delta": delta},
-        "spent": {"epsilon": ledger.epsilon, "delta": ledger.delta, "composition": "basic (sum)"},
+        "spent": {"epsilon": ledger.epsilon, "delta": ledger.delta, "composition": "basic (sum)",
+                  **composed_accounting(records, ledger, delta)},
         "dp": ledger.dp,
         "verdict": verdict,
         "release": release_verdict(records, dp=ledger.dp),
@@ -42,6 +52,18 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
                                 "they spend no budget and may be used only for calibration"},
         "records": [r.to_dict() for r in records],
     }
+
+
+def composed_accounting(records: list[PrivacySpend], ledger: Ledger, delta: float) -> dict:
+    """The RDP composition of the run's mechanisms at the budget's delta, and the tighter of the two
+    statements at that delta (basic (eps_b, delta_b) with delta_b <= delta also holds at delta)."""
+    if not ledger.dp:
+        return {}
+    rdp = composed_spend(records, delta)
+    best = ledger.epsilon if rdp["epsilon"] is None else min(ledger.epsilon, rdp["epsilon"])
+    return {"rdp": rdp, "tightest": {"epsilon": best, "delta": delta,
+                                     "from": "rdp" if rdp["epsilon"] is not None and rdp["epsilon"] < ledger.epsilon
+                                     else "basic"}}
 
 
 def release_verdict(records: list[PrivacySpend], *, dp: bool) -> dict:
@@ -66,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     manifest = build_manifest(records, epsilon=args.epsilon, delta=args.delta, allow_non_dp=args.allow_non_dp,
                               run_id=args.run)
     write_json(manifest, args.out)
+    if args.release_out:
+        released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights)
+        print(f"privacy_ledger: {args.run}: release/ " + ("written" if released else "refused (see refused.json)"))
     print(f"privacy_ledger: {args.run}: spent eps={manifest['spent']['epsilon']} of {args.epsilon}: "
           f"{manifest['verdict']}; fit to release: {manifest['release']['fit_to_release']}")
 

@@ -13,7 +13,7 @@ from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.grid import GAN_KEYS, PRIVBAYES_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import paper_delta, split_budget
+from dpiw.privacy import run_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.seeding import rng_for
 from dpiw.stages._cli import Parser, delta_arg, positive_float, run
@@ -47,7 +47,7 @@ def parse_args(argv):
 
 
 def sdgp_budget(args, n_train: int) -> tuple[float, float]:
-    delta = paper_delta(n_train) if args.delta == "paper" else args.delta
+    delta = run_delta(args.delta, n_train)
     if args.share == "full":
         return args.epsilon, delta
     if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:

@@ -165,7 +165,8 @@ class BetaNoised(LogReg):
                          "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2"},
             noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
             accountant="closed form (pure epsilon-DP)", reads_private=("train",),
-            details={"method": self.method, "unused_delta": float(delta)})
+            details={"method": self.method, "unused_delta": float(delta)},
+            rdp=({"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the coefficients"},))
         return self
 
     def log_ratio(self, X):

@@ -108,7 +108,8 @@ class PGBWeights:
                      "advanced_composition_epsilon": eps_adv, "advanced_composition_delta": delta,
                      "eta": eta, "n_discriminators": len(discriminators), "n_synthetic": B,
                      "selections": [int(c) for c in picks], "loss": discriminators.loss,
-                     "budget_epsilon": float(epsilon), "budget_delta": float(delta)})
+                     "budget_epsilon": float(epsilon), "budget_delta": float(delta)},
+            rdp=({"kind": "pure", "epsilon": eps0, "count": self.rounds, "about": "exponential mechanism"},))
         return self
 
 

@@ -138,7 +138,7 @@ class MLPWeights:
             noise={"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
                    "per_step": "one draw per step, always", "sample_rate": q, "steps": T},
             accountant=f"opacus {self.accountant} (add/remove-one) + group privacy k=2", reads_private=("train",),
-            details=details)
+            details=details, rdp=(dpsgd.rdp_event(q, sigma, T),))
         return self
 
     def log_ratio(self, X):

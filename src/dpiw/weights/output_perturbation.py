@@ -68,7 +68,8 @@ class BetaDebiasedGauss(LogReg):
                          "lambda_rule": str(self.lam), "neighbouring": "replace-one"},
             noise={"distribution": "gaussian", "std": self.s_, "coordinates": p},
             accountant="classical Gaussian mechanism (Dwork & Roth Thm A.1)", reads_private=("train",),
-            details={"method": self.method, "correction": "b(x) = exp(-s^2 ||x~||^2 / 2)"})
+            details={"method": self.method, "correction": "b(x) = exp(-s^2 ||x~||^2 / 2)"},
+            rdp=({"kind": "gaussian", "noise_multiplier": self.s_ / d2},))
         return self
 
     def log_ratio(self, X):
@@ -107,7 +108,8 @@ class _OutputPerturbed(LogReg):
                    "mean_shift": "E[exp(eta)] = 1"},
             accountant=("closed form (pure epsilon-DP, L1 over the N_S weights)" if self.distribution == "laplace"
                         else "classical Gaussian mechanism, L2 over the N_S weights"),
-            reads_private=("train",), details={"method": self.method})
+            reads_private=("train",), details={"method": self.method},
+            rdp=(self._rdp_event(sens, epsilon),))
         return self
 
     def log_ratio(self, X):
@@ -140,6 +142,9 @@ class OutputLaplace(_OutputPerturbed):
                             "weights.beta.lambda (or use 'auto'), the budget, or use fewer synthetic rows")
         return b, {"l1_vector": l1}
 
+    def _rdp_event(self, sens, epsilon):
+        return {"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the N_S log weights"}
+
     def _draw(self, rng, n):
         b = self.scale_
         return rng.laplace(math.log1p(-b * b), b, size=n)
@@ -159,6 +164,9 @@ class OutputGauss(_OutputPerturbed):
     def _scale(self, n_s, epsilon, delta):
         l2 = math.sqrt(n_s) * self._per_weight(self.lambda_)
         return gaussian_scale(l2, epsilon, delta), {"l2_vector": l2}
+
+    def _rdp_event(self, sens, epsilon):
+        return {"kind": "gaussian", "noise_multiplier": self.scale_ / sens["l2_vector"]}
 
     def _draw(self, rng, n):
         s = self.scale_

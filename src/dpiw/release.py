@@ -1,0 +1,59 @@
+"""The release bundle of one run: what a curator may publish, and nothing else.
+
+``release/`` holds the synthetic rows, their (post-processed) importance weights and the manifest
+(spends, composed accounting, PSIS verdict) - all outputs of DP mechanisms or post-processing of them.
+A run that is not DP, or whose raw weights fail the k-hat gate, gets ``release/refused.json`` (the
+verdict and reasons) instead: no rows, no weights. The private training rows, the test rows, the
+metrics (computed on the private test split) and the fitted models never enter the bundle.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from dpiw import DpiwError
+from dpiw.io import read_parquet, write_dir_atomic, write_json
+
+RELEASE_FILES = ("synthetic.parquet", "weights.parquet", "manifest.json")
+REFUSED = "refused.json"
+
+
+def releasable(manifest: dict) -> tuple[bool, list[str]]:
+    """Whether the run may be published, and why not."""
+    reasons = []
+    if not manifest.get("dp"):
+        reasons.append(f"not differentially private: {manifest.get('verdict')}")
+    budget, spent = manifest["budget"], manifest["spent"]
+    if manifest.get("dp") and (spent["epsilon"] > budget["epsilon"] * (1 + 1e-9) + 1e-12
+                               or spent["delta"] > budget["delta"] * (1 + 1e-9) + 1e-15):
+        raise DpiwError(f"{manifest['run']}: the manifest spends more than its budget - refusing to release")
+    if not manifest["release"]["fit_to_release"] and manifest.get("dp"):
+        reasons += manifest["release"]["reasons"]
+    return not reasons, reasons
+
+
+def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path) -> bool:
+    """Write the bundle (or the refusal) atomically; True when the rows and weights were released."""
+    ok, reasons = releasable(manifest)
+    if not ok:
+        write_dir_atomic(path, lambda d: write_json({"run": manifest["run"], "released": False,
+                                                     "reasons": reasons}, d / REFUSED))
+        return False
+    import pandas as pd
+
+    rows = read_parquet(synth)
+    lw = read_parquet(log_weights, columns=["log_weight"], finite=False)["log_weight"].to_numpy(dtype=float)
+    if len(lw) != len(rows) or np.isnan(lw).any() or not np.isfinite(lw).any():
+        raise DpiwError(f"{manifest['run']}: {len(lw)} weights (NaN or all zero?) for {len(rows)} synthetic rows")
+    w = np.exp(lw - lw[np.isfinite(lw)].max())
+    weights = pd.DataFrame({"log_weight": lw, "weight": w * len(w) / w.sum()})  # weights with mean 1
+
+    def fill(d: Path) -> None:
+        rows.to_parquet(d / "synthetic.parquet", index=False, engine="pyarrow")
+        weights.to_parquet(d / "weights.parquet", index=False, engine="pyarrow")
+        write_json(manifest, d / "manifest.json")
+
+    write_dir_atomic(path, fill)
+    return True

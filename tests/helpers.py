@@ -1,0 +1,41 @@
+"""Helpers shared by the workflow tests (tests/pipeline, tests/cluster): a fresh copy of what a clone holds,
+and a subprocess call that shows its output when it fails."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "tests/pipeline/params.tiny.yaml"
+
+
+def sh(args, cwd, check=True, timeout=900):
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def workdir(tmp: Path, params: Path | dict = TINY) -> Path:
+    """A fresh copy of what a clone holds (the package itself is installed editable)."""
+    for item in ("Snakefile", "profiles", "workflow", "data", "src", "configs"):
+        src = ROOT / item
+        if src.is_symlink():
+            (tmp / item).symlink_to(src.readlink())
+        else:
+            (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / item)
+    if isinstance(params, dict):
+        (tmp / "params.yaml").write_text(yaml.safe_dump(params))
+    else:
+        shutil.copy(params, tmp / "params.yaml")
+    return tmp
+
+
+def result_files(wd: Path) -> dict[str, bytes]:
+    """Every artifact under results/ that a rerun must reproduce byte for byte (parquet and JSON)."""
+    return {str(p.relative_to(wd)): p.read_bytes() for p in sorted((wd / "results").rglob("*"))
+            if p.suffix in (".parquet", ".json")}
