@@ -11,6 +11,7 @@ from dpiw.accounting import composed_spend
 from dpiw.io import write_json
 from dpiw.privacy import Ledger, PrivacySpend, run_delta
 from dpiw.release import write_release
+from dpiw.seeding import noise_seeds_note
 from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
 
 
@@ -47,6 +48,7 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
         "dp": ledger.dp,
         "verdict": verdict,
         "release": release_verdict(records, dp=ledger.dp),
+        "noise_seeds": noise_seeds_note(),
         "public_data": {"n_public": scale[0].details.get("n_public", 0) if scale else 0,
                         "note": "rows declared public by the curator (scale.public_fraction), excluded from D; "
                                 "they spend no budget and may be used only for calibration"},
