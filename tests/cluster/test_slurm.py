@@ -35,7 +35,8 @@ def slurm():
 
 def test_tiny_grid_through_slurm_equals_local_run(slurm, snakemake_run, tmp_path):
     wd = workdir(tmp_path)
-    out = sh(["snakemake", "--workflow-profile", "profiles/slurm", *NO_ACCOUNTING], wd, timeout=1500)
+    # --cores 2: a group job asks for at most this node's 2 CPUs (its parallel layers are stacked instead)
+    out = sh(["snakemake", "--workflow-profile", "profiles/slurm", *NO_ACCOUNTING, "--cores", "2"], wd, timeout=1500)
     log = out.stdout + out.stderr
     submitted = re.findall(r"has been submitted with SLURM jobid (\d+)", log)
     assert submitted, log[-3000:]

@@ -185,3 +185,38 @@ def test_figures_are_written(tmp_path):
     figure_bayes_boxplots(runs, tmp_path / "f2.png")
     for f in ("f1.png", "f2.png"):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_wasserstein_on_a_large_synthetic_set_is_quantised_closely(monkeypatch):
+    """Above WST_MAX_SUPPORT rows the weighted synthetic measure is quantised to that many atoms: the
+    distance stays within 0.01 of the exact one (here with the cap lowered to 400 of 4000 rows)."""
+    from dpiw.evaluate import metrics
+
+    rng = np.random.default_rng(3)
+    X_s, X_t = rng.uniform(size=(4000, 2)), rng.uniform(size=(200, 2)) * 0.8
+    w = np.exp(rng.normal(size=4000))
+    exact = metrics.weighted_wasserstein(X_s, w, X_t)
+    monkeypatch.setattr(metrics, "WST_MAX_SUPPORT", 400)
+    approx = metrics.weighted_wasserstein(X_s, w, X_t)
+    assert approx != exact and abs(approx - exact) < 0.01
+    a = metrics.reduce_support(w / w.sum(), 400)
+    assert np.count_nonzero(a) <= 400 and a.sum() == pytest.approx(1.0)
+    assert np.abs(np.cumsum(a) - np.cumsum(w / w.sum())).max() <= 1 / 400 + 1e-12
+
+
+def test_mlp_metric_caps_its_steps_on_large_sets():
+    """train_mlp runs at most max_steps Adam steps (whole epochs): a 10x larger set costs no more steps."""
+    from dpiw.evaluate.utility import train_mlp
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(2000, 2))
+    y = (X[:, 0] > 0.5).astype(int)
+
+    def fit(n, max_steps):
+        return train_mlp(X[:n], y[:n], np.ones(n), task="classification", n_classes=2, rng=np.random.default_rng(1),
+                         epochs=100, batch_size=100, max_steps=max_steps)
+
+    assert fit(200, 10_000).steps == 200  # uncapped: 100 epochs x 2 batches
+    small, big = fit(200, 50), fit(2000, 50)
+    assert small.steps == 50 and big.steps == 40  # 25 epochs x 2 batches; 2 epochs x 20 batches
+    assert np.mean((big(X) > 0.5) == y) > 0.8

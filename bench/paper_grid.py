@@ -1,0 +1,95 @@
+"""The paper-sized grid on this machine (issue 9 (b) and (d); goal: <= 60 min on 2 cores).
+
+Grid: every offline dataset (toy, iris, breast, banknote, housing, digits) x DPGAN, DPCGAN, PrivBayes x
+every weight method that applies x eps {1, 6} x 10 seeds, post `none` (the paper's tables).
+
+1. `snakemake -n --forceall` on the whole grid: planning time and the jobs per rule (d).
+2. A real run of a SLICE of the grid (default: seed 0, eps 1 - one twentieth) with `snakemake --cores 2`
+   in a temporary copy of the repository, timed; seeds and epsilons cost alike (same data sizes, same
+   steps), so the full grid's wall time is projected as slice time x (full jobs / slice jobs), and the
+   GAN fits (the long jobs) are counted separately to check the ratio.
+
+    python bench/paper_grid.py [--slice-seeds 0] [--slice-epsilons 1] [--no-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+DATASETS = ["toy", "iris", "breast", "banknote", "housing", "digits"]
+WEIGHTS = ["none", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
+           "output_gauss", "mlp", "dp_mlp", "discriminator", "pgb", "drs"]
+
+
+def grid(seeds, epsilons) -> dict:
+    return {"grid": {"datasets": DATASETS, "epsilons": epsilons, "seeds": seeds,
+                     "sdgps": ["dpgan", "dpcgan", "privbayes"], "weights": WEIGHTS, "posts": ["none"],
+                     "exclude": [{"sdgp": ["dpgan", "dpcgan"],
+                                  "weights": ["beta_debiased_gauss", "output_laplace", "output_gauss", "mlp",
+                                              "dp_mlp"]}]}}
+
+
+def dry_run(cwd: Path, config: Path) -> tuple[float, Counter]:
+    t = time.perf_counter()
+    out = subprocess.run([SNAKEMAKE, "-n", "--forceall", "--configfile", str(config)], cwd=cwd, check=True,
+                         capture_output=True, text=True).stdout
+    jobs = Counter({m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)
+                    if m.group(1) != "total"})
+    return time.perf_counter() - t, jobs
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--slice-seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--slice-epsilons", type=float, nargs="+", default=[1])
+    p.add_argument("--no-run", action="store_true", help="only the dry run")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        wd = Path(tmp)
+        for item in ("Snakefile", "profiles", "workflow", "data", "src", "configs", "params.yaml"):
+            src = ROOT / item
+            if src.is_symlink():
+                (wd / item).symlink_to(src.readlink())
+            else:
+                (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / item)
+        full = wd / "paper.yaml"
+        full.write_text(yaml.safe_dump(grid(list(range(10)), [1, 6])))
+        t_plan, jobs = dry_run(wd, full)
+        print(f"full grid: {sum(jobs.values())} jobs (snakemake -n --forceall: {t_plan:.1f} s)")
+        for rule, n in sorted(jobs.items()):
+            print(f"  {rule:30s} {n}")
+        if args.no_run:
+            return 0
+        part = wd / "slice.yaml"
+        part.write_text(yaml.safe_dump(grid(args.slice_seeds, args.slice_epsilons)))
+        _, slice_jobs = dry_run(wd, part)
+        t = time.perf_counter()
+        proc = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", str(part)], cwd=wd, capture_output=True,
+                              text=True)
+        wall = time.perf_counter() - t
+        if proc.returncode:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            return 1
+        n_full, n_slice = sum(jobs.values()), sum(slice_jobs.values())
+        gan_full, gan_slice = jobs["synthesize_gan"], slice_jobs["synthesize_gan"]
+        print(f"slice (seeds {args.slice_seeds}, eps {args.slice_epsilons}): {n_slice} jobs "
+              f"({gan_slice} GAN fits) in {wall / 60:.1f} min on 2 cores")
+        print(f"projected full grid: {wall * n_full / n_slice / 60:.0f} min by jobs "
+              f"({wall * gan_full / max(gan_slice, 1) / 60:.0f} min by GAN fits)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
