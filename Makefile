@@ -23,8 +23,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 run: install
 	snakemake --cores $(CORES)
 
+# The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
+# are there: tests/cluster/start_slurm.sh; skipped with the reason otherwise).
 test: install
-	python -m pytest -q
+	python -m pytest -q -m "not cluster"
+	python -m pytest -q -rs -m cluster tests/cluster
 
 lint: install
 	ruff check src tests workflow bench
