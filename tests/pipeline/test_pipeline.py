@@ -103,6 +103,13 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
             assert m["spent"]["tightest"]["epsilon"] <= m["spent"]["epsilon"] + 1e-12
         else:
             assert ("/logreg/" in str(path) or "/cgan/" in str(path)) and m["verdict"].startswith("NOT DP")
+    # a run that spends nothing on weights gives the whole budget to the SDGP (METHOD.md)
+    plain = json.loads((wd / "results/toy/eps=1/seed=0/marginals/none/none/manifest.json").read_text())
+    spends = {r["stage"]: r["epsilon"] for r in plain["records"]}
+    assert spends["synthesize"] == 1.0 and spends["fit_weights"] == 0.0
+    split = json.loads((wd / "results/toy/eps=1/seed=0/marginals/beta_debiased/none/manifest.json").read_text())
+    spends = {r["stage"]: r["epsilon"] for r in split["records"]}
+    assert spends["synthesize"] == pytest.approx(0.9) and spends["fit_weights"] == pytest.approx(0.1)
     pgb = json.loads((wd / "results/toy/eps=1/seed=0/dpgan/pgb/none/manifest.json").read_text())
     stages = {r["stage"]: r for r in pgb["records"]}
     assert stages["synthesize"]["mechanism"].startswith("DP-SGD") and stages["fit_weights"]["epsilon"] > 0
