@@ -15,6 +15,7 @@ every weight method that applies x eps {1, 6} x 10 seeds, post `none` (the paper
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -56,6 +57,8 @@ def main() -> int:
     p.add_argument("--slice-epsilons", type=float, nargs="+", default=[1])
     p.add_argument("--no-run", action="store_true", help="only the dry run")
     args = p.parse_args()
+    # the stages run as `python -m dpiw.stages...`: this interpreter's tools first on PATH
+    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory() as tmp:
         wd = Path(tmp)
         for item in ("Snakefile", "profiles", "workflow", "data", "src", "configs", "params.yaml"):
