@@ -194,3 +194,39 @@ def test_scaling_with_public_bounds_is_a_per_row_map(toy):
     a = scale_frame(d, schema, column_bounds(d, schema, bounds="data"))
     b = scale_frame(d_prime, schema, column_bounds(d_prime, schema, bounds="data"))
     assert not a.iloc[1:].equals(b.iloc[1:])
+
+
+def test_dp_gan_discriminator_step(memo_accounting):
+    """The DP-GAN's discriminator update (dpsgd.DiscriminatorStep: opacus per-example clipping, one noise
+    draw per step, Poisson batches as the GAN draws them), a linear critic for a few steps; score: the
+    critic's value at the canary row."""
+    import torch
+
+    from dpiw.sdgp import dpsgd
+
+    n, q, steps, eps, delta = 20, 0.5, 3, 2.0, 1e-3
+    real = torch.zeros(n, 2)
+    real_prime = real.clone()
+    real_prime[0] = torch.tensor([1.0, 1.0])
+    fake = torch.zeros(8, 2)
+    canary = torch.tensor([[1.0, 1.0]])
+    sigma = dpsgd.calibrate_noise(epsilon=eps, delta=delta, sample_rate=q, steps=steps, accountant="rdp")
+
+    def score(neighbour, rng):
+        seeds = rng.integers(0, 2**62, size=3)
+        torch.manual_seed(int(seeds[0]))
+        gen = torch.Generator().manual_seed(int(seeds[1]))
+        d_step = dpsgd.DiscriminatorStep(torch.nn.Linear(2, 1), private=True, lr=0.5, expected_batch_size=n * q,
+                                         noise_multiplier=sigma, max_grad_norm=1.0, sample_rate=q,
+                                         noise_generator=torch.Generator().manual_seed(int(seeds[2])))
+        data = real_prime if neighbour else real
+        for _ in range(steps):
+            batch = data[dpsgd.poisson_mask(n, q, gen)]
+            d_step.step(batch, fake, lambda out: -out[:, 0], lambda out: out[:, 0])
+        eps_spent, *_ = dpsgd.spent(d_step.accountant, delta, eps)
+        assert eps_spent <= eps + 1e-9
+        with torch.no_grad():
+            return float(d_step.network(canary)[0, 0])
+
+    lb = audit(score, n_choose=200, n_test=1000, seed=8, delta=delta)
+    assert lb <= eps, lb
