@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -29,9 +30,13 @@ def _umask() -> int:
 
 
 def remove_stale_temps(path: Path) -> None:
-    """Remove temporary files a killed writer of ``path`` left behind (SIGKILL runs no cleanup)."""
+    """Remove the temporary files or folders a killed writer of ``path`` left behind (SIGKILL runs no
+    cleanup)."""
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
-        stale.unlink(missing_ok=True)
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -132,12 +137,9 @@ def check_finite(df: pd.DataFrame, *, where: str) -> None:
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:
     """Create directory ``path`` with the files ``fill(tmpdir)`` writes, all at once: the files are
     written into a temporary sibling that then takes the name (an old ``path`` is removed first)."""
-    import shutil
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(f".{path.name}.*.tmp"):
-        shutil.rmtree(stale, ignore_errors=True)
+    remove_stale_temps(path)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
     try:
         fill(tmp)

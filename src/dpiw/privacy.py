@@ -178,6 +178,12 @@ def budget_share(weights_method: str) -> str:
     return "split" if weights_method in WEIGHT_METHODS_WITH_OWN_BUDGET else "full"
 
 
+def exceeds(spent: float, budget: float, *, absolute: float) -> bool:
+    """Whether a spend is over its budget; a relative tolerance of 1e-9 (plus ``absolute``) absorbs the
+    rounding of the budget split."""
+    return spent > budget * (1 + 1e-9) + absolute
+
+
 @dataclass(frozen=True)
 class Ledger:
     records: tuple[PrivacySpend, ...]
@@ -196,10 +202,7 @@ class Ledger:
         return math.fsum(r.delta for r in self.records) if self.dp else None
 
     def check(self, *, budget_epsilon: float, budget_delta: float, allow_non_dp: bool) -> str:
-        """Return the verdict, or raise DpiwError if the run breaks its budget.
-
-        A tolerance of 1e-9 (relative) absorbs the rounding of the budget split.
-        """
+        """Return the verdict, or raise DpiwError if the run breaks its budget (:func:`exceeds`)."""
         if not self.dp:
             culprits = [f"{r.stage} ({r.basis})" for r in self.records if not r.dp]
             if not allow_non_dp:
@@ -207,10 +210,10 @@ class Ledger:
                                 + ". Set privacy.allow_non_dp_baselines: true to run it as a benchmark")
             return "NOT DP - benchmark baseline, never release: " + "; ".join(culprits)
         eps, delta = self.epsilon, self.delta
-        if eps > budget_epsilon * (1 + 1e-9) + 1e-12:
+        if exceeds(eps, budget_epsilon, absolute=1e-12):
             raise DpiwError(f"privacy budget exceeded: the stages spend epsilon={eps:.6g} "
                             f"(basic composition) > budget {budget_epsilon:.6g}; "
                             + ", ".join(f"{r.stage}={r.epsilon:.6g}" for r in self.records))
-        if delta > budget_delta * (1 + 1e-9) + 1e-15:
+        if exceeds(delta, budget_delta, absolute=1e-15):
             raise DpiwError(f"privacy budget exceeded: delta={delta:.6g} > budget {budget_delta:.6g}")
         return "within budget"

@@ -15,8 +15,8 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw.io import read_parquet, write_dir_atomic, write_json
+from dpiw.privacy import exceeds
 
-RELEASE_FILES = ("synthetic.parquet", "weights.parquet", "manifest.json")
 REFUSED = "refused.json"
 
 
@@ -26,8 +26,8 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
     if not manifest.get("dp"):
         reasons.append(f"not differentially private: {manifest.get('verdict')}")
     budget, spent = manifest["budget"], manifest["spent"]
-    if manifest.get("dp") and (spent["epsilon"] > budget["epsilon"] * (1 + 1e-9) + 1e-12
-                               or spent["delta"] > budget["delta"] * (1 + 1e-9) + 1e-15):
+    if manifest.get("dp") and (exceeds(spent["epsilon"], budget["epsilon"], absolute=1e-12)
+                               or exceeds(spent["delta"], budget["delta"], absolute=1e-15)):
         raise DpiwError(f"{manifest['run']}: the manifest spends more than its budget - refusing to release")
     if not manifest["release"]["fit_to_release"] and manifest.get("dp"):
         reasons += manifest["release"]["reasons"]

@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> None:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
     real = read_parquet(args.real, columns=schema.names)
     synth = read_parquet(args.synth, columns=schema.names)
-    for name, frame in (("--real", real), ("--synth", synth)):
+    for flag, path, frame in (("--real", args.real, real), ("--synth", args.synth, synth)):
         if frame.empty:
-            raise DpiwError(f"{getattr(args, name[2:])}: no rows ({name}); rerun the stage that wrote it")
+            raise DpiwError(f"{path}: no rows ({flag}); rerun the stage that wrote it")
     if bool(args.public) != bool(args.public_out):
         raise DpiwError("--public and --public-out go together")
     public = read_parquet(args.public, columns=schema.names) if args.public else synth.iloc[:0]

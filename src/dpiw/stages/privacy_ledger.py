@@ -62,10 +62,9 @@ def composed_accounting(records: list[PrivacySpend], ledger: Ledger, delta: floa
     if not ledger.dp:
         return {}
     rdp = composed_spend(records, delta)
-    best = ledger.epsilon if rdp["epsilon"] is None else min(ledger.epsilon, rdp["epsilon"])
-    return {"rdp": rdp, "tightest": {"epsilon": best, "delta": delta,
-                                     "from": "rdp" if rdp["epsilon"] is not None and rdp["epsilon"] < ledger.epsilon
-                                     else "basic"}}
+    use_rdp = rdp["epsilon"] is not None and rdp["epsilon"] < ledger.epsilon
+    return {"rdp": rdp, "tightest": {"epsilon": rdp["epsilon"] if use_rdp else ledger.epsilon, "delta": delta,
+                                     "from": "rdp" if use_rdp else "basic"}}
 
 
 def release_verdict(records: list[PrivacySpend], *, dp: bool) -> dict:
