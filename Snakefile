@@ -21,10 +21,4 @@ localrules:
 
 rule all:
     input:
-        TABLE_CSV,
-        TABLE_MD,
-        TABLE_SUMMARY,
-        FIG1,
-        FIG2,
-        REPORT,
         run_targets(),

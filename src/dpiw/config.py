@@ -68,6 +68,7 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
                     parse_post(post)
                 except DpiwError as exc:
                     raise DpiwError(f"{params_name}: grid.posts[{i}]: {exc}") from None
+    _check_finite_numbers(params, [], params_name)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
@@ -80,8 +81,11 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
             raise DpiwError(f"{params_name}: grid.datasets: unknown dataset '{name}'"
                             + (f" (did you mean '{close[0]}'?)" if close else "")
                             + f"; known: {known} (one schema each in {schema_dir}/)")
+    _check_exclude(params, known, params_name)
     calibrates = any("calibrate" in str(p).split("+") for p in params["grid"]["posts"])
-    if calibrates and not params["scale"]["public_fraction"]:
+    if params["mode"] == "release":
+        _check_release(params, schema_dir, params_name, calibrates)
+    elif calibrates and not params["scale"]["public_fraction"]:
         raise DpiwError(f"{params_name}: grid.posts has 'calibrate', which needs rows declared public: set "
                         "scale.public_fraction > 0 (e.g. 0.1; those rows leave the private data D) or drop it")
     from dpiw.data.schema import load_schema
@@ -96,3 +100,74 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
             raise DpiwError(f"{params_name}: datasets.{name} takes no options ({sorted(opts)} given): only "
                             "generated datasets do")
     return params
+
+
+def _check_finite_numbers(node: Any, path: list, params_name: str) -> None:
+    """NaN and inf pass JSON-schema bounds (every comparison with NaN is false): refuse them anywhere."""
+    import math
+
+    if isinstance(node, dict):
+        for k, v in node.items():
+            _check_finite_numbers(v, [*path, k], params_name)
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            _check_finite_numbers(v, [*path, i], params_name)
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise DpiwError(f"{params_name}: {_where(path)} = {node}: must be a finite number")
+
+
+def _check_exclude(params: dict, datasets: list[str], params_name: str) -> None:
+    """Every value named in grid.exclude must be a known name: a typo would silently exclude nothing."""
+    from dpiw.postprocess import parse_post
+    from dpiw.privacy import WEIGHT_METHODS
+    from dpiw.sdgp import REGISTRY
+
+    known = {"dataset": datasets, "sdgp": sorted(REGISTRY), "weights": list(WEIGHT_METHODS)}
+    for i, rule in enumerate(params["grid"].get("exclude") or []):
+        for key, values in rule.items():
+            for v in values if isinstance(values, list) else [values]:
+                where = f"grid.exclude[{i}].{key}"
+                if key in known and v not in known[key]:
+                    close = difflib.get_close_matches(str(v), known[key], n=1)
+                    raise DpiwError(f"{params_name}: {where}: unknown {key} {v!r}"
+                                    + (f" (did you mean '{close[0]}'?)" if close else "")
+                                    + f"; known: {known[key]}")
+                if key == "post":
+                    try:
+                        parse_post(str(v))
+                    except DpiwError as exc:
+                        raise DpiwError(f"{params_name}: {where}: {exc}") from None
+
+
+def _check_release(params: dict, schema_dir: Path, params_name: str, calibrates: bool) -> None:
+    """mode: release runs only what may be published: DP methods, public bounds, no private row declared
+    public, and the secret key when the config asks for it."""
+    import os
+
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy import NON_DP_WEIGHT_METHODS
+    from dpiw.sdgp import NON_DP_SDGPS
+    from dpiw.seeding import SECRET_ENV
+
+    grid = params["grid"]
+    non_dp = [w for w in grid["weights"] if w in NON_DP_WEIGHT_METHODS] + [s for s in grid["sdgps"]
+                                                                          if s in NON_DP_SDGPS]
+    if non_dp:
+        raise DpiwError(f"{params_name}: mode: release, but grid lists {non_dp}, which are not differentially "
+                        "private; drop them (they are benchmark references)")
+    if params["scale"]["bounds"] != "schema":
+        raise DpiwError(f"{params_name}: mode: release needs scale.bounds: schema (public bounds); `data` reads "
+                        "the private min/max")
+    if params["scale"]["public_fraction"]:
+        raise DpiwError(f"{params_name}: mode: release, but scale.public_fraction = "
+                        f"{params['scale']['public_fraction']}: release mode never declares private rows public; "
+                        "set it to 0 (for post `calibrate`, name a public file in the schema: source.public_path)")
+    if calibrates:
+        for name in grid["datasets"]:
+            if "public_path" not in load_schema(schema_dir / f"{name}.yaml").source:
+                raise DpiwError(f"{params_name}: grid.posts has 'calibrate', which needs public rows; in release "
+                                f"mode they come from a separate file: set source.public_path in "
+                                f"{schema_dir}/{name}.yaml or drop 'calibrate'")
+    if params["privacy"]["release_noise"] == "secret_key" and not os.environ.get(SECRET_ENV):
+        raise DpiwError(f"{params_name}: privacy.release_noise: secret_key, but {SECRET_ENV} is not set: export it "
+                        "(a long random string kept out of the repository) or set privacy.release_noise: entropy")

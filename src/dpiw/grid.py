@@ -55,17 +55,21 @@ FIG1 = "results/figures/fig1_toy_weights.png"
 FIG2 = "results/figures/fig2_bayes.png"
 REPORT = "results/report.html"
 SCHEMA = "data/schemas/{dataset}.yaml"
+#: the lifetime ledger of a private dataset: every bundle released from it (release mode; dpiw.dataset_ledger)
+DATASET_LEDGER = "ledgers/{dataset}.json"
 
 Lookup = Callable[[str], object]
 
 
 def eps_str(eps: float) -> str:
-    """Canonical text of an epsilon in paths: 1 -> '1', 0.5 -> '0.5'.
+    """Canonical text of an epsilon in paths and flags, exact (the shortest text that reads back as the
+    same float, so the budget is never rounded): 1 -> '1', 0.5 -> '0.5'.
 
-    >>> eps_str(6), eps_str(0.25), eps_str(9.64)
-    ('6', '0.25', '9.64')
+    >>> eps_str(6), eps_str(0.25), eps_str(9.64), eps_str(1.23456789)
+    ('6', '0.25', '9.64', '1.23456789')
     """
-    return format(float(eps), "g")
+    x = float(eps)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,11 @@ def fmt(template: str, **keys) -> str:
 
 # --- per-stage arguments (without the input/output paths) -----------------------------------
 
+def noise_args(lookup: Lookup) -> list[str]:
+    """How a stage that draws random numbers seeds them (dpiw.seeding)."""
+    return ["--mode", str(lookup("mode")), "--release-noise", str(lookup("privacy.release_noise"))]
+
+
 def _budget_args(lookup: Lookup) -> list[str]:
     return ["--delta", str(lookup("privacy.delta")),
             "--weights-epsilon-fraction", str(lookup("privacy.weights_epsilon_fraction")),
@@ -162,7 +171,8 @@ def _budget_args(lookup: Lookup) -> list[str]:
 def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]:
     args = ["--dataset", dataset, "--seed", str(seed), "--test-fraction", str(lookup("scale.test_fraction")),
             "--public-fraction", str(lookup("scale.public_fraction")), "--bounds", str(lookup("scale.bounds")),
-            "--out-of-bounds", str(lookup("scale.out_of_bounds"))]
+            "--out-of-bounds", str(lookup("scale.out_of_bounds")),
+            "--max-clip-fraction", str(lookup("scale.max_clip_fraction")), "--mode", str(lookup("mode"))]
     for key in ("n_rows", "data_seed"):
         if key in config["datasets"].get(dataset, {}):
             args += [f"--{key.replace('_', '-')}", str(lookup(f"datasets.{dataset}.{key}"))]
@@ -171,7 +181,7 @@ def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]
 
 def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
     args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
-            "--rows-factor", str(lookup("sdgp.rows_factor"))]
+            "--rows-factor", str(lookup("sdgp.rows_factor")), *noise_args(lookup)]
     args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
     if sdgp == "marginals":
         args += ["--bins", str(lookup("sdgp.marginals.bins")),
@@ -197,7 +207,7 @@ GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "wei
 def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, weights: str, eps, seed
                      ) -> list[str]:
     args = ["--method", weights, "--dataset", dataset, "--sdgp", sdgp, "--epsilon", str(eps),
-            "--seed", str(seed)]
+            "--seed", str(seed), *noise_args(lookup)]
     if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
         args += _budget_args(lookup)
     if weights == "pgb":
@@ -225,7 +235,7 @@ def postprocess_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
         args += ["--tau", str(lookup("post.truncate.tau"))]
     if "resample" in steps:
         args += ["--resample-scheme", str(lookup("post.resample.scheme")), "--seed", str(run.seed),
-                 "--run", fmt(RUN_DIR, **run.keys())]
+                 "--run", fmt(RUN_DIR, **run.keys()), *noise_args(lookup)]
     return args
 
 
@@ -236,7 +246,9 @@ def evaluate_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
 
 def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--epsilon", run.eps, "--delta", str(lookup("privacy.delta")),
-            "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower()]
+            "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower(),
+            "--dataset-ledger", fmt(DATASET_LEDGER, dataset=run.dataset),
+            "--dataset-epsilon", str(lookup("privacy.dataset_epsilon"))]
 
 
 def figure1_runs(config: dict) -> list[Run]:

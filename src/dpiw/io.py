@@ -93,7 +93,11 @@ def read_parquet(path: str | Path, *, columns: list[str] | None = None, finite: 
     path = Path(path)
     if not path.is_file():
         raise DpiwError(f"{path}: file not found")
-    df = pd.read_parquet(path)
+    try:
+        df = pd.read_parquet(path)
+    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise DpiwError(f"{path}: not a readable parquet file ({str(exc).splitlines()[0][:200]}); truncated by a "
+                        "crash or an interrupted copy? Delete it and rerun the stage that wrote it") from None
     if columns is not None:
         missing = [c for c in columns if c not in df.columns]
         if missing:

@@ -32,6 +32,8 @@ GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
 #: public slice; output perturbation (noise per synthetic row), pgb and drs cannot.
 CALIBRATABLE_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "mlp",
                                          "dp_mlp", "discriminator"})
+#: Weight methods that are not differentially private (benchmark references; never released).
+NON_DP_WEIGHT_METHODS = ("logreg", "mlp")
 WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
                   "output_gauss", "mlp", "dp_mlp", *GAN_WEIGHT_METHODS)
 
@@ -56,6 +58,8 @@ class PrivacySpend:
     details: dict[str, Any] = field(default_factory=dict)
     #: the record's elementary mechanisms as RDP events (dpiw.accounting), for the composed accountant
     rdp: tuple[dict[str, Any], ...] = ()
+    #: how the stage's noise was seeded (dpiw.seeding.Noise.record): mode, source, stream ids
+    seeding: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.dp:

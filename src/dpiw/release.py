@@ -3,8 +3,10 @@
 ``release/`` holds the synthetic rows, their (post-processed) importance weights and the manifest
 (spends, composed accounting, PSIS verdict) - all outputs of DP mechanisms or post-processing of them.
 A run that is not DP, or whose raw weights fail the k-hat gate, gets ``release/refused.json`` (the
-verdict and reasons) instead: no rows, no weights. The private training rows, the test rows, the
-metrics (computed on the private test split) and the fitted models never enter the bundle.
+verdict and reasons) instead: no rows, no weights. A benchmark-mode run that passes both gets its
+bundle with ``NOT_FOR_RELEASE.txt`` beside it: its noise comes from public seeds and D is a split of the
+data, so it shows what a release would hold but must not be published. The private training rows, the
+test rows, the metrics (computed on the private test split) and the fitted models never enter a bundle.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from dpiw.io import read_parquet, write_dir_atomic, write_json
 from dpiw.privacy import exceeds
 
 REFUSED = "refused.json"
+NOT_FOR_RELEASE = "NOT_FOR_RELEASE.txt"
 
 
 def releasable(manifest: dict) -> tuple[bool, list[str]]:
-    """Whether the run may be published, and why not."""
+    """Whether the run's rows and weights may be written to a bundle (DP, k-hat gate), and why not.
+    Whether the bundle may be *published* is ``manifest["release"]["fit_to_release"]``."""
     reasons = []
     if not manifest.get("dp"):
         reasons.append(f"not differentially private: {manifest.get('verdict')}")
@@ -29,13 +33,14 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
     if manifest.get("dp") and (exceeds(spent["epsilon"], budget["epsilon"], absolute=1e-12)
                                or exceeds(spent["delta"], budget["delta"], absolute=1e-15)):
         raise DpiwError(f"{manifest['run']}: the manifest spends more than its budget - refusing to release")
-    if not manifest["release"]["fit_to_release"] and manifest.get("dp"):
+    if manifest.get("dp") and not manifest["release"]["pareto_k_ok"]:
         reasons += manifest["release"]["reasons"]
     return not reasons, reasons
 
 
 def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path) -> bool:
-    """Write the bundle (or the refusal) atomically; True when the rows and weights were released."""
+    """Write the bundle (or the refusal) atomically; True when the rows and weights were written (a
+    benchmark bundle then carries NOT_FOR_RELEASE.txt)."""
     ok, reasons = releasable(manifest)
     if not ok:
         write_dir_atomic(path, lambda d: write_json({"run": manifest["run"], "released": False,
@@ -54,6 +59,9 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
         rows.to_parquet(d / "synthetic.parquet", index=False, engine="pyarrow")
         weights.to_parquet(d / "weights.parquet", index=False, engine="pyarrow")
         write_json(manifest, d / "manifest.json")
+        if not manifest["release"]["fit_to_release"]:
+            (d / NOT_FOR_RELEASE).write_text("NOT fit to release:\n" + "".join(
+                f"- {r}\n" for r in manifest["release"]["reasons"]))
 
     write_dir_atomic(path, fill)
     return True

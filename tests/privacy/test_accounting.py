@@ -161,17 +161,3 @@ def test_rdp_to_dp_rejects_bad_delta():
     with pytest.raises(Exception, match="0 < delta < 1"):
         A.rdp_to_dp(A.laplace_rdp(1.0), 0.0)
     assert math.isfinite(A.rdp_to_dp(A.laplace_rdp(1.0), 1e-9)[0])
-
-
-def test_secret_key_changes_every_noise_stream_and_the_manifest_says_so(monkeypatch):
-    from dpiw.seeding import noise_seeds_note, rng_for
-
-    monkeypatch.delenv("DPIW_SECRET_KEY", raising=False)
-    public = rng_for(0, "synthesize", "toy").uniform(size=4)
-    assert noise_seeds_note()["secret_key"] is False and "NOT for releasing" in noise_seeds_note()["note"]
-    monkeypatch.setenv("DPIW_SECRET_KEY", "curator-only")
-    keyed = rng_for(0, "synthesize", "toy").uniform(size=4)
-    assert not np.allclose(public, keyed) and np.array_equal(keyed, rng_for(0, "synthesize", "toy").uniform(size=4))
-    assert noise_seeds_note()["secret_key"] is True
-    monkeypatch.setenv("DPIW_SECRET_KEY", "another")
-    assert not np.allclose(keyed, rng_for(0, "synthesize", "toy").uniform(size=4))

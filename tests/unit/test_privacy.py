@@ -20,16 +20,34 @@ def post_record(log_w):
 def test_ledger_sums_the_records():
     import numpy as np
 
-    records = (no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100),
-               rec("synthesize", 0.9), rec("fit_weights", 0.1, 1e-4),
-               post_record(np.random.default_rng(0).normal(0, 0.3, 500)))
-    ledger = Ledger(records)
+    def records(mode, source):
+        seeding = {"mode": mode, "source": source, "streams": ["a1"]}
+        return (no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100, mode=mode),
+                rec("synthesize", 0.9, seeding=seeding), rec("fit_weights", 0.1, 1e-4, seeding=seeding),
+                post_record(np.random.default_rng(0).normal(0, 0.3, 500)))
+
+    ledger = Ledger(records("release", "os_entropy"))
     assert ledger.epsilon == pytest.approx(1.0) and ledger.delta == pytest.approx(1e-4)
-    m = build_manifest(list(records), epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
+    m = build_manifest(list(records("release", "os_entropy")), epsilon=1.0, delta="paper", allow_non_dp=False,
+                       run_id="r")
     assert m["spent"]["epsilon"] == pytest.approx(sum(r["epsilon"] for r in m["records"]))
     assert m["budget"]["delta"] == pytest.approx(1 / 100 - 1e-6)
-    assert m["verdict"] == "within budget"
-    assert m["release"]["fit_to_release"] is True
+    assert m["verdict"] == "within budget" and m["mode"] == "release"
+    assert m["release"]["fit_to_release"] is True and m["noise_seeds"]["regenerable"] is False
+    # the same spend with public seeds (benchmark), or with a release-mode record that drew from public
+    # seeds, is within budget but NOT fit to release: anyone with the config regenerates the noise
+    bench = build_manifest(list(records("benchmark", "public_seed")), epsilon=1.0, delta="paper",
+                           allow_non_dp=False, run_id="r")
+    assert bench["verdict"] == "within budget" and bench["release"]["fit_to_release"] is False
+    assert "benchmark mode" in " ".join(bench["release"]["reasons"])
+    mixed = build_manifest(list(records("release", "public_seed")), epsilon=1.0, delta="paper", allow_non_dp=False,
+                           run_id="r")
+    assert mixed["release"]["fit_to_release"] is False and mixed["noise_seeds"]["regenerable"] is True
+    # a spending record that does not say how it was seeded counts as regenerable
+    bare = list(records("release", "os_entropy"))
+    bare[1] = rec("synthesize", 0.9)
+    assert build_manifest(bare, epsilon=1.0, delta="paper", allow_non_dp=False,
+                          run_id="r")["release"]["fit_to_release"] is False
 
 
 def test_manifest_marks_heavy_tailed_weights_not_fit_to_release():

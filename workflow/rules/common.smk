@@ -12,9 +12,11 @@ from dpiw.grid import (EVAL_PRIVACY, FIG1, FIG2, LOG_RATIOS, LOG_WEIGHTS, MANIFE
                        TABLE_MD, TABLE_RUNS, TABLE_SUMMARY, TEST, TRAIN, WEIGHTS_PRIVACY)
 from dpiw.sdgp import GAN_SDGPS, REGISTRY
 
+# errors name the file the user edited: params.yaml, or the --configfile laid over it
+PARAMS_NAME = " over ".join([*map(str, workflow.overwrite_configfiles or []), "params.yaml"])
 try:
     validate_params(config, load_yaml(workflow.source_path("../schemas/params.schema.yaml")),
-                    schema_dir="data/schemas")
+                    schema_dir="data/schemas", params_name=PARAMS_NAME)
 except DpiwError as exc:
     sys.exit(f"error: {exc}")
 
@@ -95,14 +97,28 @@ def reference_for(wc):
     return G.fmt(LOG_RATIOS, **{**run.keys(), "weights": "logreg"})
 
 
+RELEASE_MODE = config["mode"] == "release"
+
+
 def run_targets():
-    """What `all` asks for: every run's metrics, manifest and release, the resampled rows where made."""
-    out = []
+    """What `all` asks for: every run's manifest and release, the resampled rows where made, and (benchmark
+    mode: there is a test split) its metrics, the tables, figures and report."""
+    out = [] if RELEASE_MODE else [TABLE_CSV, TABLE_MD, TABLE_SUMMARY, FIG1, FIG2, REPORT]
     for r in RUNS:
-        out += [G.fmt(METRICS, **r.keys()), G.fmt(MANIFEST, **r.keys()), G.fmt(RELEASE, **r.keys())]
+        out += [G.fmt(MANIFEST, **r.keys()), G.fmt(RELEASE, **r.keys())]
+        if not RELEASE_MODE:
+            out.append(G.fmt(METRICS, **r.keys()))
         if G.resamples(r.post):
             out.append(G.fmt(RESAMPLED, **r.keys()))
     return out
+
+
+def data_inputs(wc):
+    """The files a dataset is read from (its rows, its public rows): editing one reruns scale and all after."""
+    from dpiw.data import load_schema
+    from dpiw.data.datasets import data_files
+
+    return data_files(load_schema(G.fmt(SCHEMA, dataset=wc.dataset)))
 
 
 def run_records(wc):

@@ -1,6 +1,7 @@
 rule scale:
     input:
         schema=SCHEMA,
+        data=data_inputs,
     output:
         train=TRAIN,
         test=TEST,

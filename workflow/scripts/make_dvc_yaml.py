@@ -25,6 +25,8 @@ import yaml
 from dpiw import DpiwError
 from dpiw import grid as G
 from dpiw.config import load_yaml, validate_params
+from dpiw.data import load_schema
+from dpiw.data.datasets import data_files
 from dpiw.stages.validate_params import grid_digest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,12 +64,15 @@ def build(params: dict) -> dict:
         name = f"scale-{r.dataset}-s{r.seed}"
         if name not in seen:
             seen.add(name)
+            data = data_files(load_schema(schema))  # relative to the working directory, as the paths
             stages[name] = {
                 "cmd": cmd("scale", ["--schema", schema, *G.scale_args(params, look, dataset=r.dataset, seed=r.seed),
                                      "--train-out", train, "--test-out", test, "--public-out", public,
                                      "--privacy-out", G.fmt(G.SCALE_PRIVACY, **k)]),
-                "deps": [VALID, schema, CODE],
-                "outs": [train, test, public, {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
+                "deps": [VALID, schema, *data, CODE],
+                # the private rows never leave this machine: `dvc push` skips them
+                "outs": [*({p: {"push": False}} for p in (train, test, public)),
+                         {G.fmt(G.SCALE_PRIVACY, **k): {"cache": False}}],
             }
         synth = G.fmt(G.SYNTH, **k)
         models = G.fmt(G.MODELS, **k)
@@ -82,7 +87,9 @@ def build(params: dict) -> dict:
                                           "--out", synth, "--privacy-out", G.fmt(G.SYNTH_PRIVACY, **k),
                                           *model_args]),
                 "deps": [train, schema, CODE],
-                "outs": [synth, *([models] if model_args else []), {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
+                # the GAN's networks are never released: not pushed either
+                "outs": [synth, *([{models: {"push": False}}] if model_args else []),
+                         {G.fmt(G.SYNTH_PRIVACY, **k): {"cache": False}}],
             }
         lr, public_lr = G.fmt(G.LOG_RATIOS, **k), G.fmt(G.PUBLIC_LOG_RATIOS, **k)
         name = f"fit_weights-{tag_cell}-{r.weights}"

@@ -71,29 +71,64 @@ def load_raw(schema: Schema, *, n_rows: int | None = None, data_seed: int = 0) -
 
 
 def read_data_file(schema: Schema) -> pd.DataFrame:
-    """The rows of a CSV or parquet file named by the schema (relative to the working directory, the
-    repository root in the pipeline), checked against the schema: every column present, numeric columns
-    numeric, categorical values among the declared categories (as text), labels of a classification
-    target as text. NaN/inf, bounds, constant columns and class counts are checked by `validate_rows`."""
+    """The private rows of a file-backed dataset (``source.path``), checked by :func:`read_table`."""
+    return read_table(schema, schema.source["path"])
+
+
+def load_public(schema: Schema) -> pd.DataFrame | None:
+    """The rows of the file the curator declares public (``source.public_path``), or None."""
+    path = schema.source.get("public_path")
+    return None if path is None else read_table(schema, path)
+
+
+def data_files(schema: Schema) -> list[str]:
+    """The files a dataset is read from (its private rows, its public rows): the scale stage's inputs."""
+    return [schema.source[k] for k in ("path", "public_path") if k in schema.source]
+
+
+def check_field_counts(path, where: str) -> None:
+    """Every CSV line holds as many fields as the header: a value with an unquoted comma (a thousands
+    separator, a free-text field) would otherwise shift a column or turn one into pandas' index."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, skipinitialspace=True)
+        header = next(reader, None)
+        if header is None:
+            raise DpiwError(f"{where}: the file is empty")
+        for row in reader:
+            if row and len(row) != len(header):
+                raise DpiwError(f"{where}: line {reader.line_num} has {len(row)} fields but the header has "
+                                f"{len(header)}; a value with an unquoted comma (a thousands separator such as "
+                                "76,246?) - quote it or drop the separator")
+
+
+def read_table(schema: Schema, file: str) -> pd.DataFrame:
+    """The rows of a CSV or parquet file (relative to the working directory, the repository root in the
+    pipeline), checked against the schema: every field count right (CSV), every column present, numeric
+    columns numeric, categorical values among the declared categories (as text), labels of a
+    classification target as text. NaN/inf, bounds, constant columns and class counts are checked by
+    `validate_rows`."""
     from pathlib import Path
 
-    path = Path(schema.source["path"])
+    path = Path(file)
     where = f"dataset '{schema.name}' ({path})"
     if not path.is_file():
-        raise DpiwError(f"{where}: file not found; source.path in data/schemas/{schema.name}.yaml is relative to "
+        raise DpiwError(f"{where}: file not found; paths in data/schemas/{schema.name}.yaml are relative to "
                         "the repository root")
     try:
         if path.suffix == ".parquet":
             df = pd.read_parquet(path)
         elif schema.source.get("header", True):
-            df = pd.read_csv(path, skipinitialspace=True)
+            check_field_counts(path, where)
+            df = pd.read_csv(path, skipinitialspace=True, index_col=False)
         else:
-            df = pd.read_csv(path, header=None, skipinitialspace=True)
+            df = pd.read_csv(path, header=None, skipinitialspace=True, index_col=False)
             if df.shape[1] != len(schema.columns):
                 raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema lists "
                                 f"{len(schema.columns)} ({', '.join(schema.names)}) in file order")
             df.columns = schema.names
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
+    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DpiwError(f"{where}: cannot be read ({exc})") from None
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in schema.names if c not in df.columns]

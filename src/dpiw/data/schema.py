@@ -127,11 +127,13 @@ SOURCE_KINDS = ("toy_triangle", "sklearn", "file")
 
 def _check_source(source: dict, path) -> None:
     """A schema's `source`: generated (toy_triangle), bundled with scikit-learn (sklearn, `loader`), or a
-    CSV/parquet file (file, `path` relative to the repository root, `header` true unless said false)."""
+    CSV/parquet file (file, `path` relative to the repository root, `header` true unless said false, and
+    optionally `public_path`, a file of rows the curator declares public)."""
     kind = source.get("kind")
     if kind not in SOURCE_KINDS:
         _fail(path, f"source.kind must be one of {SOURCE_KINDS}, got {kind!r}")
-    allowed = {"toy_triangle": {"kind"}, "sklearn": {"kind", "loader"}, "file": {"kind", "path", "header"}}[kind]
+    allowed = {"toy_triangle": {"kind"}, "sklearn": {"kind", "loader"},
+               "file": {"kind", "path", "header", "public_path"}}[kind]
     extra = set(source) - allowed
     if extra:
         _fail(path, f"source: unknown key(s) {sorted(extra)} for kind '{kind}'; allowed: {sorted(allowed)}")
@@ -139,6 +141,9 @@ def _check_source(source: dict, path) -> None:
         f = source.get("path")
         if not isinstance(f, str) or not f.endswith((".csv", ".parquet")):
             _fail(path, "source.path must name a .csv or .parquet file (relative to the repository root)")
+        public = source.get("public_path")
+        if public is not None and (not isinstance(public, str) or not public.endswith((".csv", ".parquet"))):
+            _fail(path, "source.public_path must name a .csv or .parquet file of rows declared public")
         if not isinstance(source.get("header", True), bool):
             _fail(path, "source.header must be true or false")
         if f.endswith(".parquet") and source.get("header") is False:

@@ -54,6 +54,33 @@ def split_public(train: pd.DataFrame, schema: Schema, *, n_public: int, seed: in
     return rest.reset_index(drop=True), public.reset_index(drop=True)
 
 
+def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> dict[str, float]:
+    """Share of each numeric column's values outside its public bounds (they will be clipped); refuses a
+    column above ``max_fraction`` (most often a unit error: every value pinned to one bound).
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 10},
+    ...     {"name": "y", "type": "numeric", "lower": -1, "upper": 1}]})
+    >>> check_clipping(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, 0.5]}), s, max_fraction=0.6)
+    {'x': 0.5, 'y': 0.0}
+    """
+    if not (0 <= max_fraction <= 1):
+        raise DpiwError(f"scale.max_clip_fraction must be in [0, 1], got {max_fraction}")
+    out = {}
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+        frac = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
+        out[c.name] = frac
+        if frac > max_fraction:
+            raise DpiwError(f"dataset '{schema.name}': {frac:.0%} of column '{c.name}' lies outside its public bounds "
+                            f"[{c.lower:g}, {c.upper:g}] and would be clipped (scale.max_clip_fraction = "
+                            f"{max_fraction:g}); check the column's units or the schema's bounds")
+    return out
+
+
 def column_bounds(train: pd.DataFrame, schema: Schema, *, bounds: str) -> dict[str, tuple[float, float]]:
     """Per numeric column (lower, upper): from the schema (public) or, only if asked, from the data."""
     if bounds not in BOUNDS:

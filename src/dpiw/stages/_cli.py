@@ -1,21 +1,64 @@
-"""What every stage shares: one-line errors with exit status 2, and flag parsing helpers."""
+"""What every stage shares: one-line errors with exit status 2, flag parsing helpers, and the noise
+flags (mode, release noise) with the identity that keys a stage's random streams."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from dpiw import DpiwError
 
+#: OS errors a user can act on, and what to do about each
+_OS_HINTS = {errno.ENOSPC: "the disk is full: free space and rerun",
+             errno.EROFS: "the file system is read-only: run from a writable directory",
+             errno.EACCES: "permission denied: check the folder's permissions",
+             errno.EDQUOT: "the disk quota is exceeded: free space and rerun"}
+
 
 def run(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
-    """Call ``main``; a DpiwError becomes ``error: <message>`` on stderr and exit status 2."""
+    """Call ``main``; a DpiwError, or an OS error a user can act on (disk full, read-only, permission),
+    becomes ``error: <message>`` on stderr and exit status 2 (the atomic writers leave no partial file)."""
     try:
         main(argv)
     except DpiwError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except OSError as exc:
+        if exc.errno not in _OS_HINTS:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror} ({_OS_HINTS[exc.errno]})", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def add_noise_args(p: argparse.ArgumentParser) -> None:
+    """--mode and --release-noise (dpiw.seeding), for every stage that draws random numbers."""
+    from dpiw.seeding import MODES, RELEASE_NOISE
+
+    p.add_argument("--mode", choices=MODES, default="benchmark",
+                   help="benchmark: public seeds, same bytes every run, never fit to release; release: secret noise")
+    p.add_argument("--release-noise", choices=RELEASE_NOISE, default="entropy",
+                   help="release mode: fresh OS entropy, or the secret key in DPIW_SECRET_KEY (reproducible)")
+
+
+def noise_from(args) -> Any:
+    from dpiw.seeding import Noise
+
+    return Noise(args.mode, args.release_noise)
+
+
+def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
+    """The full identity of a stage invocation, which keys its random streams: every flag except the
+    paths, and the SHA-256 of every input file (so new data never meets old noise)."""
+    from dpiw.seeding import file_digest
+
+    inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise"}
+    out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items()) if k not in skip}
+    out["inputs"] = {k: file_digest(getattr(args, k)) for k in inputs if getattr(args, k)}
+    return out
 
 
 def boolean(text: str) -> bool:

@@ -6,6 +6,8 @@ The GAN-based methods (`discriminator`, `pgb`, `drs`) also read the GAN's kept n
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -25,8 +27,7 @@ from dpiw.privacy import (
     split_budget,
 )
 from dpiw.sdgp import GAN_SDGPS
-from dpiw.seeding import rng_for
-from dpiw.stages._cli import Parser, delta_arg, positive_float, run
+from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
 from dpiw.weights import make_estimator
 
 
@@ -64,11 +65,13 @@ def parse_args(argv):
     p.add_argument("--public-out",
                    help="log ratios at the public rows (methods that score any row; else no rows)")
     p.add_argument("--privacy-out", required=True)
+    add_noise_args(p)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    noise = noise_from(args)
     schema = load_schema(args.schema)
     if args.method == "true" and not (schema.source.get("kind") == "toy_triangle" and args.sdgp == "uniform"):
         raise DpiwError(f"weight method 'true' is known only for the toy data with the uniform SDGP, not "
@@ -98,8 +101,11 @@ def main(argv: list[str] | None = None) -> None:
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
                              weights_delta_fraction=args.weights_delta_fraction)
         eps_w, delta_w = split.weights_epsilon, split.weights_delta
-    # one stream per cell, shared by beta_noised and beta_debiased: both see the same noise draw
-    rng = rng_for(args.seed, "fit_weights", args.dataset, args.sdgp)
+    # one stream per invocation: method, epsilon, share, inputs' digests... (never shared between two
+    # weight files that could be released side by side: their difference would cancel the noise)
+    rng = noise.rng("fit_weights", {**identity(args, inputs=("real", "synth", "public", "schema", "models"),
+                                               outputs=("out", "public_out", "privacy_out")),
+                                    "weights_epsilon": eps_w, "weights_delta": delta_w})
     if args.method in GAN_WEIGHT_METHODS:
         from dpiw.sdgp.gan_models import Discriminators, load_models
         from dpiw.weights.gan_weights import make_gan_weights
@@ -133,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
         write_parquet(pd.DataFrame({"row": range(len(public)), "log_ratio": np.asarray(public_lr, float)}),
                       args.public_out)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
-    est.privacy_.write(args.privacy_out)
+    replace(est.privacy_, seeding=noise.record()).write(args.privacy_out)
     print(f"fit_weights: {args.method} on {args.dataset}/{args.sdgp}: {len(synth)} weights, "
           f"spend eps={est.privacy_.epsilon}")
 

@@ -8,6 +8,8 @@ manifest and the tables repeat.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 
@@ -17,8 +19,7 @@ from dpiw.postprocess import apply_step, parse_post, truncation_tau
 from dpiw.postprocess.psis import diagnose
 from dpiw.postprocess.resample import SCHEMES, resample_counts
 from dpiw.privacy import no_spend
-from dpiw.seeding import rng_for
-from dpiw.stages._cli import Parser, run
+from dpiw.stages._cli import Parser, add_noise_args, identity, noise_from, run
 
 
 def tau_arg(text: str) -> str | float:
@@ -44,11 +45,13 @@ def parse_args(argv):
     p.add_argument("--run", default="", help="resample: the run's id, part of its random stream")
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
+    add_noise_args(p)
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    noise = noise_from(args)
     steps = parse_post(args.post)
     lr = read_log_weights(args.log_ratios, "log_ratio")
     if "calibrate" in steps and not args.public_log_ratios:
@@ -68,8 +71,9 @@ def main(argv: list[str] | None = None) -> None:
                                       "n_synth": int(np.isfinite(lr).sum()),
                                       "data": "public slice of the DGP (scale.public_fraction), excluded from D"}
         elif step == "resample":
-            counts = resample_counts(args.resample_scheme, log_w, lr.size,
-                                     rng_for(args.seed, "postprocess_weights", "resample", args.run))
+            who = identity(args, inputs=("log_ratios", "public_log_ratios", "synth"),
+                           outputs=("out", "privacy_out", "resampled_out"))
+            counts = resample_counts(args.resample_scheme, log_w, lr.size, noise.rng("resample", who))
             with np.errstate(divide="ignore"):
                 log_w = np.log(counts.astype(float))
             synth = read_parquet(args.synth)
@@ -89,9 +93,10 @@ def main(argv: list[str] | None = None) -> None:
         write_parquet(resampled, args.resampled_out)
     write_parquet(pd.DataFrame({"row": np.arange(lr.size), "log_weight": log_w}), args.out)
     reads = ("public slice",) if "calibrate" in steps else ()
-    no_spend("postprocess_weights", basis="post-processing of DP weights"
-             + (" and of the classifier's scores at rows declared public" if reads else ""),
-             public_inputs=list(reads), **details).write(args.privacy_out)
+    record = no_spend("postprocess_weights", basis="post-processing of DP weights"
+                      + (" and of the classifier's scores at rows declared public" if reads else ""),
+                      public_inputs=list(reads), **details)
+    replace(record, seeding=noise.record()).write(args.privacy_out)
     print(f"postprocess_weights: {args.post} on {lr.size} weights; {gate.note}")
 
 

@@ -2,7 +2,9 @@
 stage that shapes the release, sums them (basic composition) and composes them in RDP, and refuses a
 run over its budget: non-zero exit and no manifest or release, so nothing downstream is built from it.
 Then writes ``release/`` (dpiw.release): the synthetic rows, the weights and the manifest, or a
-refusal for a run that is not DP or fails the k-hat gate."""
+refusal for a run that is not DP or fails the k-hat gate. A bundle fit to release (release mode, secret
+noise) is first admitted to its dataset's lifetime ledger (dpiw.dataset_ledger), which refuses it when
+the dataset's total would pass ``--dataset-epsilon``."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from dpiw.accounting import composed_spend
 from dpiw.io import write_json
 from dpiw.privacy import Ledger, PrivacySpend, run_delta
 from dpiw.release import write_release
-from dpiw.seeding import noise_seeds_note
+from dpiw.seeding import PUBLIC_SEED
 from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
 
 
@@ -26,9 +28,14 @@ def parse_args(argv):
     p.add_argument("--synth", help="the run's synthetic rows (for the release bundle)")
     p.add_argument("--log-weights", help="the run's post-processed log weights (for the release bundle)")
     p.add_argument("--release-out", help="the release directory to write")
+    p.add_argument("--dataset-ledger", help="the dataset's lifetime ledger (JSON), for bundles fit to release")
+    p.add_argument("--dataset-epsilon", type=positive_float,
+                   help="lifetime epsilon of the dataset: a bundle that would pass it is refused")
     args = p.parse_args(argv)
     if args.release_out and not (args.synth and args.log_weights):
         p.error("--release-out needs --synth and --log-weights")
+    if bool(args.dataset_ledger) != bool(args.dataset_epsilon):
+        p.error("--dataset-ledger and --dataset-epsilon go together")
     return args
 
 
@@ -40,18 +47,22 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
     delta = run_delta(delta, int(scale[0].details["n_train"]))
     ledger = Ledger(tuple(records))
     verdict = ledger.check(budget_epsilon=epsilon, budget_delta=delta, allow_non_dp=allow_non_dp)
+    mode = scale[0].details.get("mode", "benchmark")
+    seeds = noise_seeds(records)
     return {
         "run": run_id,
+        "mode": mode,
         "budget": {"epsilon": epsilon, "delta": delta},
         "spent": {"epsilon": ledger.epsilon, "delta": ledger.delta, "composition": "basic (sum)",
                   **composed_accounting(records, ledger, delta)},
         "dp": ledger.dp,
         "verdict": verdict,
-        "release": release_verdict(records, dp=ledger.dp),
-        "noise_seeds": noise_seeds_note(),
-        "public_data": {"n_public": scale[0].details.get("n_public", 0) if scale else 0,
-                        "note": "rows declared public by the curator (scale.public_fraction), excluded from D; "
-                                "they spend no budget and may be used only for calibration"},
+        "release": release_verdict(records, dp=ledger.dp, mode=mode, seeds=seeds),
+        "noise_seeds": seeds,
+        "data": {key: scale[0].details.get(key) for key in ("split", "split_depends_on_private", "n_train")},
+        "public_data": {"n_public": scale[0].details.get("n_public", 0),
+                        "rows": scale[0].details.get("public_rows", "none"),
+                        "note": "public rows spend no budget and are used only for calibration"},
         "records": [r.to_dict() for r in records],
     }
 
@@ -67,20 +78,45 @@ def composed_accounting(records: list[PrivacySpend], ledger: Ledger, delta: floa
                                      "from": "rdp" if use_rdp else "basic"}}
 
 
-def release_verdict(records: list[PrivacySpend], *, dp: bool) -> dict:
-    """Fit to release: DP, and the raw weights' Pareto k-hat at most min(1 - 1/log10 S, 0.7) (PSIS gate,
-    from the post-processing record)."""
+def noise_seeds(records: list[PrivacySpend]) -> dict:
+    """How the run's noise was seeded, read from each stage's own record (never from this process's
+    environment): whether anyone could regenerate it."""
+    drawn = {r.stage: r.seeding.get("source") for r in records if r.seeding.get("streams")}
+    unknown = [r.stage for r in records if r.dp and (r.epsilon or r.delta) and not r.seeding]
+    public = sorted(stage for stage, src in drawn.items() if src == PUBLIC_SEED)
+    regenerable = bool(public or unknown)
+    if unknown:
+        note = f"the records of {unknown} do not say how their noise was seeded: treated as regenerable"
+    elif public:
+        note = (f"public seeds in {public}: anyone with the config can regenerate the noise - a benchmark, "
+                "NOT a release")
+    else:
+        sources = ", ".join(sorted(set(drawn.values()))) or "none drawn"
+        note = f"no noise can be regenerated from the config: {sources}"
+    return {"sources": drawn, "regenerable": regenerable, "note": note}
+
+
+def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "benchmark", seeds: dict | None = None
+                    ) -> dict:
+    """Fit to release: release mode, noise nobody can regenerate, DP, and the raw weights' Pareto k-hat at
+    most min(1 - 1/log10 S, 0.7) (PSIS gate, from the post-processing record)."""
     post = [r for r in records if r.stage == "postprocess_weights"]
     gate = post[0].details.get("release_gate") if post else None
     if gate is None:
         raise DpiwError("the run's post-processing record carries no release gate (k-hat): rerun postprocess_weights")
-    fit = bool(gate["fit_to_release"]) and dp
+    seeds = seeds if seeds is not None else noise_seeds(records)
     reasons = [] if dp else ["not differentially private"]
     if not gate["fit_to_release"]:
         reasons.append(gate["note"])
+    if mode != "release":
+        reasons.append("benchmark mode: a train/test split of the data and public seeds - NOT fit to release "
+                       "(run with mode: release)")
+    elif seeds["regenerable"]:
+        reasons.append(seeds["note"])
+    fit = not reasons
     return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]), "pareto_k": gate["pareto_k"],
             "pareto_k_threshold": gate["pareto_k_threshold"],
-            "reasons": reasons or ["DP and k-hat within the threshold"]}
+            "reasons": reasons or ["release mode, secret noise, DP and k-hat within the threshold"]}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -88,6 +124,16 @@ def main(argv: list[str] | None = None) -> None:
     records = [PrivacySpend.read(p) for p in args.records]
     manifest = build_manifest(records, epsilon=args.epsilon, delta=args.delta, allow_non_dp=args.allow_non_dp,
                               run_id=args.run)
+    if manifest["release"]["fit_to_release"] and args.release_out:
+        if not args.dataset_ledger:
+            raise DpiwError("a bundle fit to release needs its dataset's ledger (--dataset-ledger, --dataset-epsilon)")
+        from dpiw.dataset_ledger import admit, release_id
+
+        dataset = next(r.details["dataset"] for r in records if r.stage == "scale")
+        ledger = admit(args.dataset_ledger, dataset=dataset, budget_epsilon=args.dataset_epsilon, manifest=manifest,
+                       bundle_id=release_id(args.synth, args.log_weights))
+        print(f"privacy_ledger: dataset '{dataset}': lifetime epsilon {ledger['total']['tightest']['epsilon']:.6g} "
+              f"of {args.dataset_epsilon:g} over {len(ledger['releases'])} release(s) ({args.dataset_ledger})")
     write_json(manifest, args.out)
     if args.release_out:
         released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights)

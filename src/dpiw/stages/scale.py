@@ -1,19 +1,28 @@
-"""Stage `scale`: load a dataset, split it 80/20 (seeded, stratified), map it to [0, 1].
+"""Stage `scale`: load a dataset, split it (benchmark mode) and map it to [0, 1] with public bounds.
 
-Outputs the private train split, the held-out test split, the slice declared public (taken out of
-the train split when `--public-fraction` > 0; it calibrates the weights) and a privacy record. With public bounds
-(the default) the map is a fixed per-record transform and spends nothing; `--bounds data` uses the
-private min/max (the paper's choice) and is recorded as NOT DP.
+benchmark mode: a seeded 80/20 train/test split, stratified on a classification target, and an optional
+slice of the train split that plays the part of public data (`--public-fraction`). Both depend on the
+private labels; that is part of the experiment's design, and nothing a benchmark writes is fit to release.
+
+release mode: every input row is private data D. There is no test split and no public slice, unless the
+schema names a separate file the curator declares public (`source.public_path`).
+
+Outputs the private rows D, the test rows (empty in release mode), the public rows (maybe empty) and a
+privacy record. With public bounds (the default) the map is a fixed per-record transform and spends
+nothing; `--bounds data` uses the private min/max (the paper's choice) and is recorded as NOT DP. The
+share of values clipped to the bounds goes to the log, per column; a column with more than
+`--max-clip-fraction` clipped is refused (a unit error, most often).
 """
 
 from __future__ import annotations
 
 from dpiw import DpiwError
 from dpiw.data import load_raw, load_schema
-from dpiw.data.datasets import validate_rows
+from dpiw.data.datasets import load_public, validate_rows
 from dpiw.io import write_parquet
 from dpiw.privacy import PrivacySpend, no_spend
-from dpiw.scale import column_bounds, scale_frame, split_public, split_rows
+from dpiw.scale import check_clipping, column_bounds, scale_frame, split_public, split_rows
+from dpiw.seeding import MODES
 from dpiw.stages._cli import Parser, run
 
 
@@ -28,6 +37,10 @@ def parse_args(argv):
     p.add_argument("--bounds", choices=["schema", "data"], required=True)
     p.add_argument("--out-of-bounds", choices=["clip", "fail"], default="clip",
                    help="numeric values outside the schema's public bounds: clip them, or stop with an error")
+    p.add_argument("--max-clip-fraction", type=float, default=0.05,
+                   help="refuse a column with a larger share of its values clipped to the bounds")
+    p.add_argument("--mode", choices=MODES, default="benchmark",
+                   help="benchmark: train/test split and simulated public slice; release: every row is private")
     p.add_argument("--n-rows", type=int, help="rows to generate (generated datasets only)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of the generated private data")
     p.add_argument("--train-out", required=True)
@@ -44,6 +57,39 @@ def main(argv: list[str] | None = None) -> None:
         raise DpiwError(f"{args.schema}: schema name '{schema.name}' does not match dataset '{args.dataset}'")
     raw = load_raw(schema, n_rows=args.n_rows, data_seed=args.data_seed)
     validate_rows(raw, schema, out_of_bounds=args.out_of_bounds)
+    clipped = check_clipping(raw, schema, max_fraction=args.max_clip_fraction) if args.bounds == "schema" else {}
+    for name, frac in clipped.items():  # to the log only: it describes the private rows
+        print(f"scale: column '{name}': {frac:.1%} of the values clipped to the public bounds")
+    if args.mode == "release":
+        train_raw, test_raw, public_raw, design = release_split(raw, schema, args)
+    else:
+        train_raw, test_raw, public_raw, design = benchmark_split(raw, schema, args)
+    bounds = column_bounds(train_raw, schema, bounds=args.bounds)
+    train, test = scale_frame(train_raw, schema, bounds), scale_frame(test_raw, schema, bounds)
+    public = scale_frame(public_raw, schema, bounds)
+    facts = {"dataset": schema.name, "mode": args.mode, "n_train": len(train), "n_test": len(test),
+             "n_public": len(public), "public_fraction": args.public_fraction if args.mode == "benchmark" else 0.0,
+             **design}
+    if args.bounds == "schema":
+        record = no_spend("scale", basis="per-record map with public bounds from the schema; " + design["split"],
+                          reads_private=("raw",), bounds="schema", **facts)
+    else:
+        record = PrivacySpend(stage="scale", mechanism="min-max scaling on the private rows", epsilon=None,
+                              delta=None, dp=False, reads_private=("raw",),
+                              basis="bounds: data takes min/max of the private rows, which is NOT DP",
+                              details={"bounds": "data", **facts})
+    write_parquet(train, args.train_out)
+    write_parquet(test, args.test_out)
+    if args.public_out:
+        write_parquet(public, args.public_out)
+    record.write(args.privacy_out)
+    print(f"scale: {schema.name} ({args.mode} mode) seed={args.seed}: {len(train)} private / {len(test)} test / "
+          f"{len(public)} public rows, bounds={args.bounds}")
+
+
+def benchmark_split(raw, schema, args):
+    """The experiment's split: seeded, stratified on a classification target (so it depends on the
+    private labels), with a slice of the train rows that simulates public data."""
     train_raw, test_raw = split_rows(raw, schema, test_fraction=args.test_fraction, seed=args.seed)
     if not (0 <= args.public_fraction < 1 - args.test_fraction):
         raise DpiwError(f"scale.public_fraction must be in [0, 1 - test_fraction), got {args.public_fraction}")
@@ -51,28 +97,34 @@ def main(argv: list[str] | None = None) -> None:
     if n_public and not args.public_out:
         raise DpiwError("--public-fraction > 0 needs --public-out (where the public slice goes)")
     train_raw, public_raw = split_public(train_raw, schema, n_public=n_public, seed=args.seed)
-    bounds = column_bounds(train_raw, schema, bounds=args.bounds)
-    train, test = scale_frame(train_raw, schema, bounds), scale_frame(test_raw, schema, bounds)
-    public = scale_frame(public_raw, schema, bounds)
-    public_note = {"n_public": len(public), "public_fraction": args.public_fraction,
-                   "public_rows": "declared public by the curator (scale.public_fraction), excluded from D"}
-    if args.bounds == "schema":
-        record = no_spend("scale", basis="per-record map with public bounds from the schema; the split "
-                          "is seeded and data-independent", reads_private=("raw",), n_train=len(train),
-                          n_test=len(test), bounds="schema", **public_note)
+    stratified = schema.task == "classification"
+    design = {"split": ("benchmark mode: D is the train split; the seeded train/test split"
+                        + (" and the simulated public slice are stratified on the private labels, so they depend "
+                           "on private values" if stratified else " and the simulated public slice use no values")
+                        + " - part of the experiment, never a release"),
+              "split_depends_on_private": stratified,
+              "public_rows": "simulated: rows of the private data set aside (scale.public_fraction), excluded from D"}
+    return train_raw, test_raw, public_raw, design
+
+
+def release_split(raw, schema, args):
+    """Release mode: every row is private data D; no test split; public rows only from a separate file."""
+    if args.public_fraction:
+        raise DpiwError(f"scale.public_fraction = {args.public_fraction}: release mode never declares private rows "
+                        "public; set it to 0 and, for post `calibrate`, name a file of public rows in the schema "
+                        "(source.public_path)")
+    public_raw = load_public(schema)
+    if public_raw is None:
+        public_raw = raw.iloc[:0]
     else:
-        record = PrivacySpend(stage="scale", mechanism="min-max scaling on the private rows", epsilon=None,
-                              delta=None, dp=False, reads_private=("raw",),
-                              basis="bounds: data takes min/max of the private rows, which is NOT DP",
-                              details={"n_train": len(train), "n_test": len(test), "bounds": "data",
-                                       **public_note})
-    write_parquet(train, args.train_out)
-    write_parquet(test, args.test_out)
-    if args.public_out:
-        write_parquet(public, args.public_out)
-    record.write(args.privacy_out)
-    print(f"scale: {schema.name} seed={args.seed}: {len(train)} train / {len(test)} test / {len(public)} public "
-          f"rows, bounds={args.bounds}")
+        validate_rows(public_raw, schema, out_of_bounds="clip")
+    if len(public_raw) and not args.public_out:
+        raise DpiwError("the schema names public rows (source.public_path): --public-out is required")
+    design = {"split": "release mode: every input row is in D; no test split, no rows taken out",
+              "split_depends_on_private": False,
+              "public_rows": ("none" if not len(public_raw) else
+                              f"{schema.source['public_path']}: a separate file the curator declares public")}
+    return raw, raw.iloc[:0], public_raw, design
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ kept generators and discriminators to `--models-out` (.npz, see dpiw.sdgp.gan_mo
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
@@ -15,8 +16,7 @@ from dpiw.grid import GAN_KEYS, PRIVBAYES_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import run_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
-from dpiw.seeding import rng_for
-from dpiw.stages._cli import Parser, delta_arg, positive_float, run
+from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
 
 
 def parse_args(argv):
@@ -43,6 +43,7 @@ def parse_args(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
+    add_noise_args(p)
     return p.parse_args(argv)
 
 
@@ -60,6 +61,7 @@ def sdgp_budget(args, n_train: int) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    noise = noise_from(args)
     schema = load_schema(args.schema)
     train = read_parquet(args.train, columns=schema.names)
     eps, delta = sdgp_budget(args, len(train))
@@ -78,12 +80,15 @@ def main(argv: list[str] | None = None) -> None:
     elif args.models_out:
         raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
     gen = make_sdgp(args.sdgp, **params)
+    # keyed by everything this invocation privatises (budget share, epsilon, SDGP, data digest, ...)
+    who = {**identity(args, inputs=("train", "schema"), outputs=("out", "privacy_out", "models_out")),
+           "sdgp_epsilon": eps, "sdgp_delta": delta}
     t0 = time.perf_counter()
-    gen.fit(train, schema, epsilon=eps, delta=delta, rng=rng_for(args.seed, "synthesize-fit", schema.name))
+    gen.fit(train, schema, epsilon=eps, delta=delta, rng=noise.rng("synthesize-fit", who))
     seconds = time.perf_counter() - t0
     n_synth = max(1, int(round(args.rows_factor * len(train))))
-    synth = gen.sample(n_synth, rng=rng_for(args.seed, "synthesize-sample", schema.name))
-    record = gen.privacy_
+    synth = gen.sample(n_synth, rng=noise.rng("synthesize-sample", who))
+    record = replace(gen.privacy_, seeding=noise.record())
     if is_gan:
         from dpiw.sdgp.gan_models import save_models
 
