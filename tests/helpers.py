@@ -39,3 +39,21 @@ def result_files(wd: Path) -> dict[str, bytes]:
     """Every artifact under results/ that a rerun must reproduce byte for byte (parquet and JSON)."""
     return {str(p.relative_to(wd)): p.read_bytes() for p in sorted((wd / "results").rglob("*"))
             if p.suffix in (".parquet", ".json")}
+
+
+def clone(tmp: Path) -> Path:
+    """What a user has after `git clone`: the repository with its real .gitignore. Tracked files edited
+    but not committed, and new files git does not ignore, are laid over it (a developer's run sees the
+    working tree; in CI, on a fresh clone, there are none)."""
+    sh(["git", "clone", "-q", str(ROOT), str(tmp)], ROOT.parent)
+    changed = sh(["git", "ls-files", "--modified", "--others", "--exclude-standard"], ROOT).stdout.split()
+    deleted = set(sh(["git", "ls-files", "--deleted"], ROOT).stdout.split())
+    for rel in changed:
+        if rel in deleted:
+            (tmp / rel).unlink(missing_ok=True)
+            continue
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, tmp / rel)
+    for rel in deleted:
+        (tmp / rel).unlink(missing_ok=True)
+    return tmp

@@ -161,14 +161,16 @@ def test_dvc_repro_matches_snakemake_and_reruns_only_downstream(dvc_run, snakema
     shown = sh(["dvc", "metrics", "show", "--json"], wd).stdout
     assert "summary.json" in shown and "beta_debiased" in shown and "wst" in shown
     sh(["dvc", "plots", "show", "--json"], wd)  # the declared plots (figures, runs.csv) render
-    # the artifacts round-trip through a local-directory remote: push, lose outputs and cache, pull
+    # the artifacts round-trip through a local-directory remote: push, lose outputs and cache, pull; the
+    # private splits are never pushed (push: false), so they stay where they were made
     rel = "results/toy/eps=1/seed=0/marginals/beta_debiased/calibrate+psis/log_weights.parquet"
     sh(["dvc", "remote", "add", "-d", "-f", "roundtrip", str(wd.parent / "dvc-remote")], wd)
     sh(["dvc", "push", "-q"], wd)
+    private = {p.read_bytes() for p in (wd / "results/toy/seed=0").glob("*.parquet")}
+    assert not [p for p in (wd.parent / "dvc-remote").rglob("*") if p.is_file() and p.read_bytes() in private]
     (wd / rel).unlink()
-    (wd / "results/toy/seed=0/train.parquet").unlink()
     shutil.rmtree(wd / ".dvc/cache")
-    sh(["dvc", "pull", "-q"], wd)
+    sh(["dvc", "pull", "-q"], wd, check=False)  # exit 1: the private splits are not on the remote
     assert (wd / rel).read_bytes() == (snakemake_run / rel).read_bytes()
     assert (wd / "results/toy/seed=0/train.parquet").is_file()
     assert "Running stage" not in sh(["dvc", "repro"], wd).stdout  # the pulled outputs are up to date

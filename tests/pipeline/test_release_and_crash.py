@@ -19,7 +19,7 @@ def _row_set(df: pd.DataFrame, columns) -> set[tuple]:
     return set(map(tuple, np.round(df[columns].to_numpy(dtype=float), 12)))
 
 
-def test_release_bundles_hold_only_publishable_files(snakemake_run):
+def test_benchmark_bundles_hold_only_publishable_files_and_say_not_fit_to_release(snakemake_run):
     wd = snakemake_run
     releases = sorted((wd / "results").rglob("release"))
     manifests = sorted(p for p in (wd / "results").rglob("manifest.json") if p.parent.name != "release")
@@ -33,11 +33,14 @@ def test_release_bundles_hold_only_publishable_files(snakemake_run):
             refused += 1
             why = json.loads((rel / "refused.json").read_text())
             assert why["released"] is False and why["reasons"]
-            assert not (manifest["dp"] and manifest["release"]["fit_to_release"])
+            assert not (manifest["dp"] and manifest["release"]["pareto_k_ok"])
             continue
         released += 1
-        assert files == ["manifest.json", "synthetic.parquet", "weights.parquet"], (rel, files)
-        assert manifest["dp"] and manifest["release"]["fit_to_release"]
+        # benchmark mode: the bundle is written, and marked NOT fit to release (public seeds, a split of D)
+        assert files == ["NOT_FOR_RELEASE.txt", "manifest.json", "synthetic.parquet", "weights.parquet"], (rel, files)
+        assert manifest["dp"] and manifest["mode"] == "benchmark" and not manifest["release"]["fit_to_release"]
+        assert manifest["noise_seeds"]["regenerable"] is True
+        assert "benchmark mode" in (rel / "NOT_FOR_RELEASE.txt").read_text()
         assert json.loads((rel / "manifest.json").read_text()) == manifest
         assert manifest["spent"]["epsilon"] <= manifest["budget"]["epsilon"] + 1e-9
         # no private (train) or test row appears among the released rows
@@ -56,6 +59,7 @@ def test_release_bundles_hold_only_publishable_files(snakemake_run):
         for f in rel.glob("*.*"):
             assert f.read_bytes() not in {(scale_dir / s).read_bytes() for s in ("train.parquet", "test.parquet")}
     assert released > 30 and refused >= 9  # non-DP baselines (logreg, cgan) and k-hat failures are refused
+    assert not (wd / "ledgers").exists()  # benchmark bundles never enter a dataset's lifetime ledger
 
 
 def _hook(tmp_path, target: str):

@@ -179,3 +179,53 @@ def test_run_over_budget_writes_no_manifest_and_no_release(data, root, out, tmp_
                                   "--release-out", out / "release"], root)
     assert_refused(proc, "privacy budget exceeded: the stages spend epsilon=1", out)
     assert not (out / "release").exists()
+
+
+def test_truncated_parquet(data, root, out, tmp_path):
+    """A parquet cut short (a crash during a copy, a full disk elsewhere): one line, not a pyarrow traceback."""
+    whole = (data / "synth.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(whole[: len(whole) // 2])
+    proc = cli("fit_weights", ["--real", data / "train.parquet", "--synth", tmp_path / "cut.parquet", "--schema",
+                               SCHEMA, "--method", "none", "--dataset", "toy", "--sdgp", "marginals", "--epsilon",
+                               "1", "--seed", "0", "--out", out / "lr.parquet", "--privacy-out", out / "w.json"], root)
+    assert_refused(proc, "cut.parquet: not a readable parquet file", out)
+
+
+@pytest.mark.parametrize("err, message", [
+    (28, "No space left on device (the disk is full: free space and rerun)"),
+    (30, "Read-only file system (the file system is read-only: run from a writable directory)"),
+])
+def test_full_or_read_only_disk(data, root, out, monkeypatch, capsys, err, message):
+    """The disk fails while a stage writes (simulated at the OS call: the tests run as root, for whom no
+    folder is read-only): one line naming the file, exit status 2, and no partial artifact."""
+    import errno
+    import os
+
+    from dpiw.stages import postprocess_weights
+    from dpiw.stages._cli import run
+
+    real_replace = os.replace
+
+    def failing_replace(src, dst, *a, **kw):
+        if str(dst).endswith("lw.parquet"):
+            raise OSError(err, os.strerror(err), str(dst))
+        return real_replace(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", failing_replace)
+    assert err in (errno.ENOSPC, errno.EROFS)
+    with pytest.raises(SystemExit) as exc:
+        run(postprocess_weights.main, ["--log-ratios", str(data / "lr.parquet"), "--post", "psis", "--out",
+                                       str(out / "lw.parquet"), "--privacy-out", str(out / "p.json")])
+    line = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and line.count("\n") == 0 and message in line and "lw.parquet" in line, line
+    assert not any(p for p in out.rglob("*") if p.is_file())  # the temp file went with the error
+
+
+def test_snakemake_names_the_configfile_in_a_validation_error(root, tmp_path):
+    """A bad value in `--configfile X` is reported against X (laid over params.yaml), not params.yaml."""
+    (tmp_path / "bad.yaml").write_text("grid: {epsilons: [.nan]}\n")
+    proc = subprocess.run(["snakemake", "-n", "--configfile", str(tmp_path / "bad.yaml")], cwd=root,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0
+    assert f"{tmp_path / 'bad.yaml'} over params.yaml: grid.epsilons.0 = nan: must be a finite number" in proc.stderr
+    assert "Traceback" not in proc.stderr

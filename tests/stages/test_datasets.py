@@ -164,3 +164,86 @@ def test_the_papers_datasets_run_offline(dataset, root, tmp_path):
     rec = json.loads((tmp_path / "privacy" / "scale.json").read_text())
     assert rec["details"]["n_train"] + rec["details"]["n_test"] + rec["details"]["n_public"] == {
         "banknote": 1372, "housing": 506, "digits": 1797}[dataset]
+
+
+def _with_income(user_data, tmp_path, income_text):
+    """The clinic table with an income column written as raw CSV text (``income_text(value)`` per row)."""
+    frame = user_data.frame.copy()
+    incomes = 20_000 + 1_000 * np.arange(len(frame)) % 90_000
+    schema = dict(user_data.schema)
+    schema["columns"] = [{"name": "income", "type": "numeric", "lower": 0, "upper": 1_000_000},
+                         *schema["columns"]]
+    data = tmp_path / "income.csv"
+    lines = [",".join(["income", *frame.columns])]
+    rows = zip(incomes, frame.itertuples(index=False), strict=True)
+    lines += [",".join([income_text(v), *map(str, row)]) for v, row in rows]
+    data.write_text("\n".join(lines) + "\n")
+    schema["source"] = {"kind": "file", "path": str(data)}
+    path = tmp_path / "clinic.yaml"
+    path.write_text(yaml.safe_dump(schema))
+    return path
+
+
+def test_unquoted_thousands_separator_is_refused_not_shifted(user_data, capsys, tmp_path):
+    """`76,246` unquoted in every row: pandas alone would read 246 and make the first field its index."""
+    schema = _with_income(user_data, tmp_path, lambda v: f"{v:,}")
+    with pytest.raises(SystemExit) as exc:
+        run(scale.main, _scale_args(schema, user_data.out))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "line 2 has 7 fields but the header has 6" in err and "thousands" in err, err
+    assert err.strip().count("\n") == 0 and not any(user_data.out.rglob("*"))
+    # the same file with the values quoted is read correctly
+    schema = _with_income(user_data, tmp_path, lambda v: f'"{v:,}"')
+    with pytest.raises(SystemExit):  # quoted "76,246" is text, not a number: named, not misread
+        run(scale.main, _scale_args(schema, user_data.out))
+    assert "column 'income' is declared numeric but row 0 holds '20,000'" in capsys.readouterr().err
+    schema = _with_income(user_data, tmp_path, str)
+    scale.main(_scale_args(schema, user_data.out))
+    both = pd.concat([pd.read_parquet(user_data.out / f) for f in ("train.parquet", "test.parquet", "public.parquet")])
+    assert both["income"].max() == pytest.approx(109_000 / 1_000_000)
+
+
+def test_a_unit_error_that_clips_a_column_is_refused(user_data, capsys):
+    """bmi in the wrong unit: every value above the public bound would be clipped to it (a constant column)."""
+    frame = user_data.frame.copy()
+    frame["bmi"] = frame["bmi"] * 100
+    schema = user_data(frame)
+    with pytest.raises(SystemExit) as exc:
+        run(scale.main, _scale_args(schema, user_data.out, extra=["--mode", "release", "--public-fraction", "0"]))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "100% of column 'bmi' lies outside its public bounds [12, 60]" in err, err
+    assert not any(user_data.out.rglob("*"))
+    # a few clipped values pass, and the share goes to the log (stdout), never into an artifact
+    frame = user_data.frame.copy()
+    frame.loc[:4, "bmi"] = 75.0
+    schema = user_data(frame)
+    scale.main(_scale_args(schema, user_data.out, extra=["--max-clip-fraction", "0.05"]))
+    assert "column 'bmi': 1.2% of the values clipped" in capsys.readouterr().out
+    assert "1.2%" not in (user_data.out / "privacy/scale.json").read_text()
+
+
+def test_release_mode_keeps_every_row_private_and_reads_public_rows_from_their_own_file(user_data, tmp_path, capsys):
+    frame = user_data.frame
+    schema = user_data()
+    with pytest.raises(SystemExit):  # release mode never takes private rows as public
+        run(scale.main, _scale_args(schema, user_data.out, extra=["--mode", "release"]))
+    assert "release mode never declares private rows public" in capsys.readouterr().err
+    args = [a if a != "0.1" else "0" for a in _scale_args(schema, user_data.out, extra=["--mode", "release"])]
+    scale.main(args)
+    assert len(pd.read_parquet(user_data.out / "train.parquet")) == len(frame)
+    assert len(pd.read_parquet(user_data.out / "test.parquet")) == 0
+    assert len(pd.read_parquet(user_data.out / "public.parquet")) == 0
+    record = json.loads((user_data.out / "privacy/scale.json").read_text())
+    assert record["details"]["mode"] == "release" and record["details"]["split_depends_on_private"] is False
+    # public rows come from a separate file the curator declares public
+    frame.head(30).to_csv(tmp_path / "public.csv", index=False)
+    spec = yaml.safe_load(schema.read_text())
+    spec["source"]["public_path"] = str(tmp_path / "public.csv")
+    schema.write_text(yaml.safe_dump(spec))
+    scale.main(args)
+    assert len(pd.read_parquet(user_data.out / "public.parquet")) == 30
+    assert len(pd.read_parquet(user_data.out / "train.parquet")) == len(frame)
+    # benchmark mode says that its stratified split depends on the private labels
+    scale.main(_scale_args(schema, user_data.out))
+    record = json.loads((user_data.out / "privacy/scale.json").read_text())
+    assert record["details"]["split_depends_on_private"] is True and "stratified" in record["basis"]

@@ -41,6 +41,18 @@ def test_default_params_are_valid(params, check):
     (lambda p: p["scale"].update(public_fraction=0.7), "scale.public_fraction = 0.7"),
     (lambda p: p["post"]["truncate"].update(tau=0.5), "post.truncate.tau = 0.5 is not allowed"),
     (lambda p: p["post"]["resample"].update(scheme="stratified"), "post.resample.scheme = 'stratified'"),
+    # NaN passes every JSON-schema bound (comparisons with NaN are false): refused on its own
+    (lambda p: p["grid"].update(epsilons=[float("nan")]), "grid.epsilons.0 = nan: must be a finite number"),
+    (lambda p: p["privacy"].update(dataset_epsilon=float("inf")), "privacy.dataset_epsilon = inf: must be a finite"),
+    # a typo in grid.exclude would exclude nothing, silently
+    (lambda p: p["grid"]["exclude"].append({"sdgp": "dpgna"}), "unknown sdgp 'dpgna' (did you mean 'dpgan'?)"),
+    (lambda p: p["grid"]["exclude"].append({"weights": ["none", "beta_debaised"]}),
+     "unknown weights 'beta_debaised' (did you mean 'beta_debiased'?)"),
+    (lambda p: p["grid"]["exclude"].append({"dataset": "brest"}), "unknown dataset 'brest'"),
+    (lambda p: p["grid"]["exclude"].append({"post": "psis+calibrate"}), "grid.exclude[8].post: post 'psis+calib"),
+    (lambda p: p.update(mode="publish"), "mode = 'publish' is not one of ['benchmark', 'release']"),
+    # release mode runs only what may be published
+    (lambda p: p.update(mode="release"), "mode: release, but grid lists ['logreg', 'mlp', 'gan', 'cgan']"),
 ])
 def test_bad_params_name_the_field(params, check, mutate, message):
     bad = copy.deepcopy(params)
@@ -57,3 +69,30 @@ def test_not_a_mapping(check, tmp_path):
     with pytest.raises(DpiwError, match="not valid YAML"):
         load_yaml(tmp_path / "p.yaml")
     assert yaml.safe_load("a: 1") == {"a": 1}
+
+
+def _release(p):
+    p.update(mode="release")
+    p["grid"].update(weights=["none", "beta_debiased"], sdgps=["marginals"], posts=["none"])
+    p["scale"]["public_fraction"] = 0
+    return p
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: p["scale"].update(public_fraction=0.1), "release mode never declares private rows public"),
+    (lambda p: p["grid"].update(posts=["calibrate+psis"]), "set source.public_path in"),
+    (lambda p: p["scale"].update(bounds="data"), "mode: release needs scale.bounds: schema"),
+    (lambda p: p["privacy"].update(release_noise="secret_key"), "DPIW_SECRET_KEY is not set"),
+])
+def test_release_mode_refuses_what_cannot_be_published(params, check, mutate, message, monkeypatch):
+    monkeypatch.delenv("DPIW_SECRET_KEY", raising=False)
+    good = _release(copy.deepcopy(params))
+    check(good)
+    mutate(good)
+    with pytest.raises(DpiwError) as exc:
+        check(good)
+    assert message in str(exc.value)
+    monkeypatch.setenv("DPIW_SECRET_KEY", "k")
+    keyed = _release(copy.deepcopy(params))
+    keyed["privacy"]["release_noise"] = "secret_key"
+    check(keyed)

@@ -1,0 +1,174 @@
+"""A curator's release, as the README gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
+(mode: release). Every input row is private data (no test split, no public slice), the noise comes from
+OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs agree byte for byte), the bundle is fit to
+release, and the dataset's lifetime ledger refuses a bundle past privacy.dataset_epsilon and does not
+count an identical bundle twice. Editing one row of the CSV reruns scale and everything after it."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+from helpers import clone, sh
+
+pytestmark = pytest.mark.slow
+
+CONFIG = "configs/clinic_release.yaml"
+RUN = "results/clinic/eps=1/seed=0/privbayes/beta_debiased/psis"
+
+
+def smk(wd, *extra, env=None, check=True):
+    proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", CONFIG, *extra], cwd=wd, env=env,
+                          capture_output=True, text=True, timeout=900)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def bundle(wd) -> dict[str, bytes]:
+    rel = wd / RUN / "release"
+    return {p.name: p.read_bytes() for p in sorted(rel.iterdir()) if not p.name.startswith(".")}
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    wd = clone(tmp_path_factory.mktemp("release") / "repo")
+    smk(wd)
+    return wd
+
+
+def test_release_mode_uses_every_row_and_os_entropy(released, tmp_path):
+    wd = released
+    n_rows = len(pd.read_csv(wd / "data/examples/clinic.csv"))
+    assert len(pd.read_parquet(wd / "results/clinic/seed=0/train.parquet")) == n_rows  # every row is in D
+    assert len(pd.read_parquet(wd / "results/clinic/seed=0/test.parquet")) == 0       # no test split
+    assert len(pd.read_parquet(wd / "results/clinic/seed=0/public.parquet")) == 0     # no public slice
+    files = bundle(wd)
+    assert sorted(files) == ["manifest.json", "synthetic.parquet", "weights.parquet"]
+    m = json.loads(files["manifest.json"])
+    assert m["mode"] == "release" and m["release"]["fit_to_release"] is True
+    assert m["noise_seeds"]["regenerable"] is False
+    assert set(m["noise_seeds"]["sources"].values()) == {"os_entropy"}
+    assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
+    # nothing to evaluate (no test split): no metrics, no tables
+    assert not (wd / RUN / "metrics.json").exists() and not (wd / "results/tables").exists()
+    ledger = json.loads((wd / "ledgers/clinic.json").read_text())
+    assert [r["run"] for r in ledger["releases"]] == [RUN]
+    assert ledger["total"]["epsilon"] == pytest.approx(1.0)
+    # a second clone, the same config: fresh entropy, other bytes
+    other = clone(tmp_path / "repo")
+    smk(other)
+    assert bundle(other)["synthetic.parquet"] != files["synthetic.parquet"]
+    assert bundle(other)["weights.parquet"] != files["weights.parquet"]
+
+
+def test_secret_key_gives_the_same_bytes_twice(tmp_path):
+    env = {**os.environ, "DPIW_SECRET_KEY": "a long random string the curator keeps"}
+    runs = []
+    for name in ("a", "b"):
+        wd = clone(tmp_path / name)
+        cfg = yaml.safe_load((wd / CONFIG).read_text())
+        cfg["privacy"]["release_noise"] = "secret_key"
+        (wd / CONFIG).write_text(yaml.safe_dump(cfg))
+        smk(wd, env=env)
+        runs.append(wd)
+    assert bundle(runs[0]) == bundle(runs[1])
+    m = json.loads(bundle(runs[0])["manifest.json"])
+    assert m["release"]["fit_to_release"] and set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
+    # without the key the run refuses to start, before anything is written
+    wd = clone(tmp_path / "nokey")
+    cfg = yaml.safe_load((wd / CONFIG).read_text())
+    cfg["privacy"]["release_noise"] = "secret_key"
+    (wd / CONFIG).write_text(yaml.safe_dump(cfg))
+    env.pop("DPIW_SECRET_KEY")
+    proc = smk(wd, env=env, check=False)
+    assert proc.returncode != 0 and "DPIW_SECRET_KEY is not set" in proc.stderr + proc.stdout
+    assert not (wd / "results").exists()
+
+
+def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_once(released):
+    wd = released
+    ledger_path = wd / "ledgers/clinic.json"
+    before = json.loads(ledger_path.read_text())
+    # the identical bundle again (the ledger step rerun on the same files): nothing new is counted
+    smk(wd, "--forcerun", "privacy_ledger")
+    assert json.loads(ledger_path.read_text())["total"] == before["total"]
+    assert len(json.loads(ledger_path.read_text())["releases"]) == 1
+    # epsilon 2.5 more would bring the dataset to 3.5 > privacy.dataset_epsilon = 3: refused
+    (wd / "more.yaml").write_text(yaml.safe_dump({"grid": {"epsilons": [2.5]}}))
+    proc = smk(wd, "--configfile", CONFIG, "more.yaml", check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    log = (wd / "logs/privacy_ledger/clinic_eps=2.5_seed=0_privbayes_beta_debiased_psis.log").read_text()
+    assert re.search(r"release refused: dataset 'clinic' has spent epsilon = 1 over 1 release", log), log + out
+    assert "privacy.dataset_epsilon = 3" in log
+    assert not (wd / RUN.replace("eps=1", "eps=2.5") / "release").exists()
+    assert not (wd / RUN.replace("eps=1", "eps=2.5") / "manifest.json").exists()
+    assert json.loads(ledger_path.read_text()) == json.loads(ledger_path.read_text()) and \
+        json.loads(ledger_path.read_text())["total"] == before["total"]
+
+
+def test_editing_one_row_of_the_csv_reruns_scale_and_everything_after(released, tmp_path):
+    wd = clone(tmp_path / "repo")
+    shutil.copytree(released / "results", wd / "results")
+    shutil.copytree(released / ".snakemake", wd / ".snakemake", ignore=shutil.ignore_patterns("locks", "incomplete"))
+    assert "Nothing to be done" in smk(wd, "-n").stdout
+    csv = wd / "data/examples/clinic.csv"
+    lines = csv.read_text().splitlines()
+    fields = lines[1].split(",")
+    fields[0] = str(int(float(fields[0])) + 1)  # one patient a year older
+    csv.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
+    dry = smk(wd, "-n").stdout
+    rules = set(re.findall(r"^\s*(?:local)?rule (\w+):", dry, re.M))
+    assert {"scale", "synthesize", "fit_weights", "postprocess_weights", "privacy_ledger"} <= rules, dry[-2000:]
+
+
+def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_path):
+    """Under `dvc repro` (in a git clone) the user's CSV is a dependency of scale; `dvc push` sends the
+    results but never the private splits (push: false)."""
+    import sys
+
+    from helpers import ROOT
+
+    wd = clone(tmp_path / "repo")
+    params = yaml.safe_load((wd / "params.yaml").read_text())
+    params["grid"] = {"datasets": ["clinic"], "epsilons": [1], "seeds": [0], "sdgps": ["marginals"],
+                      "weights": ["none", "beta_debiased"], "posts": ["none"], "exclude": []}
+    (wd / "params.yaml").write_text(yaml.safe_dump(params))
+    sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
+        "dvc.yaml"], wd)
+    sh(["dvc", "repro", "-q"], wd)
+    csv = wd / "data/examples/clinic.csv"
+    lines = csv.read_text().splitlines()
+    fields = lines[1].split(",")
+    fields[0] = str(int(float(fields[0])) + 1)
+    csv.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
+    status = sh(["dvc", "status", "--json"], wd).stdout
+    changed = json.loads(status)
+    assert any(name.endswith("scale-clinic-s0") for name in changed), status
+    train = wd / "results/clinic/seed=0/train.parquet"
+    old = train.read_bytes()
+    out = sh(["dvc", "repro"], wd).stdout
+    assert "scale-clinic-s0" in out and "synthesize-clinic-e1-s0-marginals-full" in out
+    assert train.read_bytes() != old
+    # push to a local remote: no object there is a private split, and no row of D appears in what is there
+    remote = tmp_path / "remote"
+    sh(["dvc", "remote", "add", "-d", "-f", "t", str(remote)], wd)
+    sh(["dvc", "push", "-q"], wd)
+    private = {p.read_bytes() for p in (wd / "results/clinic/seed=0").glob("*.parquet")}
+    rows = pd.read_parquet(train)
+    rows_set = set(map(tuple, rows.round(12).to_numpy()))
+    pushed = [p for p in remote.rglob("*") if p.is_file()]
+    assert pushed, "dvc push sent nothing"
+    for p in pushed:
+        assert p.read_bytes() not in private, p
+        try:
+            df = pd.read_parquet(p)
+        except Exception:  # not a parquet object (a model file, a directory listing)
+            continue
+        if list(df.columns) == list(rows.columns):
+            assert not rows_set & set(map(tuple, df.round(12).to_numpy())), p
