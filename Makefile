@@ -7,7 +7,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 ifneq ($(wildcard /opt/wheels),)
 export PIP_FIND_LINKS ?= /opt/wheels
 endif
-CORES ?= 8
+CORES ?= all
 
 .PHONY: install run test lint dvc-yaml clean
 

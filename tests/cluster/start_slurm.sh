@@ -3,7 +3,7 @@
 # until `sinfo` shows the node idle. Idempotent: a running cluster is left as it is.
 #   tests/cluster/start_slurm.sh          install (apt) if missing, configure, start
 #   tests/cluster/start_slurm.sh --stop   stop the daemons
-# The configuration follows ../shared/ci/slurm.conf.example: proctrack/linuxproc, task/none, no accounting
+# The configuration is a minimal single-node one: proctrack/linuxproc, task/none, no accounting
 # database (sacct then asks slurmctld, which keeps finished jobs for MinJobAge seconds).
 set -euo pipefail
 
