@@ -132,7 +132,3 @@ class Noise:
         return {"mode": self.mode, "source": self.source, "streams": list(self.streams),
                 "note": notes[self.source]}
 
-
-def regenerable(seedings: list[dict]) -> bool:
-    """Whether anyone with the config could regenerate some of the noise behind these records."""
-    return any(s.get("source") == PUBLIC_SEED for s in seedings if s.get("streams"))
