@@ -9,7 +9,7 @@ export PIP_FIND_LINKS ?= /opt/wheels
 endif
 CORES ?= all
 
-.PHONY: install run test lint dvc-yaml clean
+.PHONY: install run test lint clean
 
 install: $(VENV)/.installed
 
@@ -20,8 +20,9 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
+# the default config (params.yaml -> results/default/); CONFIG=configs/paper.yaml for another
 run: install
-	snakemake --cores $(CORES)
+	snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 
 # The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
 # are there: tests/cluster/start_slurm.sh; skipped with the reason otherwise).
@@ -32,9 +33,6 @@ test: install
 lint: install
 	ruff check src tests workflow bench
 	snakemake --lint
-
-dvc-yaml: install
-	python workflow/scripts/make_dvc_yaml.py --params params.yaml --out dvc.yaml
 
 clean:
 	rm -rf results logs benchmarks .snakemake

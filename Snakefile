@@ -1,5 +1,5 @@
 # dpiw: scale -> synthesize -> fit_weights -> postprocess_weights -> evaluate, privacy_ledger, aggregate.
-# Wiring only; the grid, paths and stage arguments live in dpiw.grid (shared with dvc.yaml).
+# Wiring only; the grid, its cells, the paths and the stage arguments live in dpiw.grid.
 configfile: "params.yaml"
 
 

@@ -46,14 +46,13 @@ def clone(tmp: Path) -> Path:
     but not committed, and new files git does not ignore, are laid over it (a developer's run sees the
     working tree; in CI, on a fresh clone, there are none)."""
     sh(["git", "clone", "-q", str(ROOT), str(tmp)], ROOT.parent)
-    changed = sh(["git", "ls-files", "--modified", "--others", "--exclude-standard"], ROOT).stdout.split()
-    deleted = set(sh(["git", "ls-files", "--deleted"], ROOT).stdout.split())
-    for rel in changed:
-        if rel in deleted:
-            (tmp / rel).unlink(missing_ok=True)
-            continue
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, tmp / rel)
+    # against HEAD: staged and unstaged edits alike; then the files git does not know and does not ignore
+    deleted = sh(["git", "diff", "HEAD", "--name-only", "--no-renames", "--diff-filter=D"], ROOT).stdout.split()
+    changed = sh(["git", "diff", "HEAD", "--name-only", "--no-renames", "--diff-filter=d"], ROOT).stdout.split()
+    changed += sh(["git", "ls-files", "--others", "--exclude-standard"], ROOT).stdout.split()
     for rel in deleted:
         (tmp / rel).unlink(missing_ok=True)
+    for rel in changed:
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, tmp / rel)
     return tmp

@@ -50,6 +50,23 @@ def _schema_error(err, params_name: str) -> DpiwError:
     return DpiwError(f"{params_name}: {where} = {err.instance!r}: {err.message}")
 
 
+def with_registry(schema: dict) -> dict:
+    """The schema with the enums of grid.sdgps, grid.weights and the post steps filled in from
+    dpiw.registry (the schema file leaves them empty: one list, not two)."""
+    import copy
+
+    from dpiw import registry
+
+    schema = copy.deepcopy(schema)
+    grid = schema["properties"]["grid"]["properties"]
+    grid["sdgps"]["items"]["enum"] = list(registry.sdgp_names())
+    grid["weights"]["items"]["enum"] = list(registry.weight_names())
+    first = "|".join(s for s in registry.POST_STEPS)
+    rest = "|".join(s for s in registry.POST_STEPS if s not in ("none", "calibrate"))
+    grid["posts"]["items"]["pattern"] = f"^({first})(\\+({rest}))*$"
+    return schema
+
+
 def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params_name: str = "params.yaml"
                     ) -> dict:
     """Raise DpiwError on the first problem; return ``params`` unchanged when valid."""
@@ -69,7 +86,7 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
                 except DpiwError as exc:
                     raise DpiwError(f"{params_name}: grid.posts[{i}]: {exc}") from None
     _check_finite_numbers(params, [], params_name)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(with_registry(schema))
     errors = sorted(validator.iter_errors(params), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
     if errors:
         raise _schema_error(errors[0], params_name)
@@ -118,11 +135,10 @@ def _check_finite_numbers(node: Any, path: list, params_name: str) -> None:
 
 def _check_exclude(params: dict, datasets: list[str], params_name: str) -> None:
     """Every value named in grid.exclude must be a known name: a typo would silently exclude nothing."""
+    from dpiw import registry
     from dpiw.postprocess import parse_post
-    from dpiw.privacy import WEIGHT_METHODS
-    from dpiw.sdgp import REGISTRY
 
-    known = {"dataset": datasets, "sdgp": sorted(REGISTRY), "weights": list(WEIGHT_METHODS)}
+    known = {"dataset": datasets, "sdgp": list(registry.sdgp_names()), "weights": list(registry.weight_names())}
     for i, rule in enumerate(params["grid"].get("exclude") or []):
         for key, values in rule.items():
             for v in values if isinstance(values, list) else [values]:

@@ -12,9 +12,9 @@ import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from dpiw import registry
 from dpiw.postprocess import parse_post
 from dpiw.privacy import (
-    CALIBRATABLE_WEIGHT_METHODS,
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
     MLP_WEIGHT_METHODS,
@@ -25,21 +25,31 @@ from dpiw.sdgp import GAN_SDGPS
 
 STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
           "aggregate")
+#: the stages that run once per cell (dataset, eps, seed, SDGP), every run of the cell in one process
+CELL_STAGES = ("synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger")
 
-SCALE_DIR = "results/{dataset}/seed={seed}"
+# Paths below are relative to a config's output folder (results/<config>, see out_dir). `private/` holds
+# what must never leave the machine (DVC: push false): the private splits, the GANs' networks, and the
+# cells' job records (they hold SHA-256 digests of the private splits).
+SCALE_DIR = "private/{dataset}/seed={seed}"
 TRAIN = SCALE_DIR + "/train.parquet"
 TEST = SCALE_DIR + "/test.parquet"
 PUBLIC = SCALE_DIR + "/public.parquet"  # the slice declared public (scale.public_fraction; may be empty)
-SCALE_PRIVACY = SCALE_DIR + "/privacy/scale.json"
-CELL = "results/{dataset}/eps={eps}/seed={seed}/{sdgp}"
+SCALE_PRIVACY = "runs/{dataset}/seed={seed}/privacy/scale.json"
+CELL_ID = "{dataset}/eps={eps}/seed={seed}/{sdgp}"
+CELL = "runs/" + CELL_ID
+PRIVATE_CELL = "private/" + CELL_ID
+#: a cell stage's record of its runs (Snakemake's output of the cell job): written last, after every run
+CELL_DONE = PRIVATE_CELL + "/{stage}.done.json"
 SYNTH = CELL + "/synth_{share}.parquet"
 SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
-MODELS = CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
+MODELS = PRIVATE_CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
 WEIGHTS_DIR = CELL + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 PUBLIC_LOG_RATIOS = WEIGHTS_DIR + "/public_log_ratios.parquet"  # the classifier's scores at the public rows
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
-RUN_DIR = WEIGHTS_DIR + "/{post}"
+RUN_ID = CELL_ID + "/{weights}/{post}"  # a run's name in manifests and random streams (no output folder)
+RUN_DIR = "runs/" + RUN_ID
 LOG_WEIGHTS = RUN_DIR + "/log_weights.parquet"
 RESAMPLED = RUN_DIR + "/resampled.parquet"  # posts ending in `resample` only
 POST_PRIVACY = RUN_DIR + "/privacy/postprocess_weights.json"
@@ -47,16 +57,40 @@ METRICS = RUN_DIR + "/metrics.json"
 EVAL_PRIVACY = RUN_DIR + "/privacy/evaluate.json"
 MANIFEST = RUN_DIR + "/manifest.json"
 RELEASE = RUN_DIR + "/release"  # what a curator may publish (dpiw.release)
-TABLE_CSV = "results/tables/metrics.csv"
-TABLE_MD = "results/tables/metrics.md"
-TABLE_RUNS = "results/tables/runs.csv"          # one row per run, every metric
-TABLE_SUMMARY = "results/tables/summary.json"   # means for `dvc metrics`
-FIG1 = "results/figures/fig1_toy_weights.png"
-FIG2 = "results/figures/fig2_bayes.png"
-REPORT = "results/report.html"
+TABLE_CSV = "tables/metrics.csv"
+TABLE_MD = "tables/metrics.md"
+TABLE_RUNS = "tables/runs.csv"          # one row per run, every metric
+SUMMARY = "summary.json"                # a few means per weight method, for `dvc metrics show`
+FIG1 = "figures/fig1_toy_weights.png"
+FIG2 = "figures/fig2_bayes.png"
+REPORT = "report.html"
+#: outside the output folder, shared by every config
 SCHEMA = "data/schemas/{dataset}.yaml"
 #: the lifetime ledger of a private dataset: every bundle released from it (release mode; dpiw.dataset_ledger)
 DATASET_LEDGER = "ledgers/{dataset}.json"
+#: the output folder of the default config (params.yaml alone)
+DEFAULT_OUT = "results/default"
+
+
+def out_dir(config: dict, configfiles=()) -> str:
+    """A config's output folder: ``out:`` if set, else results/<name of the last --configfile>, else
+    results/default. One config never writes into another's folder.
+
+    >>> out_dir({}, ["configs/paper.yaml"]), out_dir({}), out_dir({"out": "results/mine"})
+    ('results/paper', 'results/default', 'results/mine')
+    """
+    from pathlib import Path
+
+    if config.get("out"):
+        return str(config["out"]).rstrip("/")
+    files = [str(f) for f in configfiles or ()]
+    return f"results/{Path(files[-1]).stem}" if files else DEFAULT_OUT
+
+
+def under(out: str, template: str) -> str:
+    """A template inside the output folder ``out``."""
+    return f"{out}/{template}"
+
 
 Lookup = Callable[[str], object]
 
@@ -93,11 +127,12 @@ class Run:
 def valid(dataset: str, sdgp: str, weights: str, post: str = "none") -> bool:
     """`true` weights exist only for the toy data with the data-free uniform SDGP; discriminator-based
     weights only for the GAN SDGPs; `calibrate` only for weights from a classifier that scores any row."""
-    if "calibrate" in parse_post(post) and weights not in CALIBRATABLE_WEIGHT_METHODS:
+    method = registry.weight_method(weights)
+    if "calibrate" in parse_post(post) and not method.scores_any_row:
         return False
-    if weights == "true":
+    if method.applies_to == "toy_uniform":
         return dataset == "toy" and sdgp == "uniform"
-    return weights not in GAN_WEIGHT_METHODS or sdgp in GAN_SDGPS
+    return method.applies_to != "gan" or registry.sdgp(sdgp).gan
 
 
 def has_models(sdgp: str) -> bool:
@@ -149,6 +184,16 @@ def runs(config: dict) -> Iterator[Run]:
                                                 g["weights"], g["posts"]):
         if valid(d, sd, w, p) and not excluded(config, dataset=d, eps=e, seed=s, sdgp=sd, weights=w, post=p):
             yield Run(d, eps_str(e), int(s), sd, w, p)
+
+
+def lookup_in(config: dict) -> Lookup:
+    """The value at a dotted key of ``config``: lookup_in(cfg)("weights.beta.lambda")."""
+    def lookup(key: str):
+        node = config
+        for part in key.split("."):
+            node = node[part]
+        return node
+    return lookup
 
 
 def fmt(template: str, **keys) -> str:
@@ -221,7 +266,7 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
     if weights in MLP_WEIGHT_METHODS:
         for key in MLP_KEYS:
             args += [f"--mlp-{key.replace('_', '-')}", str(lookup(f"weights.mlp.{key}"))]
-    if weights in ("output_laplace", "output_gauss"):
+    if registry.weight_method(weights).family == "output":
         args += ["--output-scale-target", str(lookup("weights.output.scale_target"))]
     return args
 
@@ -235,7 +280,7 @@ def postprocess_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
         args += ["--tau", str(lookup("post.truncate.tau"))]
     if "resample" in steps:
         args += ["--resample-scheme", str(lookup("post.resample.scheme")), "--seed", str(run.seed),
-                 "--run", fmt(RUN_DIR, **run.keys()), *noise_args(lookup)]
+                 "--run", fmt(RUN_ID, **run.keys()), *noise_args(lookup)]
     return args
 
 
@@ -264,12 +309,13 @@ def figure1_runs(config: dict) -> list[Run]:
     return [r for r in toy if r.eps == eps and r.seed == seed and r.sdgp == sdgp]
 
 
-def figures_args(config: dict) -> list[str]:
+def figures_args(config: dict, out: str) -> list[str]:
     """The Figure 1 panels as stage arguments (paths only; the runs come from the grid)."""
     args: list[str] = []
     fig1 = figure1_runs(config)
     for r in fig1:
-        args += ["--toy-panel", r.weights, fmt(SYNTH, **r.keys()), fmt(LOG_WEIGHTS, **r.keys())]
+        args += ["--toy-panel", r.weights, fmt(under(out, SYNTH), **r.keys()),
+                 fmt(under(out, LOG_WEIGHTS), **r.keys())]
     if fig1:
         r = fig1[0]
         args += ["--toy-title", f"toy data, {r.sdgp} SDGP, eps = {r.eps}, seed {r.seed}, post none"]
@@ -286,3 +332,110 @@ def compares_to_logreg(run: Run, cells: set[tuple]) -> bool:
     rows (the split share) and logreg in the grid."""
     return (run.share == "split" and run.weights != "logreg"
             and (run.dataset, run.eps, run.seed, run.sdgp) in cells)
+
+
+# --- cells: one job per (dataset, eps, seed, SDGP) and stage, every run of the cell in one process ------
+
+@dataclass(frozen=True)
+class Cell:
+    dataset: str
+    eps: str
+    seed: int
+    sdgp: str
+
+    def keys(self) -> dict:
+        return {"dataset": self.dataset, "eps": self.eps, "seed": self.seed, "sdgp": self.sdgp}
+
+
+def parse_cell(text: str) -> Cell:
+    """The cell of a path-like id: 'toy/eps=1/seed=0/marginals'."""
+    try:
+        dataset, eps, seed, sdgp = text.strip("/").split("/")
+        return Cell(dataset, eps.removeprefix("eps="), int(seed.removeprefix("seed=")), sdgp)
+    except ValueError:
+        raise ValueError(f"not a cell id (dataset/eps=E/seed=S/sdgp): {text!r}") from None
+
+
+def cells(config: dict) -> dict[Cell, list[Run]]:
+    """The grid's runs by cell, in grid order."""
+    out: dict[Cell, list[Run]] = {}
+    for r in runs(config):
+        out.setdefault(Cell(r.dataset, r.eps, r.seed, r.sdgp), []).append(r)
+    return out
+
+
+def _task(name: str, argv: list, inputs: list[str], outputs: list[str]) -> dict:
+    """One stage invocation inside a cell job (dpiw.stages.cell): its flags, and the files it reads and
+    writes (the cell job reruns it only when the flags or the bytes of an input changed)."""
+    return {"name": name, "argv": [str(a) for a in argv], "inputs": inputs, "outputs": outputs}
+
+
+def cell_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, cell_runs: list[Run],
+               logreg: set[tuple] | None = None) -> list[dict]:
+    """The stage invocations of one cell job, with every path under the output folder ``out``."""
+    def path(template, **keys):
+        return fmt(under(out, template), **{**cell.keys(), **keys})
+
+    train, test, public, schema = path(TRAIN), path(TEST), path(PUBLIC), fmt(SCHEMA, dataset=cell.dataset)
+    tasks = []
+    if stage == "synthesize":
+        for share in sorted({r.share for r in cell_runs}):
+            outs = {"--out": path(SYNTH, share=share), "--privacy-out": path(SYNTH_PRIVACY, share=share)}
+            if has_models(cell.sdgp):
+                outs["--models-out"] = path(MODELS, share=share)
+            argv = ["--train", train, "--schema", schema,
+                    *synthesize_args(config, lookup, sdgp=cell.sdgp, eps=cell.eps, seed=cell.seed, share=share),
+                    *[x for kv in outs.items() for x in kv]]
+            tasks.append(_task(share, argv, [train, schema], list(outs.values())))
+        return tasks
+    if stage == "fit_weights":
+        for weights in dict.fromkeys(r.weights for r in cell_runs):
+            r = next(r for r in cell_runs if r.weights == weights)
+            synth = path(SYNTH, share=r.share)
+            ins = [train, synth, public, schema]
+            argv = ["--real", train, "--synth", synth, "--public", public, "--schema", schema,
+                    *fit_weights_args(config, lookup, dataset=cell.dataset, sdgp=cell.sdgp, weights=weights,
+                                      eps=cell.eps, seed=cell.seed)]
+            if needs_models(weights):
+                ins.append(path(MODELS, share=r.share))
+                argv += ["--models", ins[-1]]
+            outs = [path(LOG_RATIOS, weights=weights), path(PUBLIC_LOG_RATIOS, weights=weights),
+                    path(WEIGHTS_PRIVACY, weights=weights)]
+            argv += ["--out", outs[0], "--public-out", outs[1], "--privacy-out", outs[2]]
+            tasks.append(_task(weights, argv, ins, outs))
+        return tasks
+    for r in cell_runs:
+        k = r.keys()
+        name = f"{r.weights}/{r.post}"
+        if stage == "postprocess_weights":
+            ins = [path(LOG_RATIOS, **k)]
+            argv = ["--log-ratios", ins[0]]
+            if calibrates(r.post):
+                ins.append(path(PUBLIC_LOG_RATIOS, **k))
+                argv += ["--public-log-ratios", ins[-1]]
+            argv += postprocess_args(config, lookup, run=r)
+            outs = [path(LOG_WEIGHTS, **k), path(POST_PRIVACY, **k)]
+            if resamples(r.post):
+                ins.append(path(SYNTH, **k))
+                outs.append(path(RESAMPLED, **k))
+                argv += ["--synth", ins[-1], "--resampled-out", outs[-1]]
+            argv += ["--out", outs[0], "--privacy-out", outs[1]]
+        elif stage == "evaluate":
+            ins = [path(SYNTH, **k), path(LOG_WEIGHTS, **k), test, schema]
+            argv = ["--synth", ins[0], "--log-weights", ins[1], "--test", test, "--schema", schema]
+            if logreg is not None and compares_to_logreg(r, logreg):
+                ins.append(path(LOG_RATIOS, **{**k, "weights": "logreg"}))
+                argv += ["--reference-log-ratios", ins[-1]]
+            outs = [path(METRICS, **k), path(EVAL_PRIVACY, **k)]
+            argv += [*evaluate_args(config, lookup, run=r), "--out", outs[0], "--privacy-out", outs[1]]
+        elif stage == "privacy_ledger":
+            records = [path(SCALE_PRIVACY, **k), path(SYNTH_PRIVACY, **k), path(WEIGHTS_PRIVACY, **k),
+                       path(POST_PRIVACY, **k)]
+            ins = [*records, path(SYNTH, **k), path(LOG_WEIGHTS, **k)]
+            outs = [path(MANIFEST, **k), path(RELEASE, **k)]
+            argv = ["--records", *records, *ledger_args(config, lookup, run=r), "--run", fmt(RUN_ID, **k),
+                    "--out", outs[0], "--synth", ins[-2], "--log-weights", ins[-1], "--release-out", outs[1]]
+        else:
+            raise ValueError(f"not a cell stage: {stage}")
+        tasks.append(_task(name, argv, ins, outs))
+    return tasks

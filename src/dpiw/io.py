@@ -1,7 +1,8 @@
 """Atomic artifact writers and checked readers.
 
 Every artifact is written to a temporary file in the target directory and renamed into place, so a
-crash mid-write leaves either the old file or none, never a truncated one.
+crash mid-write leaves either the old file or none, never a truncated one. A file whose new bytes equal
+its old ones is left as it was (same modification time), so that what reads it need not run again.
 """
 
 from __future__ import annotations
@@ -46,11 +47,20 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        if _same_bytes(Path(tmp), path):
+            Path(tmp).unlink()
+            return
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         os.replace(tmp, path)  # same directory, so the rename is atomic
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _same_bytes(new: Path, old: Path) -> bool:
+    if not old.is_file() or old.stat().st_size != new.stat().st_size:
+        return False
+    return new.read_bytes() == old.read_bytes()
 
 
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:

@@ -13,29 +13,25 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpiw import DpiwError
+from dpiw import DpiwError, registry
 from dpiw.io import read_json, write_json
 
-#: Weight methods that need a budget of their own (the SDGP then gets the rest).
-#: ``logreg`` is the non-private twin of ``beta_*``: it uses the same split so that both weight the
-#: same synthetic data, as in the paper.
-#: ``pgb`` reads the private rows again (its exponential mechanisms) and so spends its own share too.
-#: Weight methods that need the L2 logistic regression's parameters (weights.beta).
-LOGISTIC_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss",
-                                     "output_laplace", "output_gauss"})
-#: The MLP classifier weights (weights.mlp); ``mlp`` is dp_mlp's non-private twin.
-MLP_WEIGHT_METHODS = frozenset({"mlp", "dp_mlp"})
-WEIGHT_METHODS_WITH_OWN_BUDGET = LOGISTIC_WEIGHT_METHODS | MLP_WEIGHT_METHODS | {"pgb"}
-#: Weight methods that reuse a GAN's kept discriminators (GAN SDGPs only).
-GAN_WEIGHT_METHODS = ("discriminator", "pgb", "drs")
-#: Weight methods whose fitted (DP) classifier scores any row, so that post `calibrate` can score the
-#: public slice; output perturbation (noise per synthetic row), pgb and drs cannot.
-CALIBRATABLE_WEIGHT_METHODS = frozenset({"logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "mlp",
-                                         "dp_mlp", "discriminator"})
-#: Weight methods that are not differentially private (benchmark references; never released).
-NON_DP_WEIGHT_METHODS = ("logreg", "mlp")
-WEIGHT_METHODS = ("none", "true", "logreg", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace",
-                  "output_gauss", "mlp", "dp_mlp", *GAN_WEIGHT_METHODS)
+# The weight methods' privacy classes, from the registry (dpiw.registry).
+#: every weight method, in table order
+WEIGHT_METHODS = registry.weight_names()
+#: those that need the L2 logistic regression's parameters (weights.beta)
+LOGISTIC_WEIGHT_METHODS = frozenset(registry.weight_names(family="logistic") + registry.weight_names(family="output"))
+#: the MLP classifier weights (weights.mlp); ``mlp`` is dp_mlp's non-private twin
+MLP_WEIGHT_METHODS = frozenset(registry.weight_names(family="mlp"))
+#: those that spend a share of the run's epsilon of their own (the SDGP then gets the rest). ``logreg``
+#: and ``mlp``, the non-private twins, use the same split so that they weight the same synthetic rows.
+WEIGHT_METHODS_WITH_OWN_BUDGET = frozenset(registry.weight_names(own_budget=True))
+#: those that reuse a GAN's kept discriminators (GAN SDGPs only)
+GAN_WEIGHT_METHODS = registry.weight_names(applies_to="gan")
+#: those whose fitted classifier scores any row, so that post `calibrate` can score the public slice
+CALIBRATABLE_WEIGHT_METHODS = frozenset(registry.weight_names(scores_any_row=True))
+#: those that are not differentially private (benchmark references; never released)
+NON_DP_WEIGHT_METHODS = registry.weight_names(dp=False)
 
 
 @dataclass(frozen=True)

@@ -47,4 +47,4 @@ def test_tiny_grid_through_slurm_equals_local_run(slurm, snakemake_run, tmp_path
     assert sorted(cluster) == sorted(local)
     differ = [rel for rel in local if cluster[rel] != local[rel]]
     assert not differ, differ[:20]
-    assert (wd / "results/report.html").is_file()
+    assert (wd / "results/default/report.html").is_file()

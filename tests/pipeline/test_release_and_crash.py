@@ -12,7 +12,9 @@ from helpers import sh, workdir
 
 pytestmark = pytest.mark.slow
 
-RUN = "results/toy/eps=1/seed=0/marginals/beta_debiased/calibrate+psis"
+OUT = "results/default"
+CELL = "toy/eps=1/seed=0/marginals"
+RUN = f"{OUT}/runs/{CELL}/beta_debiased/calibrate+psis"
 
 
 def _row_set(df: pd.DataFrame, columns) -> set[tuple]:
@@ -21,14 +23,14 @@ def _row_set(df: pd.DataFrame, columns) -> set[tuple]:
 
 def test_benchmark_bundles_hold_only_publishable_files_and_say_not_fit_to_release(snakemake_run):
     wd = snakemake_run
-    releases = sorted((wd / "results").rglob("release"))
-    manifests = sorted(p for p in (wd / "results").rglob("manifest.json") if p.parent.name != "release")
+    releases = sorted((wd / OUT / "runs").rglob("release"))
+    manifests = sorted(p for p in (wd / OUT / "runs").rglob("manifest.json") if p.parent.name != "release")
     assert len(releases) == len(manifests) == 59
     released = refused = 0
     for rel in releases:
         run_dir = rel.parent
         manifest = json.loads((run_dir / "manifest.json").read_text())
-        files = sorted(p.name for p in rel.iterdir() if p.name != ".snakemake_timestamp")  # Snakemake's marker
+        files = sorted(p.name for p in rel.iterdir())
         if files == ["refused.json"]:
             refused += 1
             why = json.loads((rel / "refused.json").read_text())
@@ -45,7 +47,7 @@ def test_benchmark_bundles_hold_only_publishable_files_and_say_not_fit_to_releas
         assert manifest["spent"]["epsilon"] <= manifest["budget"]["epsilon"] + 1e-9
         # no private (train) or test row appears among the released rows
         dataset, seed = run_dir.parts[-6], run_dir.parts[-4]
-        scale_dir = wd / "results" / dataset / seed
+        scale_dir = wd / OUT / "private" / dataset / seed
         synth = pd.read_parquet(rel / "synthetic.parquet")
         weights = pd.read_parquet(rel / "weights.parquet")
         assert len(weights) == len(synth) and weights["weight"].mean() == pytest.approx(1.0)
@@ -83,7 +85,7 @@ os.replace = replace
 def test_sigkill_mid_write_then_rerun_gives_the_same_bytes(snakemake_run, tmp_path):
     (tmp_path / "wd").mkdir()
     wd = workdir(tmp_path / "wd")
-    target = f"{RUN}/manifest.json"
+    target = f"{OUT}/private/{CELL}/privacy_ledger.done.json"  # the cell's ledger job
     env = _hook(tmp_path, "beta_debiased/calibrate+psis/log_weights.parquet")
     proc = subprocess.run(["snakemake", "--cores", "2", target], cwd=wd, env=env, capture_output=True, text=True,
                           timeout=900)

@@ -18,7 +18,9 @@ from helpers import clone, sh
 pytestmark = pytest.mark.slow
 
 CONFIG = "configs/clinic_release.yaml"
-RUN = "results/clinic/eps=1/seed=0/privbayes/beta_debiased/psis"
+OUT = "results/clinic_release"  # a config's outputs: results/<config name>
+RUN_ID = "clinic/eps=1/seed=0/privbayes/beta_debiased/psis"
+RUN = f"{OUT}/runs/{RUN_ID}"
 
 
 def smk(wd, *extra, env=None, check=True):
@@ -44,9 +46,9 @@ def released(tmp_path_factory):
 def test_release_mode_uses_every_row_and_os_entropy(released, tmp_path):
     wd = released
     n_rows = len(pd.read_csv(wd / "data/examples/clinic.csv"))
-    assert len(pd.read_parquet(wd / "results/clinic/seed=0/train.parquet")) == n_rows  # every row is in D
-    assert len(pd.read_parquet(wd / "results/clinic/seed=0/test.parquet")) == 0       # no test split
-    assert len(pd.read_parquet(wd / "results/clinic/seed=0/public.parquet")) == 0     # no public slice
+    assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/train.parquet")) == n_rows  # every row is in D
+    assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/test.parquet")) == 0       # no test split
+    assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/public.parquet")) == 0     # no public slice
     files = bundle(wd)
     assert sorted(files) == ["manifest.json", "synthetic.parquet", "weights.parquet"]
     m = json.loads(files["manifest.json"])
@@ -55,9 +57,9 @@ def test_release_mode_uses_every_row_and_os_entropy(released, tmp_path):
     assert set(m["noise_seeds"]["sources"].values()) == {"os_entropy"}
     assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
     # nothing to evaluate (no test split): no metrics, no tables
-    assert not (wd / RUN / "metrics.json").exists() and not (wd / "results/tables").exists()
+    assert not (wd / RUN / "metrics.json").exists() and not (wd / OUT / "tables").exists()
     ledger = json.loads((wd / "ledgers/clinic.json").read_text())
-    assert [r["run"] for r in ledger["releases"]] == [RUN]
+    assert [r["run"] for r in ledger["releases"]] == [RUN_ID]
     assert ledger["total"]["epsilon"] == pytest.approx(1.0)
     # a second clone, the same config: fresh entropy, other bytes
     other = clone(tmp_path / "repo")
@@ -94,20 +96,26 @@ def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_onc
     wd = released
     ledger_path = wd / "ledgers/clinic.json"
     before = json.loads(ledger_path.read_text())
-    # the identical bundle again (the ledger step rerun on the same files): nothing new is counted
+    # the identical bundle again (the ledger step rerun on the same files, its job records gone so that
+    # the cell job cannot skip it): nothing new is counted
+    shutil.rmtree(wd / OUT / "private/clinic/eps=1/seed=0/privbayes/privacy_ledger.keys")
     smk(wd, "--forcerun", "privacy_ledger")
+    assert "[1/1] privacy_ledger beta_debiased/psis\n" in (
+        wd / "logs/clinic_release/privacy_ledger/clinic_eps=1_seed=0_privbayes.log").read_text()
     assert json.loads(ledger_path.read_text())["total"] == before["total"]
     assert len(json.loads(ledger_path.read_text())["releases"]) == 1
-    # epsilon 2.5 more would bring the dataset to 3.5 > privacy.dataset_epsilon = 3: refused
+    # epsilon 2.5 more would bring the dataset to 3.5 > privacy.dataset_epsilon = 3: refused, though this
+    # config writes into its own folder (results/more): the ledger is the dataset's, over every config
     (wd / "more.yaml").write_text(yaml.safe_dump({"grid": {"epsilons": [2.5]}}))
     proc = smk(wd, "--configfile", CONFIG, "more.yaml", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    log = (wd / "logs/privacy_ledger/clinic_eps=2.5_seed=0_privbayes_beta_debiased_psis.log").read_text()
+    log = (wd / "logs/more/privacy_ledger/clinic_eps=2.5_seed=0_privbayes.log").read_text()
     assert re.search(r"release refused: dataset 'clinic' has spent epsilon = 1 over 1 release", log), log + out
     assert "privacy.dataset_epsilon = 3" in log
-    assert not (wd / RUN.replace("eps=1", "eps=2.5") / "release").exists()
-    assert not (wd / RUN.replace("eps=1", "eps=2.5") / "manifest.json").exists()
+    refused = wd / "results/more/runs" / RUN_ID.replace("eps=1", "eps=2.5")
+    assert (refused / "log_weights.parquet").is_file()  # the run got as far as its ledger step
+    assert not (refused / "release").exists() and not (refused / "manifest.json").exists()
     assert json.loads(ledger_path.read_text()) == json.loads(ledger_path.read_text()) and \
         json.loads(ledger_path.read_text())["total"] == before["total"]
 
@@ -128,19 +136,13 @@ def test_editing_one_row_of_the_csv_reruns_scale_and_everything_after(released, 
 
 
 def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_path):
-    """Under `dvc repro` (in a git clone) the user's CSV is a dependency of scale; `dvc push` sends the
-    results but never the private splits (push: false)."""
-    import sys
-
-    from helpers import ROOT
-
+    """Under `dvc repro` (in a git clone) the user's CSV is a dependency of the workflow and of scale;
+    `dvc push` sends the results but never the private folder (push: false)."""
     wd = clone(tmp_path / "repo")
     params = yaml.safe_load((wd / "params.yaml").read_text())
     params["grid"] = {"datasets": ["clinic"], "epsilons": [1], "seeds": [0], "sdgps": ["marginals"],
                       "weights": ["none", "beta_debiased"], "posts": ["none"], "exclude": []}
     (wd / "params.yaml").write_text(yaml.safe_dump(params))
-    sh([sys.executable, str(ROOT / "workflow/scripts/make_dvc_yaml.py"), "--params", "params.yaml", "--out",
-        "dvc.yaml"], wd)
     sh(["dvc", "repro", "-q"], wd)
     csv = wd / "data/examples/clinic.csv"
     lines = csv.read_text().splitlines()
@@ -148,18 +150,18 @@ def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_pat
     fields[0] = str(int(float(fields[0])) + 1)
     csv.write_text("\n".join([lines[0], ",".join(fields), *lines[2:]]) + "\n")
     status = sh(["dvc", "status", "--json"], wd).stdout
-    changed = json.loads(status)
-    assert any(name.endswith("scale-clinic-s0") for name in changed), status
-    train = wd / "results/clinic/seed=0/train.parquet"
+    assert "data/examples/clinic.csv" in status or "data" in json.loads(status).get("workflow", [{}])[0].get(
+        "changed deps", {}), status
+    train = wd / "results/default/private/clinic/seed=0/train.parquet"
     old = train.read_bytes()
-    out = sh(["dvc", "repro"], wd).stdout
-    assert "scale-clinic-s0" in out and "synthesize-clinic-e1-s0-marginals-full" in out
+    sh(["dvc", "repro"], wd)
     assert train.read_bytes() != old
+    assert "] synthesize full\n" in (wd / "logs/default/synthesize/clinic_eps=1_seed=0_marginals.log").read_text()
     # push to a local remote: no object there is a private split, and no row of D appears in what is there
     remote = tmp_path / "remote"
     sh(["dvc", "remote", "add", "-d", "-f", "t", str(remote)], wd)
     sh(["dvc", "push", "-q"], wd)
-    private = {p.read_bytes() for p in (wd / "results/clinic/seed=0").glob("*.parquet")}
+    private = {p.read_bytes() for p in (wd / "results/default/private").rglob("*.parquet")}
     rows = pd.read_parquet(train)
     rows_set = set(map(tuple, rows.round(12).to_numpy()))
     pushed = [p for p in remote.rglob("*") if p.is_file()]

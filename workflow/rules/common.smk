@@ -1,4 +1,6 @@
-# Validation, wildcard constraints and input functions; no rules.
+# Validation, the grid's cells, output paths and input functions; no rules.
+import hashlib
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -6,11 +8,6 @@ from pathlib import Path
 from dpiw import DpiwError
 from dpiw import grid as G
 from dpiw.config import load_yaml, validate_params
-from dpiw.grid import (EVAL_PRIVACY, FIG1, FIG2, LOG_RATIOS, LOG_WEIGHTS, MANIFEST, METRICS, MODELS, POST_PRIVACY,
-                       RELEASE,
-                       PUBLIC, PUBLIC_LOG_RATIOS, REPORT, RESAMPLED, SCALE_PRIVACY, SCHEMA, SYNTH, SYNTH_PRIVACY, TABLE_CSV,
-                       TABLE_MD, TABLE_RUNS, TABLE_SUMMARY, TEST, TRAIN, WEIGHTS_PRIVACY)
-from dpiw.sdgp import GAN_SDGPS, REGISTRY
 
 # errors name the file the user edited: params.yaml, or the --configfile laid over it
 PARAMS_NAME = " over ".join([*map(str, workflow.overwrite_configfiles or []), "params.yaml"])
@@ -26,91 +23,79 @@ wildcard_constraints:
     eps=r"[0-9][0-9.e+-]*",
     seed=r"\d+",
     sdgp=r"[a-z][a-z0-9_]*",
-    share=r"full|split",
-    weights=r"[a-z][a-z0-9_]*",
-    post=r"[a-z][a-z0-9_]*(\+[a-z][a-z0-9_]*)*",
 
 
-GAN_SDGP_RE = "|".join(GAN_SDGPS)
-RESAMPLE_POST_RE = r"([a-z][a-z0-9_]*\+)*resample"
-NO_RESAMPLE_POST_RE = r"(?![a-z0-9_+]*resample(?:/|$))[a-z][a-z0-9_]*(\+[a-z][a-z0-9_]*)*"
-NON_GAN_SDGP_RE = "|".join(s for s in REGISTRY if s not in GAN_SDGPS)
+# every output of this config goes under OUT (results/<config>): one config never overwrites another's
+OUT = G.out_dir(config, workflow.overwrite_configfiles)
+LOGS = "logs/" + OUT.removeprefix("results/")
+RUNS = list(G.runs(config))
+CELLS = G.cells(config)
+CELL_OF = {(c.dataset, c.eps, str(c.seed), c.sdgp): c for c in CELLS}
+LOGREG_CELLS = G.logreg_cells(config)
+RELEASE_MODE = config["mode"] == "release"
 
 
-def value(key):
-    """params.yaml value at a dotted key."""
-    node = config
-    for part in key.split("."):
-        node = node[part]
-    return node
+def out(template):
+    """A path template under this config's output folder."""
+    return G.under(OUT, template)
+
+
+value = G.lookup_in(config)  # params.yaml value at a dotted key
 
 
 def cli(args):
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
-RUNS = list(G.runs(config))
-LOGREG_CELLS = G.logreg_cells(config)
+def done(stage, cell=None):
+    """The record a cell job writes last (its Snakemake output): one cell's, or with ``cell`` a
+    wildcard pattern."""
+    keys = cell.keys() if cell else {"dataset": "{dataset}", "eps": "{eps}", "seed": "{seed}", "sdgp": "{sdgp}"}
+    return G.fmt(out(G.CELL_DONE), **keys, stage=stage)
 
 
-def run_of(wc):
-    return G.Run(wc.dataset, wc.eps, int(wc.seed), wc.sdgp, wc.weights, wc.post)
+def all_done(stage):
+    return [done(stage, c) for c in CELLS]
 
 
-def synth_for(wc):
-    return G.fmt(SYNTH, dataset=wc.dataset, eps=wc.eps, seed=wc.seed, sdgp=wc.sdgp,
-                 share=G.budget_share(wc.weights))
+def cell_of(wc):
+    return CELL_OF[(wc.dataset, wc.eps, wc.seed, wc.sdgp)]
 
 
-def models_for(wc):
-    """The GAN's model file for the weight methods that reuse its discriminators, else nothing."""
-    if not G.needs_models(wc.weights):
-        return []
-    return G.fmt(MODELS, dataset=wc.dataset, eps=wc.eps, seed=wc.seed, sdgp=wc.sdgp,
-                 share=G.budget_share(wc.weights))
-
-
-def public_scores_for(wc):
-    """The weight classifier's scores at the public rows, for post chains that calibrate."""
-    if not G.calibrates(wc.post):
-        return []
-    return G.fmt(PUBLIC_LOG_RATIOS, **run_of(wc).keys())
+def tasks(stage):
+    """A digest of the cell job's runs (their flags and paths): a Snakemake param, so that an edited value
+    reruns the cells it reaches (and inside them, dpiw.stages.cell recomputes only the runs it changed)."""
+    def get(wc):
+        cell = cell_of(wc)
+        runs = G.cell_tasks(config, value, OUT, stage, cell, CELLS[cell], LOGREG_CELLS)
+        return hashlib.sha256(json.dumps(runs).encode()).hexdigest()[:16]
+    return get
 
 
 def effective_config():
-    """This run's config as a file, for the nested `snakemake --report` (rule report)."""
+    """This run's config (params.yaml with any --configfile/--config laid over it) as a file in its output
+    folder: the cell jobs and the nested `snakemake --report` read it. Written only when it changed."""
     import yaml
 
-    path = Path(".snakemake/dpiw_effective_config.yaml")
-    path.parent.mkdir(exist_ok=True)
-    text = yaml.safe_dump(config, sort_keys=True)
+    path = Path(OUT) / "config.yaml"
+    text = "# written by the workflow: the config this folder's results come from\n" + yaml.safe_dump(
+        {**config, "out": OUT}, sort_keys=True)
     if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return str(path)
 
 
-def reference_for(wc):
-    """The cell's non-private logreg log ratios, where evaluate compares the run's weights with them."""
-    run = run_of(wc)
-    if not G.compares_to_logreg(run, LOGREG_CELLS):
-        return []
-    return G.fmt(LOG_RATIOS, **{**run.keys(), "weights": "logreg"})
-
-
-RELEASE_MODE = config["mode"] == "release"
+CONFIG_FILE = effective_config()
 
 
 def run_targets():
-    """What `all` asks for: every run's manifest and release, the resampled rows where made, and (benchmark
-    mode: there is a test split) its metrics, the tables, figures and report."""
-    out = [] if RELEASE_MODE else [TABLE_CSV, TABLE_MD, TABLE_SUMMARY, FIG1, FIG2, REPORT]
-    for r in RUNS:
-        out += [G.fmt(MANIFEST, **r.keys()), G.fmt(RELEASE, **r.keys())]
-        if not RELEASE_MODE:
-            out.append(G.fmt(METRICS, **r.keys()))
-        if G.resamples(r.post):
-            out.append(G.fmt(RESAMPLED, **r.keys()))
-    return out
+    """What `all` asks for: every cell's ledger (manifests and release bundles) and, in benchmark mode
+    (there is a test split), the evaluation, tables, figures and report."""
+    if RELEASE_MODE:
+        return all_done("privacy_ledger")
+    return [*all_done("privacy_ledger"), *all_done("evaluate"), out(G.TABLE_CSV), out(G.TABLE_MD),
+            out(G.SUMMARY), out(G.FIG1), out(G.FIG2), out(G.REPORT)]
 
 
 def data_inputs(wc):
@@ -118,9 +103,13 @@ def data_inputs(wc):
     from dpiw.data import load_schema
     from dpiw.data.datasets import data_files
 
-    return data_files(load_schema(G.fmt(SCHEMA, dataset=wc.dataset)))
+    return data_files(load_schema(G.fmt(G.SCHEMA, dataset=wc.dataset)))
 
 
-def run_records(wc):
-    keys = run_of(wc).keys()
-    return [G.fmt(p, **keys) for p in (SCALE_PRIVACY, SYNTH_PRIVACY, WEIGHTS_PRIVACY, POST_PRIVACY)]
+def cell_log(stage):
+    return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_seed={{seed}}_{{sdgp}}.log"
+
+
+CELL_SHELL = ("python -m dpiw.stages.cell --stage {rule} --config {params.config:q}"
+              " --cell {wildcards.dataset}/eps={wildcards.eps}/seed={wildcards.seed}/{wildcards.sdgp}"
+              " --done {output.done} > {log} 2>&1")

@@ -1,58 +1,57 @@
+# One evaluate job per cell; then the tables, figures and report over the whole grid.
 rule evaluate:
     input:
-        synth=synth_for,
-        log_weights=LOG_WEIGHTS,
-        test=TEST,
-        schema=SCHEMA,
-        reference=reference_for,
+        postprocessed=done("postprocess_weights"),
+        fitted=done("fit_weights"),  # logreg's log ratios, where a run is compared with them
+        synthesized=done("synthesize"),
+        test=out(G.TEST),
+        schema=G.SCHEMA,
     output:
-        metrics=METRICS,
-        privacy=EVAL_PRIVACY,
+        done=done("evaluate"),
     params:
-        args=lambda wc: cli(G.evaluate_args(config, value, run=run_of(wc))),
-        reference=lambda wc, input: cli(["--reference-log-ratios", input.reference]) if input.reference else "",
+        tasks=tasks("evaluate"),
+        config=CONFIG_FILE,
     group:
-        "run"
+        "cell"
     log:
-        "logs/evaluate/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+        cell_log("evaluate"),
     conda:
         "../envs/dpiw.yaml"
     shell:
-        "python -m dpiw.stages.evaluate --synth {input.synth} --log-weights {input.log_weights}"
-        " --test {input.test} --schema {input.schema} {params.reference} {params.args}"
-        " --out {output.metrics} --privacy-out {output.privacy} > {log} 2>&1"
+        CELL_SHELL
 
 
 rule aggregate:
     input:
-        metrics=[G.fmt(METRICS, **r.keys()) for r in RUNS],
-        manifests=[G.fmt(MANIFEST, **r.keys()) for r in RUNS],
+        evaluated=all_done("evaluate"),
+        ledgers=all_done("privacy_ledger"),
     output:
-        csv=report(TABLE_CSV, caption="../report/tables.rst", category="Tables"),
-        md=TABLE_MD,
-        runs=report(TABLE_RUNS, caption="../report/tables.rst", category="Tables"),
-        summary=TABLE_SUMMARY,
+        csv=report(out(G.TABLE_CSV), caption="../report/tables.rst", category="Tables"),
+        md=out(G.TABLE_MD),
+        runs=report(out(G.TABLE_RUNS), caption="../report/tables.rst", category="Tables"),
+        summary=out(G.SUMMARY),
     log:
-        "logs/aggregate/aggregate.log",
+        f"{LOGS}/aggregate.log",
     conda:
         "../envs/dpiw.yaml"
     shell:
-        "python -m dpiw.stages.aggregate --metrics {input.metrics} --manifests {input.manifests}"
+        "python -m dpiw.stages.aggregate --evaluated {input.evaluated} --ledgers {input.ledgers}"
         " --out-csv {output.csv} --out-md {output.md} --out-runs {output.runs} --out-summary {output.summary}"
         " > {log} 2>&1"
 
 
 rule figures:
     input:
-        runs=TABLE_RUNS,
-        toy=[p for r in G.figure1_runs(config) for p in (G.fmt(SYNTH, **r.keys()), G.fmt(LOG_WEIGHTS, **r.keys()))],
+        runs=out(G.TABLE_RUNS),
+        toy=[done("postprocess_weights", c) for c in dict.fromkeys(
+            CELL_OF[(r.dataset, r.eps, str(r.seed), r.sdgp)] for r in G.figure1_runs(config))],
     output:
-        fig1=report(FIG1, caption="../report/fig1.rst", category="Figures"),
-        fig2=report(FIG2, caption="../report/fig2.rst", category="Figures"),
+        fig1=report(out(G.FIG1), caption="../report/fig1.rst", category="Figures"),
+        fig2=report(out(G.FIG2), caption="../report/fig2.rst", category="Figures"),
     params:
-        args=cli(G.figures_args(config)),
+        args=cli(G.figures_args(config, OUT)),
     log:
-        "logs/figures/figures.log",
+        f"{LOGS}/figures.log",
     conda:
         "../envs/dpiw.yaml"
     shell:
@@ -61,21 +60,21 @@ rule figures:
 
 
 rule report:
-    """`snakemake --report` as the last job, so that a plain `snakemake --cores 8` ends with the HTML report
-    (the profile option `report-after-run` breaks `snakemake -n`). The nested call reads this run's
-    effective config (params.yaml plus any --config/--configfile overrides) and takes no lock."""
+    """`snakemake --report` as the last job, so that a plain `snakemake --cores all` ends with the HTML
+    report (the profile option `report-after-run` breaks `snakemake -n`). The nested call reads this
+    run's effective config (params.yaml plus any --config/--configfile overrides) and takes no lock."""
     input:
-        TABLE_CSV,
-        TABLE_RUNS,
-        FIG1,
-        FIG2,
+        out(G.TABLE_CSV),
+        out(G.TABLE_RUNS),
+        out(G.FIG1),
+        out(G.FIG2),
     output:
-        REPORT,
+        out(G.REPORT),
     params:
-        config=lambda wc: effective_config(),
+        config=CONFIG_FILE,
         snakefile=workflow.main_snakefile,
     log:
-        "logs/report/report.log",
+        f"{LOGS}/report.log",
     conda:
         "../envs/dpiw.yaml"
     shell:

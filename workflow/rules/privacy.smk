@@ -1,21 +1,20 @@
+# One job per cell: each run's manifest (composed spend, verdict) and release bundle.
 rule privacy_ledger:
     input:
-        records=run_records,
-        synth=synth_for,
-        log_weights=LOG_WEIGHTS,
+        scaled=out(G.SCALE_PRIVACY),
+        synthesized=done("synthesize"),
+        fitted=done("fit_weights"),
+        postprocessed=done("postprocess_weights"),
     output:
-        manifest=MANIFEST,
-        release=directory(RELEASE),
+        done=done("privacy_ledger"),
     params:
-        args=lambda wc: cli(G.ledger_args(config, value, run=run_of(wc))),
-        run_id=lambda wc: G.fmt(G.RUN_DIR, **run_of(wc).keys()),
+        tasks=tasks("privacy_ledger"),
+        config=CONFIG_FILE,
     group:
-        "run"
+        "cell"
     log:
-        "logs/privacy_ledger/{dataset}_eps={eps}_seed={seed}_{sdgp}_{weights}_{post}.log",
+        cell_log("privacy_ledger"),
     conda:
         "../envs/dpiw.yaml"
     shell:
-        "python -m dpiw.stages.privacy_ledger --records {input.records} {params.args}"
-        " --run {params.run_id} --out {output.manifest} --synth {input.synth} --log-weights {input.log_weights}"
-        " --release-out {output.release} > {log} 2>&1"
+        CELL_SHELL

@@ -1,45 +1,18 @@
+# One job per cell (dataset, eps, seed, SDGP): the SDGP fitted on each budget share the cell's runs need.
 rule synthesize:
     input:
-        train=TRAIN,
-        schema=SCHEMA,
+        train=out(G.TRAIN),
+        schema=G.SCHEMA,
     output:
-        synth=SYNTH,
-        privacy=SYNTH_PRIVACY,
-    wildcard_constraints:
-        sdgp=NON_GAN_SDGP_RE,
+        done=done("synthesize"),
     params:
-        args=lambda wc: cli(
-            G.synthesize_args(config, value, sdgp=wc.sdgp, eps=wc.eps, seed=wc.seed, share=wc.share)
-        ),
-    log:
-        "logs/synthesize/{dataset}_eps={eps}_seed={seed}_{sdgp}_{share}.log",
-    conda:
-        "../envs/dpiw.yaml"
-    shell:
-        "python -m dpiw.stages.synthesize --train {input.train} --schema {input.schema} {params.args}"
-        " --out {output.synth} --privacy-out {output.privacy} > {log} 2>&1"
-
-
-rule synthesize_gan:
-    input:
-        train=TRAIN,
-        schema=SCHEMA,
-    output:
-        synth=SYNTH,
-        privacy=SYNTH_PRIVACY,
-        models=MODELS,
-    wildcard_constraints:
-        sdgp=GAN_SDGP_RE,
-    params:
-        args=lambda wc: cli(
-            G.synthesize_args(config, value, sdgp=wc.sdgp, eps=wc.eps, seed=wc.seed, share=wc.share)
-        ),
+        tasks=tasks("synthesize"),
+        config=CONFIG_FILE,
     resources:
-        runtime=30,
+        runtime=lambda wc: 60 if G.has_models(wc.sdgp) else 10,  # minutes (SLURM): GAN fits are the long jobs
     log:
-        "logs/synthesize/{dataset}_eps={eps}_seed={seed}_{sdgp}_{share}.log",
+        cell_log("synthesize"),
     conda:
         "../envs/dpiw.yaml"
     shell:
-        "python -m dpiw.stages.synthesize --train {input.train} --schema {input.schema} {params.args}"
-        " --out {output.synth} --privacy-out {output.privacy} --models-out {output.models} > {log} 2>&1"
+        CELL_SHELL

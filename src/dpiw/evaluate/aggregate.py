@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpiw import registry
+
 METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "mlp_auc": "MLP AUC ↑", "mlp_mse": "MLP MSE ↓",
            "bayes_auc": "Bayes AUC ↑", "bayes_mse": "Bayes MSE ↓", "pmse_ratio": "pMSE ratio ↓",
            "logreg_log_weight_mse": "log w MSE vs LogReg ↓", "ess_fraction": "ESS/N",
@@ -16,8 +18,7 @@ METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "mlp_auc": "MLP AUC ↑", 
 RANKED = ("wst", "beta_mse", "mlp_auc", "mlp_mse", "bayes_auc", "bayes_mse", "pmse_ratio", "logreg_log_weight_mse")
 HIGHER = ("mlp_auc", "bayes_auc")
 KEYS = ["dataset", "eps", "sdgp", "weights", "post"]
-WEIGHT_ORDER = ["none", "true", "beta_noised", "beta_debiased", "beta_debiased_gauss", "output_laplace", "output_gauss",
-                "logreg", "dp_mlp", "mlp", "discriminator", "pgb", "drs"]
+WEIGHT_ORDER = list(registry.weight_names())  # table order (dpiw.registry)
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
@@ -90,12 +91,13 @@ def markdown(long: pd.DataFrame) -> str:
 
 
 def summary(long: pd.DataFrame) -> dict:
-    """Nested {dataset: {eps: {sdgp: {weights: {post: {metric: mean}}}}}} of the ranked metrics, for
-    `dvc metrics show/diff` (one small file instead of thousands of per-run ones)."""
-    out: dict = {}
-    for r in long[long.metric.isin(RANKED) & (long.n_seeds > 0)].itertuples(index=False):
-        node = out
-        for key in (r.dataset, f"eps={r.eps}", r.sdgp, r.weights, r.post):
-            node = node.setdefault(str(key), {})
-        node[r.metric] = round(float(r.mean), 6)
+    """{weights: {metric: mean}} over every (dataset, eps, SDGP) cell with post ``none``:
+    a few dozen numbers for `dvc metrics show` and `dvc exp show` (the tables hold the rest).
+    Averages over datasets mix scales; they are for comparing experiments, not for reporting."""
+    base = long[(long.post == "none") & long.metric.isin(RANKED) & (long.n_seeds > 0)]
+    out = {}
+    for weights in sorted(base.weights.unique(), key=lambda w: (WEIGHT_ORDER + [w]).index(w)):
+        grp = base[base.weights == weights]
+        out[str(weights)] = {m: round(float(grp[grp.metric == m]["mean"].mean()), 6)
+                             for m in RANKED if (grp.metric == m).any()}
     return out

@@ -13,8 +13,9 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.registry import POST_STEPS
 
-STEPS = ("none", "normalise", "temper", "truncate", "psis", "calibrate", "resample")
+STEPS = POST_STEPS
 
 
 def logsumexp(a: np.ndarray) -> float:

@@ -8,34 +8,25 @@ made, so the other stages start fast.
 
 from __future__ import annotations
 
-from dpiw import DpiwError
+from dpiw import DpiwError, registry
 from dpiw.sdgp.marginals import DPMarginals
 from dpiw.sdgp.privbayes import PrivBayes
 from dpiw.sdgp.uniform import UniformBox
 
 #: GAN variants (see dpiw.sdgp.gan.VARIANTS); they write a model file next to their rows.
-GAN_SDGPS = ("dpgan", "dpcgan", "gan", "cgan")
+GAN_SDGPS = registry.sdgp_names(gan=True)
 #: SDGPs that are not differentially private (benchmark baselines).
-NON_DP_SDGPS = ("gan", "cgan")
-
-
-def _gan(variant):
-    def make(**params):
-        from dpiw.sdgp.gan import GanSDGP
-
-        return GanSDGP(variant=variant, **params)
-
-    return make
-
-
-REGISTRY = {"marginals": DPMarginals, "privbayes": PrivBayes, "uniform": UniformBox, **{v: _gan(v) for v in GAN_SDGPS}}
+NON_DP_SDGPS = registry.sdgp_names(dp=False)
+#: every SDGP by name (dpiw.registry), its factory loaded when one is made
+REGISTRY = {s.name: s for s in registry.SDGPS}
 
 
 def make_sdgp(name: str, **params):
     if name not in REGISTRY:
         raise DpiwError(f"unknown SDGP {name!r}; known: {sorted(REGISTRY)}")
+    factory = registry.load(REGISTRY[name].factory)
     try:
-        return REGISTRY[name](**params)
+        return factory(**params)
     except TypeError as exc:
         raise DpiwError(f"SDGP {name!r}: bad parameters {sorted(params)} ({exc})") from exc
 

@@ -295,3 +295,14 @@ def _progress(total: int, desc: str, enabled: bool):
     tty = sys.stderr.isatty()
     return tqdm(total=total, desc=desc, disable=not enabled, file=sys.stderr if tty else _Lines(),
                 mininterval=0.1 if tty else 0, miniters=None if tty else max(1, total // 10), ascii=not tty)
+
+
+def _factory(variant: str):
+    def make(**params) -> GanSDGP:
+        return GanSDGP(variant=variant, **params)
+    make.__name__ = variant
+    return make
+
+
+# the registry's factories (dpiw.registry): one per variant
+dpgan, dpcgan, gan, cgan = (_factory(v) for v in ("dpgan", "dpcgan", "gan", "cgan"))

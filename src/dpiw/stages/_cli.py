@@ -18,19 +18,27 @@ _OS_HINTS = {errno.ENOSPC: "the disk is full: free space and rerun",
              errno.EDQUOT: "the disk quota is exceeded: free space and rerun"}
 
 
+def error_message(exc: BaseException) -> str | None:
+    """The one line a user sees for a DpiwError, or an OS error they can act on (disk full, read-only,
+    permission); None for anything else (a bug: let its traceback show)."""
+    if isinstance(exc, DpiwError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.errno in _OS_HINTS:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror} ({_OS_HINTS[exc.errno]})"
+    return None
+
+
 def run(main: Callable[[list[str] | None], None], argv: list[str] | None = None) -> None:
-    """Call ``main``; a DpiwError, or an OS error a user can act on (disk full, read-only, permission),
-    becomes ``error: <message>`` on stderr and exit status 2 (the atomic writers leave no partial file)."""
+    """Call ``main``; a DpiwError, or an OS error a user can act on, becomes ``error: <message>`` on
+    stderr and exit status 2 (the atomic writers leave no partial file)."""
     try:
         main(argv)
-    except DpiwError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except OSError as exc:
-        if exc.errno not in _OS_HINTS:
+    except (DpiwError, OSError) as exc:
+        message = error_message(exc)
+        if message is None:
             raise
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror} ({_OS_HINTS[exc.errno]})", file=sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
         raise SystemExit(2) from None
 
 

@@ -10,12 +10,17 @@ from dpiw import DpiwError
 from dpiw.evaluate.aggregate import long_table, markdown, summary
 from dpiw.io import _atomic, read_json, write_json
 from dpiw.stages._cli import Parser, run
+from dpiw.stages.cell import outputs
 
 
 def parse_args(argv):
     p = Parser(prog="dpiw.stages.aggregate", description=__doc__)
-    p.add_argument("--metrics", nargs="+", required=True)
-    p.add_argument("--manifests", nargs="+", required=True, help="one per metrics file, same order")
+    p.add_argument("--metrics", nargs="+", default=[])
+    p.add_argument("--manifests", nargs="+", default=[], help="one per metrics file, same order")
+    p.add_argument("--evaluated", nargs="+", default=[],
+                   help="cell records of the evaluate stage (dpiw.stages.cell): their runs' metrics")
+    p.add_argument("--ledgers", nargs="+", default=[],
+                   help="cell records of the privacy_ledger stage, same cells: their runs' manifests")
     p.add_argument("--out-csv", required=True)
     p.add_argument("--out-md", required=True)
     p.add_argument("--out-runs", required=True, help="CSV: one row per run with every metric (figures read it)")
@@ -26,6 +31,10 @@ def parse_args(argv):
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    args.metrics += outputs(args.evaluated)
+    args.manifests += outputs(args.ledgers)
+    if not args.metrics:
+        raise DpiwError("no runs to aggregate: give --metrics/--manifests or --evaluated/--ledgers")
     if len(args.metrics) != len(args.manifests):
         raise DpiwError(f"{len(args.metrics)} metrics files but {len(args.manifests)} manifests")
     rows = []

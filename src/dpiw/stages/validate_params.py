@@ -1,43 +1,45 @@
-"""Stage `validate_params`: check params.yaml against the schema and dataset list, and (for DVC)
-that dvc.yaml was generated for the same grid. Its output does not change with the values, so a
-valid edit re-runs nothing downstream of it."""
+"""Check a config (params.yaml, or params.yaml with a configfile laid over it) without running anything:
+the schema, the dataset list, the grid's exclusions and the release-mode rules. Snakemake runs the same
+check when it reads the workflow.
+
+    python -m dpiw.stages.validate_params --params params.yaml [--configfile configs/paper.yaml]
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-
-from dpiw import DpiwError
 from dpiw.config import load_yaml, validate_params
 from dpiw.io import write_json
 from dpiw.stages._cli import Parser, run
 
 
-def grid_digest(params: dict) -> str:
-    """A short digest of the run grid (and the dataset options that decide stage arguments)."""
-    key = {"grid": params["grid"], "dataset_keys": {k: sorted(v) for k, v in params["datasets"].items()}}
-    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
-
-
 def parse_args(argv):
     p = Parser(prog="dpiw.stages.validate_params", description=__doc__)
     p.add_argument("--params", required=True)
-    p.add_argument("--schema", required=True, help="workflow/schemas/params.schema.yaml")
-    p.add_argument("--datasets-dir", required=True, help="data/schemas")
-    p.add_argument("--grid-digest", help="the digest dvc.yaml was generated for")
-    p.add_argument("--out", required=True)
+    p.add_argument("--configfile", action="append", default=[], help="laid over --params, as Snakemake does")
+    p.add_argument("--schema", default="workflow/schemas/params.schema.yaml")
+    p.add_argument("--datasets-dir", default="data/schemas")
+    p.add_argument("--out", help="write {valid: true} here")
     return p.parse_args(argv)
+
+
+def _overlay(base: dict, top: dict) -> dict:
+    """Snakemake's configfile semantics: mappings merge key by key, anything else replaces."""
+    out = dict(base)
+    for k, v in top.items():
+        out[k] = _overlay(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    params = validate_params(load_yaml(args.params), load_yaml(args.schema), schema_dir=args.datasets_dir,
-                             params_name=args.params)
-    if args.grid_digest is not None and args.grid_digest != grid_digest(params):
-        raise DpiwError(f"dvc.yaml was generated for another grid than {args.params} now lists; "
-                        "run `make dvc-yaml` to regenerate it")
-    write_json({"valid": True}, args.out)
-    print(f"validate_params: {args.params} is valid")
+    params = load_yaml(args.params)
+    for extra in args.configfile:
+        params = _overlay(params, load_yaml(extra) or {})
+    name = " over ".join([*args.configfile, args.params])
+    validate_params(params, load_yaml(args.schema), schema_dir=args.datasets_dir, params_name=name)
+    if args.out:
+        write_json({"valid": True}, args.out)
+    print(f"validate_params: {name} is valid")
 
 
 if __name__ == "__main__":

@@ -196,16 +196,17 @@ def _mlp(*, private: bool):
     return make
 
 
-def make_estimator(method: str, **params):
-    from dpiw.weights.output_perturbation import BetaDebiasedGauss, OutputGauss, OutputLaplace
+mlp, dp_mlp = _mlp(private=False), _mlp(private=True)  # the registry's factories
 
-    classes = {"none": NoWeights, "true": TrueToyWeights, "logreg": LogReg, "beta_noised": BetaNoised,
-               "beta_debiased": BetaDebiased, "beta_debiased_gauss": BetaDebiasedGauss,
-               "output_laplace": OutputLaplace, "output_gauss": OutputGauss,
-               "mlp": _mlp(private=False), "dp_mlp": _mlp(private=True)}
-    if method not in classes:
-        raise DpiwError(f"unknown weight method {method!r}; known: {sorted(classes)}")
+
+def make_estimator(method: str, **params):
+    """The estimator of a weight method that fits on rows (not the GAN-based ones: make_gan_weights)."""
+    from dpiw import registry
+
+    entry = registry.weight_method(method)
+    if entry.family == "gan":
+        raise DpiwError(f"weight method {method!r} uses a GAN's networks: dpiw.weights.gan_weights.make_gan_weights")
     try:
-        return classes[method](**params)
+        return registry.load(entry.estimator)(**params)
     except TypeError as exc:
         raise DpiwError(f"weight method {method!r}: bad parameters {sorted(params)} ({exc})") from exc

@@ -113,10 +113,13 @@ class PGBWeights:
         return self
 
 
-GAN_WEIGHTS = {"discriminator": DiscriminatorWeights, "pgb": PGBWeights, "drs": DRSWeights}
-
-
 def make_gan_weights(method: str, **params):
-    if method not in GAN_WEIGHTS:
-        raise DpiwError(f"unknown GAN weight method {method!r}; known: {sorted(GAN_WEIGHTS)}")
-    return GAN_WEIGHTS[method](**params)
+    from dpiw import registry
+
+    entry = registry.weight_method(method)
+    if entry.family != "gan":
+        known = ", ".join(registry.weight_names(family="gan"))
+        raise DpiwError(f"{method!r} is not a GAN weight method; GAN ones: {known}")
+    return registry.load(entry.estimator)(**params)
+
+
