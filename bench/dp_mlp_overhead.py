@@ -1,4 +1,4 @@
-"""Wall time of DP-MLP (opacus per-example gradients, clipping, noise, accounting) against the plain MLP
+"""Wall time of DP-MLP (closed-form per-example clipping, noise, opacus accounting) against the plain MLP
 for the same epochs and batch size on 10k rows (5k real, 5k synthetic), one thread. Goal: <= 1.5x.
 
     python bench/dp_mlp_overhead.py [--rows 10000] [--epochs 20] [--repeats 3]

@@ -56,3 +56,15 @@ def clone(tmp: Path) -> Path:
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, tmp / rel)
     return tmp
+
+
+def cell_done(wd: Path, stage: str, cell_id: str, out: str = "results/default") -> Path:
+    """The record file a cell job of ``stage`` writes under the config in ``wd``/params.yaml (its name holds
+    the digest of the cell's runs, dpiw.grid.cell_digest)."""
+    from dpiw import grid
+
+    config = yaml.safe_load((wd / "params.yaml").read_text())
+    cell = grid.parse_cell(cell_id)
+    tasks = grid.cell_tasks(config, grid.lookup_in(config), out, stage, cell, grid.cells(config)[cell],
+                            grid.logreg_cells(config))
+    return wd / grid.fmt(grid.under(out, grid.CELL_DONE), **cell.keys(), stage=stage, digest=grid.cell_digest(tasks))

@@ -39,8 +39,10 @@ SCALE_PRIVACY = "runs/{dataset}/seed={seed}/privacy/scale.json"
 CELL_ID = "{dataset}/eps={eps}/seed={seed}/{sdgp}"
 CELL = "runs/" + CELL_ID
 PRIVATE_CELL = "private/" + CELL_ID
-#: a cell stage's record of its runs (Snakemake's output of the cell job): written last, after every run
-CELL_DONE = PRIVATE_CELL + "/{stage}.done.json"
+#: a cell stage's record of its runs (Snakemake's output of the cell job), written last, after every run;
+#: {digest} is that of the stage's runs as the config defines them (cell_digest): an edited value names
+#: another file, so the job runs again, and an older result checked out by DVC is recognised as current
+CELL_DONE = PRIVATE_CELL + "/{stage}.{digest}.done.json"
 SYNTH = CELL + "/synth_{share}.parquet"
 SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
 MODELS = PRIVATE_CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
@@ -362,6 +364,14 @@ def cells(config: dict) -> dict[Cell, list[Run]]:
     for r in runs(config):
         out.setdefault(Cell(r.dataset, r.eps, r.seed, r.sdgp), []).append(r)
     return out
+
+
+def cell_digest(tasks: list[dict]) -> str:
+    """A short digest of a cell job's runs (flags and paths)."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(tasks, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _task(name: str, argv: list, inputs: list[str], outputs: list[str]) -> dict:

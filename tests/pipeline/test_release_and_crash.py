@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import sh, workdir
+from helpers import cell_done, sh, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +85,7 @@ os.replace = replace
 def test_sigkill_mid_write_then_rerun_gives_the_same_bytes(snakemake_run, tmp_path):
     (tmp_path / "wd").mkdir()
     wd = workdir(tmp_path / "wd")
-    target = f"{OUT}/private/{CELL}/privacy_ledger.done.json"  # the cell's ledger job
+    target = str(cell_done(wd, "privacy_ledger", CELL).relative_to(wd))  # the cell's ledger job
     env = _hook(tmp_path, "beta_debiased/calibrate+psis/log_weights.parquet")
     proc = subprocess.run(["snakemake", "--cores", "2", target], cwd=wd, env=env, capture_output=True, text=True,
                           timeout=900)

@@ -25,10 +25,50 @@ def test_dp_step_without_noise_or_clipping_is_the_plain_step():
         plain.gradient(xb, yb)
         for a, b in zip(dp.parameters(), plain.parameters(), strict=True):
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-5, atol=1e-7)
-        dp.optimizer.original_optimizer.step()
+        dp.optimizer.step()
         plain.optimizer.step()
     for a, b in zip(dp.network.parameters(), plain.network.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_dp_step_equals_opacus_dp_sgd_step_for_step():
+    """The closed-form clipped sum ("ghost clipping") against opacus's per-sample gradients and
+    DPOptimizer: same clipping, same noise draws (same generator), 20 Adam steps on Poisson batches, with
+    rows clipped (small C) and an empty batch among them."""
+    from opacus import GradSampleModule
+    from opacus.optimizers import DPOptimizer
+
+    from dpiw.sdgp import dpsgd
+
+    torch.manual_seed(0)
+    net = classifier(5, 16)
+    X, y = torch.rand(200, 5), (torch.rand(200) < 0.5).float()
+    sigma, C, L, q = 1.3, 0.05, 20, 0.1
+    ours = ClassifierStep(copy.deepcopy(net), private=True, lr=1e-2, expected_batch_size=L, noise_multiplier=sigma,
+                          max_grad_norm=C, sample_rate=q, noise_generator=torch.Generator().manual_seed(7))
+    module = GradSampleModule(copy.deepcopy(net), loss_reduction="sum")
+    opt = DPOptimizer(torch.optim.Adam(module.parameters(), lr=1e-2), noise_multiplier=sigma, max_grad_norm=C,
+                      expected_batch_size=L, loss_reduction="sum", generator=torch.Generator().manual_seed(7))
+    gen = torch.Generator().manual_seed(3)
+    clipped = 0
+    for step in range(20):
+        mask = dpsgd.poisson_mask(200, q, gen) if step != 5 else torch.zeros(200, dtype=torch.bool)
+        xb, yb = X[mask], y[mask]
+        ours.step(xb, yb)
+        opt.zero_grad(set_to_none=True)
+        with dpsgd.quiet_hooks():
+            torch.nn.functional.binary_cross_entropy_with_logits(module(xb)[:, 0], yb, reduction="sum").backward()
+        if len(xb):
+            norms = torch.stack([p.grad_sample.reshape(len(xb), -1).norm(dim=1) for p in module.parameters()],
+                                1).norm(dim=1)
+            clipped += int((norms > C).sum())
+        opt.pre_step()
+        for p in module.parameters():
+            p.grad = p.grad / L
+        opt.original_optimizer.step()
+    assert clipped > 50  # the clipping is exercised
+    for a, b in zip(ours.network.parameters(), module._module.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-6)
 
 
 def test_noise_is_added_once_per_step_even_for_an_empty_batch():

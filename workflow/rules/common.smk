@@ -1,6 +1,4 @@
 # Validation, the grid's cells, output paths and input functions; no rules.
-import hashlib
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -23,6 +21,7 @@ wildcard_constraints:
     eps=r"[0-9][0-9.e+-]*",
     seed=r"\d+",
     sdgp=r"[a-z][a-z0-9_]*",
+    digest=r"[0-9a-f]{12}",
 
 
 # every output of this config goes under OUT (results/<config>): one config never overwrites another's
@@ -47,29 +46,37 @@ def cli(args):
     return " ".join(shlex.quote(str(a)) for a in args)
 
 
-def done(stage, cell=None):
-    """The record a cell job writes last (its Snakemake output): one cell's, or with ``cell`` a
-    wildcard pattern."""
-    keys = cell.keys() if cell else {"dataset": "{dataset}", "eps": "{eps}", "seed": "{seed}", "sdgp": "{sdgp}"}
-    return G.fmt(out(G.CELL_DONE), **keys, stage=stage)
+def done(stage):
+    """The cell job's output (its record, dpiw.stages.cell), named by the digest of its runs."""
+    return G.fmt(out(G.CELL_DONE), dataset="{dataset}", eps="{eps}", seed="{seed}", sdgp="{sdgp}", stage=stage,
+                 digest="{digest}")
+
+
+_TASKS = {}
+
+
+def cell_tasks(stage, cell):
+    if (stage, cell) not in _TASKS:
+        _TASKS[stage, cell] = G.cell_tasks(config, value, OUT, stage, cell, CELLS[cell], LOGREG_CELLS)
+    return _TASKS[stage, cell]
+
+
+def done_of(stage, cell):
+    """One cell's record file of ``stage`` under the current config."""
+    return G.fmt(out(G.CELL_DONE), **cell.keys(), stage=stage, digest=G.cell_digest(cell_tasks(stage, cell)))
+
+
+def upstream(stage):
+    """Input function: this cell's record of an earlier stage."""
+    return lambda wc: done_of(stage, cell_of(wc))
 
 
 def all_done(stage):
-    return [done(stage, c) for c in CELLS]
+    return [done_of(stage, c) for c in CELLS]
 
 
 def cell_of(wc):
     return CELL_OF[(wc.dataset, wc.eps, wc.seed, wc.sdgp)]
-
-
-def tasks(stage):
-    """A digest of the cell job's runs (their flags and paths): a Snakemake param, so that an edited value
-    reruns the cells it reaches (and inside them, dpiw.stages.cell recomputes only the runs it changed)."""
-    def get(wc):
-        cell = cell_of(wc)
-        runs = G.cell_tasks(config, value, OUT, stage, cell, CELLS[cell], LOGREG_CELLS)
-        return hashlib.sha256(json.dumps(runs).encode()).hexdigest()[:16]
-    return get
 
 
 def effective_config():
@@ -107,7 +114,8 @@ def data_inputs(wc):
 
 
 def cell_log(stage):
-    return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_seed={{seed}}_{{sdgp}}.log"
+    """A cell job's log (named, like its record, by the digest of the cell's runs)."""
+    return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_seed={{seed}}_{{sdgp}}.{{digest}}.log"
 
 
 CELL_SHELL = ("python -m dpiw.stages.cell --stage {rule} --config {params.config:q}"

@@ -1,15 +1,14 @@
 # One evaluate job per cell; then the tables, figures and report over the whole grid.
 rule evaluate:
     input:
-        postprocessed=done("postprocess_weights"),
-        fitted=done("fit_weights"),  # logreg's log ratios, where a run is compared with them
-        synthesized=done("synthesize"),
+        postprocessed=upstream("postprocess_weights"),
+        fitted=upstream("fit_weights"),  # logreg's log ratios, where a run is compared with them
+        synthesized=upstream("synthesize"),
         test=out(G.TEST),
         schema=G.SCHEMA,
     output:
         done=done("evaluate"),
     params:
-        tasks=tasks("evaluate"),
         config=CONFIG_FILE,
     group:
         "cell"
@@ -43,7 +42,7 @@ rule aggregate:
 rule figures:
     input:
         runs=out(G.TABLE_RUNS),
-        toy=[done("postprocess_weights", c) for c in dict.fromkeys(
+        toy=[done_of("postprocess_weights", c) for c in dict.fromkeys(
             CELL_OF[(r.dataset, r.eps, str(r.seed), r.sdgp)] for r in G.figure1_runs(config))],
     output:
         fig1=report(out(G.FIG1), caption="../report/fig1.rst", category="Figures"),

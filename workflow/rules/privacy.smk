@@ -2,13 +2,12 @@
 rule privacy_ledger:
     input:
         scaled=out(G.SCALE_PRIVACY),
-        synthesized=done("synthesize"),
-        fitted=done("fit_weights"),
-        postprocessed=done("postprocess_weights"),
+        synthesized=upstream("synthesize"),
+        fitted=upstream("fit_weights"),
+        postprocessed=upstream("postprocess_weights"),
     output:
         done=done("privacy_ledger"),
     params:
-        tasks=tasks("privacy_ledger"),
         config=CONFIG_FILE,
     group:
         "cell"

@@ -1,14 +1,13 @@
 # One job per cell and stage: every weight method of the cell, then every (method, post chain) run.
 rule fit_weights:
     input:
-        synthesized=done("synthesize"),
+        synthesized=upstream("synthesize"),
         real=out(G.TRAIN),
         public=out(G.PUBLIC),
         schema=G.SCHEMA,
     output:
         done=done("fit_weights"),
     params:
-        tasks=tasks("fit_weights"),
         config=CONFIG_FILE,
     group:
         "cell"
@@ -22,12 +21,11 @@ rule fit_weights:
 
 rule postprocess_weights:
     input:
-        fitted=done("fit_weights"),
-        synthesized=done("synthesize"),
+        fitted=upstream("fit_weights"),
+        synthesized=upstream("synthesize"),
     output:
         done=done("postprocess_weights"),
     params:
-        tasks=tasks("postprocess_weights"),
         config=CONFIG_FILE,
     group:
         "cell"

@@ -114,11 +114,22 @@ def run_cell(stage: str, tasks: list[dict], done: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from dpiw import grid
     from dpiw.io import write_json
 
     args = parse_args(argv)
     done = Path(args.done)
-    record = run_cell(args.stage, load_tasks(args.config, args.stage, args.cell), done)
+    tasks = load_tasks(args.config, args.stage, args.cell)
+    named = done.name.split(".")  # <stage>.<digest>.done.json, as the workflow names it
+    if len(named) == 4 and named[1] != grid.cell_digest(tasks):
+        raise DpiwError(f"{args.config} defines other runs for this cell than the workflow planned ({done.name}): "
+                        "was the config rewritten while the workflow ran? Run it again")
+    record = run_cell(args.stage, tasks, done)
+    # one record per cell and stage: the record of an earlier config would claim runs whose files this
+    # job has just rewritten (edit a value, run, edit it back: the job must run again)
+    for stale in done.parent.glob(f"{args.stage}.*.done.json"):
+        if stale != done:
+            stale.unlink()
     write_json(record, done)
 
 
