@@ -3,7 +3,8 @@ generator, and the one-off import cost of torch + opacus that every GAN job pays
 
     python bench/gan_fit_seconds.py [--params params.yaml] [--eps 1] [--seed 0]
 
-Reads the scaled splits under results/ (run the pipeline, or at least the scale jobs, first).
+Reads the scaled splits under results/default/private/ (run the default config, or at least its scale jobs,
+first).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> int:
     print(f"{'dataset':8} {'N_D':>5} " + " ".join(f"{g:>8}" for g in GAN_SDGPS) + "   (seconds per fit)")
     for ds in params["grid"]["datasets"]:
         schema = load_schema(ROOT / f"data/schemas/{ds}.yaml")
-        path = ROOT / f"results/{ds}/seed={args.seed}/train.parquet"
+        path = ROOT / f"results/default/private/{ds}/seed={args.seed}/train.parquet"
         if not path.exists():
             print(f"{ds}: {path} missing; run the pipeline first", file=sys.stderr)
             continue

@@ -1,5 +1,5 @@
 """WST of PrivBayes against the Laplace marginals (independent and naive-Bayes), no weights, at the
-params.yaml settings, mean over seeds. Reads the scaled splits under results/ (run the pipeline first).
+params.yaml settings, mean over seeds. Reads the scaled splits under results/default/private/ (run the default config first).
 
     python bench/privbayes_vs_marginals.py [--params params.yaml] [--seeds 0 1 2] [--eps 1 6]
 """
@@ -44,7 +44,7 @@ def main() -> int:
             for name, make in makers.items():
                 ws = []
                 for seed in args.seeds:
-                    base = ROOT / f"results/{ds}/seed={seed}"
+                    base = ROOT / f"results/default/private/{ds}/seed={seed}"
                     if not (base / "train.parquet").exists():
                         print(f"{base}/train.parquet missing; run the pipeline first", file=sys.stderr)
                         return 1

@@ -1,9 +1,8 @@
-"""The run grid, the artifact paths and each stage's command-line arguments.
+"""The run grid, its cells, the artifact paths and each stage's command-line arguments.
 
-The single source of truth for Snakemake (workflow/rules/common.smk) and for the generated dvc.yaml
-(workflow/scripts/make_dvc_yaml.py). Arguments that come from params.yaml are produced through a
-``lookup(key)`` callback: Snakemake passes the value, the DVC generator passes ``${key}`` so that DVC
-tracks exactly the parameters each stage uses.
+Shared by the workflow (workflow/rules/common.smk) and the cell jobs (dpiw.stages.cell), which build a
+cell's runs with the same function. Values from the config are read through a ``lookup(key)`` callback
+(:func:`lookup_in`).
 """
 
 from __future__ import annotations

@@ -26,8 +26,7 @@ wildcard_constraints:
 
 # every output of this config goes under OUT (results/<config>): one config never overwrites another's
 OUT = G.out_dir(config, workflow.overwrite_configfiles)
-LOGS = "logs/" + OUT.removeprefix("results/")
-RUNS = list(G.runs(config))
+LOGS = f"logs/{OUT.removeprefix('results/')}"
 CELLS = G.cells(config)
 CELL_OF = {(c.dataset, c.eps, str(c.seed), c.sdgp): c for c in CELLS}
 LOGREG_CELLS = G.logreg_cells(config)
@@ -85,8 +84,8 @@ def effective_config():
     import yaml
 
     path = Path(OUT) / "config.yaml"
-    text = "# written by the workflow: the config this folder's results come from\n" + yaml.safe_dump(
-        {**config, "out": OUT}, sort_keys=True)
+    dumped = yaml.safe_dump({**config, "out": OUT}, sort_keys=True)
+    text = f"# written by the workflow: the config this folder's results come from\n{dumped}"
     if not path.is_file() or path.read_text() != text:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -118,6 +117,6 @@ def cell_log(stage):
     return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_seed={{seed}}_{{sdgp}}.{{digest}}.log"
 
 
-CELL_SHELL = ("python -m dpiw.stages.cell --stage {rule} --config {params.config:q}"
+CELL_SHELL = ("python -m dpiw.stages.cell --stage {params.stage} --config {params.config:q}"
               " --cell {wildcards.dataset}/eps={wildcards.eps}/seed={wildcards.seed}/{wildcards.sdgp}"
               " --done {output.done} > {log} 2>&1")

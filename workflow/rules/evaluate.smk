@@ -9,6 +9,7 @@ rule evaluate:
     output:
         done=done("evaluate"),
     params:
+        stage="evaluate",
         config=CONFIG_FILE,
     group:
         "cell"

@@ -8,6 +8,7 @@ rule privacy_ledger:
     output:
         done=done("privacy_ledger"),
     params:
+        stage="privacy_ledger",
         config=CONFIG_FILE,
     group:
         "cell"

@@ -6,6 +6,7 @@ rule synthesize:
     output:
         done=done("synthesize"),
     params:
+        stage="synthesize",
         config=CONFIG_FILE,
     resources:
         runtime=lambda wc: 60 if G.has_models(wc.sdgp) else 10,  # minutes (SLURM): GAN fits are the long jobs

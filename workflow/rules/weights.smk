@@ -8,6 +8,7 @@ rule fit_weights:
     output:
         done=done("fit_weights"),
     params:
+        stage="fit_weights",
         config=CONFIG_FILE,
     group:
         "cell"
@@ -26,6 +27,7 @@ rule postprocess_weights:
     output:
         done=done("postprocess_weights"),
     params:
+        stage="postprocess_weights",
         config=CONFIG_FILE,
     group:
         "cell"
