@@ -1,5 +1,6 @@
 """WST of PrivBayes against the Laplace marginals (independent and naive-Bayes), no weights, at the
-params.yaml settings, mean over seeds. Reads the scaled splits under results/default/private/ (run the default config first).
+params.yaml settings, mean over seeds. Reads the scaled splits under results/default/private/ (run the
+default config first).
 
     python bench/privbayes_vs_marginals.py [--params params.yaml] [--seeds 0 1 2] [--eps 1 6]
 """

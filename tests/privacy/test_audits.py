@@ -166,7 +166,8 @@ def memo_accounting(monkeypatch):
 
 
 def test_dp_mlp_dp_sgd(memo_accounting):
-    """DP-SGD (closed-form per-example clipping) in the DP-MLP weights, few steps on tiny data; score: the log weight at the canary."""
+    """DP-SGD (closed-form per-example clipping) in the DP-MLP weights, few steps on tiny data; score: the log
+    weight at the canary."""
     real, real_prime, synth = _weights_data()
     eps, delta = 2.0, 1e-3
     canary = np.array([[1.0, 1.0]])
