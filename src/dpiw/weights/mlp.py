@@ -48,12 +48,14 @@ def clipped_gradient_sum(net: nn.Sequential, xb: torch.Tensor, yb: torch.Tensor,
         return [torch.zeros_like(p) for p in net.parameters()]
     loss = F.binary_cross_entropy_with_logits(h[:, 0], yb, reduction="sum")
     backprops = torch.autograd.grad(loss, outputs)  # row i's gradient at each layer's output (rows independent)
-    sq_norm = sum((g * g).sum(1) * ((a * a).sum(1) + 1.0) for g, a in zip(backprops, inputs, strict=True))
-    clip = (max_grad_norm / (sq_norm.sqrt() + 1e-6)).clamp(max=1.0)
-    grads = []
-    for g, a in zip(backprops, inputs, strict=True):
-        gc = g * clip[:, None]
-        grads += [gc.T @ a, gc.sum(0)]  # weight, bias: the order of nn.Linear.parameters()
+    with torch.no_grad():
+        inputs = [a.detach() for a in inputs]
+        sq_norm = sum((g * g).sum(1) * ((a * a).sum(1) + 1.0) for g, a in zip(backprops, inputs, strict=True))
+        clip = (max_grad_norm / (sq_norm.sqrt() + 1e-6)).clamp(max=1.0)
+        grads = []
+        for g, a in zip(backprops, inputs, strict=True):
+            gc = g * clip[:, None]
+            grads += [gc.T @ a, gc.sum(0)]  # weight, bias: the order of nn.Linear.parameters()
     return grads
 
 
