@@ -23,8 +23,14 @@ RUN_ID = "clinic/eps=1/seed=0/privbayes/beta_debiased/psis"
 RUN = f"{OUT}/runs/{RUN_ID}"
 
 
+#: the fixture's key: with secret-key noise a release is reproducible, so a test built on it cannot be
+#: failed by a rare draw (an OS-entropy run is fit to release only when its weights pass the k-hat gate)
+KEY = {"DPIW_SECRET_KEY": "the key of the module fixture"}
+
+
 def smk(wd, *extra, env=None, check=True):
-    proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", CONFIG, *extra], cwd=wd, env=env,
+    proc = subprocess.run(["snakemake", "--cores", "2", "--configfile", CONFIG, *extra], cwd=wd,
+                          env=env if env is not None else {**os.environ, **KEY},
                           capture_output=True, text=True, timeout=900)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -36,14 +42,21 @@ def bundle(wd) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(rel.iterdir()) if not p.name.startswith(".")}
 
 
+def use_secret_key(wd):
+    cfg = yaml.safe_load((wd / CONFIG).read_text())
+    cfg["privacy"]["release_noise"] = "secret_key"
+    (wd / CONFIG).write_text(yaml.safe_dump(cfg))
+
+
 @pytest.fixture(scope="module")
 def released(tmp_path_factory):
     wd = clone(tmp_path_factory.mktemp("release") / "repo")
+    use_secret_key(wd)
     smk(wd)
     return wd
 
 
-def test_release_mode_uses_every_row_and_os_entropy(released, tmp_path):
+def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released):
     wd = released
     n_rows = len(pd.read_csv(wd / "data/examples/clinic.csv"))
     assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/train.parquet")) == n_rows  # every row is in D
@@ -53,19 +66,31 @@ def test_release_mode_uses_every_row_and_os_entropy(released, tmp_path):
     assert sorted(files) == ["manifest.json", "synthetic.parquet", "weights.parquet"]
     m = json.loads(files["manifest.json"])
     assert m["mode"] == "release" and m["release"]["fit_to_release"] is True
-    assert m["noise_seeds"]["regenerable"] is False
-    assert set(m["noise_seeds"]["sources"].values()) == {"os_entropy"}
+    assert m["noise_seeds"]["regenerable"] is False  # only whoever holds the key
+    assert set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
     assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
     # nothing to evaluate (no test split): no metrics, no tables
     assert not (wd / RUN / "metrics.json").exists() and not (wd / OUT / "tables").exists()
     ledger = json.loads((wd / "ledgers/clinic.json").read_text())
     assert [r["run"] for r in ledger["releases"]] == [RUN_ID]
     assert ledger["total"]["epsilon"] == pytest.approx(1.0)
-    # a second clone, the same config: fresh entropy, other bytes
-    other = clone(tmp_path / "repo")
-    smk(other)
-    assert bundle(other)["synthetic.parquet"] != files["synthetic.parquet"]
-    assert bundle(other)["weights.parquet"] != files["weights.parquet"]
+
+
+def test_os_entropy_gives_other_noise_in_every_run(tmp_path):
+    """The shipped config (release_noise: entropy) in two clones: every stream from OS entropy, not
+    regenerable, and the two runs' synthetic rows and weights differ (whether or not a bundle then passes
+    the k-hat gate, which depends on the draw)."""
+    runs = []
+    for name in ("a", "b"):
+        wd = clone(tmp_path / name)
+        smk(wd, env=dict(os.environ))
+        m = json.loads((wd / RUN / "manifest.json").read_text())
+        assert m["mode"] == "release" and m["noise_seeds"]["regenerable"] is False
+        assert set(m["noise_seeds"]["sources"].values()) == {"os_entropy"}
+        runs.append(wd)
+    cell = RUN.rsplit("/", 2)[0]  # .../privbayes
+    for rel in ("synth_split.parquet", "beta_debiased/log_ratios.parquet"):
+        assert (runs[0] / cell / rel).read_bytes() != (runs[1] / cell / rel).read_bytes(), rel
 
 
 def test_secret_key_gives_the_same_bytes_twice(tmp_path):
@@ -73,9 +98,7 @@ def test_secret_key_gives_the_same_bytes_twice(tmp_path):
     runs = []
     for name in ("a", "b"):
         wd = clone(tmp_path / name)
-        cfg = yaml.safe_load((wd / CONFIG).read_text())
-        cfg["privacy"]["release_noise"] = "secret_key"
-        (wd / CONFIG).write_text(yaml.safe_dump(cfg))
+        use_secret_key(wd)
         smk(wd, env=env)
         runs.append(wd)
     assert bundle(runs[0]) == bundle(runs[1])
@@ -83,9 +106,7 @@ def test_secret_key_gives_the_same_bytes_twice(tmp_path):
     assert m["release"]["fit_to_release"] and set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
     # without the key the run refuses to start, before anything is written
     wd = clone(tmp_path / "nokey")
-    cfg = yaml.safe_load((wd / CONFIG).read_text())
-    cfg["privacy"]["release_noise"] = "secret_key"
-    (wd / CONFIG).write_text(yaml.safe_dump(cfg))
+    use_secret_key(wd)
     env.pop("DPIW_SECRET_KEY")
     proc = smk(wd, env=env, check=False)
     assert proc.returncode != 0 and "DPIW_SECRET_KEY is not set" in proc.stderr + proc.stdout
@@ -122,6 +143,7 @@ def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_onc
 
 def test_editing_one_row_of_the_csv_reruns_scale_and_everything_after(released, tmp_path):
     wd = clone(tmp_path / "repo")
+    use_secret_key(wd)
     shutil.copytree(released / "results", wd / "results")
     shutil.copytree(released / ".snakemake", wd / ".snakemake", ignore=shutil.ignore_patterns("locks", "incomplete"))
     assert "Nothing to be done" in smk(wd, "-n").stdout
