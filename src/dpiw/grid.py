@@ -7,6 +7,7 @@ cell's runs with the same function. Values from the config are read through a ``
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -365,12 +366,25 @@ def cells(config: dict) -> dict[Cell, list[Run]]:
     return out
 
 
+@functools.cache
+def code_digest() -> str:
+    """SHA-256 of dpiw's own source (every .py file of the package): part of every cell record's name and
+    every run's key, so that edited code recomputes what it may change."""
+    import hashlib
+    from pathlib import Path
+
+    root, h = Path(__file__).parent, hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
 def cell_digest(tasks: list[dict]) -> str:
-    """A short digest of a cell job's runs (flags and paths)."""
+    """A short digest of a cell job's runs (flags and paths) and of the code that runs them."""
     import hashlib
     import json
 
-    return hashlib.sha256(json.dumps(tasks, sort_keys=True).encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps([code_digest(), tasks], sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _task(name: str, argv: list, inputs: list[str], outputs: list[str]) -> dict:

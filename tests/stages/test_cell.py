@@ -156,3 +156,12 @@ def test_the_record_is_named_by_the_runs_digest_and_replaces_older_ones(cfg, cap
     new = grid.cell_digest(cell.load_tasks(str(cfg), "fit_weights", CELL))
     cell.main(["--stage", "fit_weights", "--config", str(cfg), "--cell", CELL, "--done", done("fit_weights", new)])
     assert os.path.exists(done("fit_weights", new)) and not os.path.exists(done("fit_weights", digest))
+
+
+def test_edited_code_recomputes_every_run_and_renames_the_record(cfg, capsys, monkeypatch):
+    run_stage(cfg, "synthesize", capsys)
+    tasks = cell.load_tasks(str(cfg), "synthesize", CELL)
+    before = grid.cell_digest(tasks)
+    monkeypatch.setattr(grid, "code_digest", lambda: "another version of dpiw")
+    assert grid.cell_digest(tasks) != before
+    assert computed(run_stage(cfg, "synthesize", capsys)) == ["full", "split"]

@@ -4,9 +4,10 @@ The workflow starts one such job per cell and stage instead of one process per r
 pandas, scipy and torch costs seconds before it computes anything. Each run still writes its own
 artifacts through the stage's own ``main`` (same code, same bytes as ``python -m dpiw.stages.<stage>``).
 
-A run is skipped when its key (the stage, its flags and the SHA-256 of every file it reads) equals the
-key recorded after its last success and all its outputs exist, so an edited parameter or a changed input
-recomputes only the runs it reaches, and a cell interrupted half way resumes where it stopped. The job
+A run is skipped when its key (dpiw's code, the stage, its flags and the SHA-256 of every file it
+reads) equals the key recorded after its last success and all its outputs exist, so an edited
+parameter or a changed input recomputes only the runs it reaches, and a cell interrupted half way
+resumes where it stopped. The job
 ends by writing ``--done`` (each run's key and outputs), the file the workflow's scheduler waits for.
 
     python -m dpiw.stages.cell --stage fit_weights --config results/default/config.yaml \
@@ -58,8 +59,11 @@ def load_tasks(config_path: str, stage: str, cell_id: str) -> list[dict]:
 
 
 def task_key(stage: str, task: dict) -> str:
-    """SHA-256 of the stage, its flags and the bytes of every input (a missing input is an error)."""
-    h = hashlib.sha256(json.dumps([stage, task["argv"]]).encode())
+    """SHA-256 of dpiw's code, the stage, its flags and the bytes of every input (a missing input is an
+    error)."""
+    from dpiw.grid import code_digest
+
+    h = hashlib.sha256(json.dumps([code_digest(), stage, task["argv"]]).encode())
     for path in task["inputs"]:
         p = Path(path)
         if not p.is_file():
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     named = done.name.split(".")  # <stage>.<digest>.done.json, as the workflow names it
     if len(named) == 4 and named[1] != grid.cell_digest(tasks):
         raise DpiwError(f"{args.config} defines other runs for this cell than the workflow planned ({done.name}): "
-                        "was the config rewritten while the workflow ran? Run it again")
+                        "was the config or dpiw's code changed while the workflow ran? Run it again")
     record = run_cell(args.stage, tasks, done)
     # one record per cell and stage: the record of an earlier config would claim runs whose files this
     # job has just rewritten (edit a value, run, edit it back: the job must run again)
