@@ -65,6 +65,5 @@ def cell_done(wd: Path, stage: str, cell_id: str, out: str = "results/default") 
 
     config = yaml.safe_load((wd / "params.yaml").read_text())
     cell = grid.parse_cell(cell_id)
-    tasks = grid.cell_tasks(config, grid.lookup_in(config), out, stage, cell, grid.cells(config)[cell],
-                            grid.logreg_cells(config))
+    tasks = grid.plan(config, stage, cell, out)
     return wd / grid.fmt(grid.under(out, grid.CELL_DONE), **cell.keys(), stage=stage, digest=grid.cell_digest(tasks))

@@ -366,6 +366,15 @@ def cells(config: dict) -> dict[Cell, list[Run]]:
     return out
 
 
+def plan(config: dict, stage: str, cell: Cell, out: str | None = None) -> list[dict]:
+    """One cell's invocations of ``stage`` under ``config``, its outputs under ``out`` (default: the
+    config's own folder, out_dir). KeyError if the cell is not in the grid. The workflow calls
+    cell_tasks with what it has already computed once for every cell."""
+    grid_cells = cells(config)
+    return cell_tasks(config, lookup_in(config), out or out_dir(config), stage, cell, grid_cells[cell],
+                      logreg_cells(config))
+
+
 @functools.cache
 def code_digest() -> str:
     """SHA-256 of dpiw's own source (every .py file of the package): part of every cell record's name and

@@ -50,29 +50,24 @@ def load_tasks(config_path: str, stage: str, cell_id: str) -> list[dict]:
         cell = grid.parse_cell(cell_id)
     except ValueError as exc:
         raise DpiwError(f"--cell: {exc}") from None
-    cells = grid.cells(config)
-    if cell not in cells:
-        raise DpiwError(f"--cell {cell_id}: not a cell of the grid in {config_path}")
-    out = grid.out_dir(config)
-    return grid.cell_tasks(config, grid.lookup_in(config), out, stage, cell, cells[cell],
-                           grid.logreg_cells(config))
+    try:
+        return grid.plan(config, stage, cell)
+    except KeyError:
+        raise DpiwError(f"--cell {cell_id}: not a cell of the grid in {config_path}") from None
 
 
 def task_key(stage: str, task: dict) -> str:
     """SHA-256 of dpiw's code, the stage, its flags and the bytes of every input (a missing input is an
     error)."""
     from dpiw.grid import code_digest
+    from dpiw.seeding import file_digest
 
-    h = hashlib.sha256(json.dumps([code_digest(), stage, task["argv"]]).encode())
-    for path in task["inputs"]:
-        p = Path(path)
-        if not p.is_file():
-            raise DpiwError(f"{path}: file not found (input of {stage} {task['name']}); rerun the stage that "
-                            "writes it")
-        h.update(path.encode() + b"\0")
-        with p.open("rb") as f:
-            h.update(hashlib.file_digest(f, "sha256").digest())
-    return h.hexdigest()
+    missing = [path for path in task["inputs"] if not Path(path).is_file()]
+    if missing:
+        raise DpiwError(f"{missing[0]}: file not found (input of {stage} {task['name']}); rerun the stage that "
+                        "writes it")
+    inputs = {path: file_digest(path) for path in task["inputs"]}
+    return hashlib.sha256(json.dumps([code_digest(), stage, task["argv"], inputs]).encode()).hexdigest()
 
 
 def key_file(done: Path, stage: str, name: str) -> Path:
