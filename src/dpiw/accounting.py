@@ -22,6 +22,7 @@ and is computed by the stage that trains (it has opacus loaded anyway).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -74,6 +75,14 @@ def poisson_gaussian_replace_one(sample_rate: float, noise_multiplier: float, st
     p = q = 2) gives D_a(P||R) <= (a - 1/2)/(a - 1) D_2a(P||Q) + D_{2a-1}(Q||R). opacus's curve bounds
     both directions (Mironov et al. 2019, Thm. 5), so eps_rep(a) <= (a - 1/2)/(a - 1) eps(2a) + eps(2a - 1).
     """
+    return list(_poisson_gaussian_replace_one(float(sample_rate), float(noise_multiplier), int(steps),
+                                              tuple(float(o) for o in orders)))
+
+
+@functools.lru_cache(maxsize=256)
+def _poisson_gaussian_replace_one(sample_rate: float, noise_multiplier: float, steps: int,
+                                  orders: tuple[float, ...]) -> tuple[float, ...]:
+    """Memoised per process: the seeds of a cell share q, sigma and the steps, and the series costs seconds."""
     from opacus.accountants.analysis.rdp import compute_rdp
 
     a = np.asarray(orders, dtype=float)
@@ -83,7 +92,7 @@ def poisson_gaussian_replace_one(sample_rate: float, noise_multiplier: float, st
                                       orders=[float(o) for o in at]))
 
     twice, twice_less_one = curve(2 * a), curve(2 * a - 1)
-    return [float(v) for v in (a - 0.5) / (a - 1) * twice + twice_less_one]
+    return tuple(float(v) for v in (a - 0.5) / (a - 1) * twice + twice_less_one)
 
 
 def curve_event(curve: Sequence[float], orders: Sequence[float] = ORDERS, **about) -> dict:

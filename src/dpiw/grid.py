@@ -25,7 +25,7 @@ from dpiw.sdgp import GAN_SDGPS
 
 STAGES = ("scale", "synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger",
           "aggregate")
-#: the stages that run once per cell (dataset, eps, seed, SDGP), every run of the cell in one process
+#: the stages that run once per cell (dataset, eps, SDGP: every seed), every run of the cell in one process
 CELL_STAGES = ("synthesize", "fit_weights", "postprocess_weights", "evaluate", "privacy_ledger")
 
 # Paths below are relative to a config's output folder (results/<config>, see out_dir). `private/` holds
@@ -36,21 +36,25 @@ TRAIN = SCALE_DIR + "/train.parquet"
 TEST = SCALE_DIR + "/test.parquet"
 PUBLIC = SCALE_DIR + "/public.parquet"  # the slice declared public (scale.public_fraction; may be empty)
 SCALE_PRIVACY = "runs/{dataset}/seed={seed}/privacy/scale.json"
-CELL_ID = "{dataset}/eps={eps}/seed={seed}/{sdgp}"
-CELL = "runs/" + CELL_ID
-PRIVATE_CELL = "private/" + CELL_ID
+#: one SDGP fit: a dataset's split (seed), a budget and a generator
+FIT_ID = "{dataset}/eps={eps}/seed={seed}/{sdgp}"
+FIT = "runs/" + FIT_ID
+PRIVATE_FIT = "private/" + FIT_ID
+#: a cell: one dataset, budget and SDGP over every seed of the grid (a cell of the paper's tables); the
+#: workflow runs one job per cell and stage
+CELL_ID = "{dataset}/eps={eps}/{sdgp}"
 #: a cell stage's record of its runs (Snakemake's output of the cell job), written last, after every run;
 #: {digest} is that of the stage's runs as the config defines them (cell_digest): an edited value names
 #: another file, so the job runs again, and an older result checked out by DVC is recognised as current
-CELL_DONE = PRIVATE_CELL + "/{stage}.{digest}.done.json"
-SYNTH = CELL + "/synth_{share}.parquet"
-SYNTH_PRIVACY = CELL + "/privacy/synthesize_{share}.json"
-MODELS = PRIVATE_CELL + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
-WEIGHTS_DIR = CELL + "/{weights}"
+CELL_DONE = "private/" + CELL_ID + "/{stage}.{digest}.done.json"
+SYNTH = FIT + "/synth_{share}.parquet"
+SYNTH_PRIVACY = FIT + "/privacy/synthesize_{share}.json"
+MODELS = PRIVATE_FIT + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
+WEIGHTS_DIR = FIT + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 PUBLIC_LOG_RATIOS = WEIGHTS_DIR + "/public_log_ratios.parquet"  # the classifier's scores at the public rows
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
-RUN_ID = CELL_ID + "/{weights}/{post}"  # a run's name in manifests and random streams (no output folder)
+RUN_ID = FIT_ID + "/{weights}/{post}"  # a run's name in manifests and random streams (no output folder)
 RUN_DIR = "runs/" + RUN_ID
 LOG_WEIGHTS = RUN_DIR + "/log_weights.parquet"
 RESAMPLED = RUN_DIR + "/resampled.parquet"  # posts ending in `resample` only
@@ -336,34 +340,39 @@ def compares_to_logreg(run: Run, cells: set[tuple]) -> bool:
             and (run.dataset, run.eps, run.seed, run.sdgp) in cells)
 
 
-# --- cells: one job per (dataset, eps, seed, SDGP) and stage, every run of the cell in one process ------
+# --- cells: one job per (dataset, eps, SDGP) and stage, every run of the cell (all seeds) in one process -
 
 @dataclass(frozen=True)
 class Cell:
     dataset: str
     eps: str
-    seed: int
     sdgp: str
 
     def keys(self) -> dict:
-        return {"dataset": self.dataset, "eps": self.eps, "seed": self.seed, "sdgp": self.sdgp}
+        return {"dataset": self.dataset, "eps": self.eps, "sdgp": self.sdgp}
 
 
 def parse_cell(text: str) -> Cell:
-    """The cell of a path-like id: 'toy/eps=1/seed=0/marginals'."""
-    try:
-        dataset, eps, seed, sdgp = text.strip("/").split("/")
-        return Cell(dataset, eps.removeprefix("eps="), int(seed.removeprefix("seed=")), sdgp)
-    except ValueError:
-        raise ValueError(f"not a cell id (dataset/eps=E/seed=S/sdgp): {text!r}") from None
+    """The cell of a path-like id: 'toy/eps=1/marginals'."""
+    parts = text.strip("/").split("/")
+    if len(parts) != 3 or not parts[1].startswith("eps="):
+        raise ValueError(f"not a cell id (dataset/eps=E/sdgp): {text!r}")
+    return Cell(parts[0], parts[1].removeprefix("eps="), parts[2])
 
 
 def cells(config: dict) -> dict[Cell, list[Run]]:
-    """The grid's runs by cell, in grid order."""
+    """The grid's runs by cell, in grid order (seed by seed)."""
     out: dict[Cell, list[Run]] = {}
     for r in runs(config):
-        out.setdefault(Cell(r.dataset, r.eps, r.seed, r.sdgp), []).append(r)
+        out.setdefault(Cell(r.dataset, r.eps, r.sdgp), []).append(r)
+    for cell_runs in out.values():
+        cell_runs.sort(key=lambda r: r.seed)  # stable: grid order within a seed
     return out
+
+
+def cell_seeds(cell_runs: list[Run]) -> list[int]:
+    """The seeds a cell's runs use, in order."""
+    return list(dict.fromkeys(r.seed for r in cell_runs))
 
 
 def plan(config: dict, stage: str, cell: Cell, out: str | None = None) -> list[dict]:
@@ -404,9 +413,20 @@ def _task(name: str, argv: list, inputs: list[str], outputs: list[str]) -> dict:
 
 def cell_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, cell_runs: list[Run],
                logreg: set[tuple] | None = None) -> list[dict]:
-    """The stage invocations of one cell job, with every path under the output folder ``out``."""
+    """The stage invocations of one cell job (seed by seed), with every path under the output folder ``out``.
+    A task's name (seed=S/...) is unique within the cell."""
+    tasks = []
+    for seed in cell_seeds(cell_runs):
+        seed_runs = [r for r in cell_runs if r.seed == seed]
+        tasks += [{**t, "name": f"seed={seed}/{t['name']}"}
+                  for t in _seed_tasks(config, lookup, out, stage, cell, seed, seed_runs, logreg)]
+    return tasks
+
+
+def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, seed: int, cell_runs: list[Run],
+                logreg: set[tuple] | None) -> list[dict]:
     def path(template, **keys):
-        return fmt(under(out, template), **{**cell.keys(), **keys})
+        return fmt(under(out, template), **{**cell.keys(), "seed": seed, **keys})
 
     train, test, public, schema = path(TRAIN), path(TEST), path(PUBLIC), fmt(SCHEMA, dataset=cell.dataset)
     tasks = []
@@ -416,7 +436,7 @@ def cell_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, c
             if has_models(cell.sdgp):
                 outs["--models-out"] = path(MODELS, share=share)
             argv = ["--train", train, "--schema", schema,
-                    *synthesize_args(config, lookup, sdgp=cell.sdgp, eps=cell.eps, seed=cell.seed, share=share),
+                    *synthesize_args(config, lookup, sdgp=cell.sdgp, eps=cell.eps, seed=seed, share=share),
                     *[x for kv in outs.items() for x in kv]]
             tasks.append(_task(share, argv, [train, schema], list(outs.values())))
         return tasks
@@ -427,7 +447,7 @@ def cell_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, c
             ins = [train, synth, public, schema]
             argv = ["--real", train, "--synth", synth, "--public", public, "--schema", schema,
                     *fit_weights_args(config, lookup, dataset=cell.dataset, sdgp=cell.sdgp, weights=weights,
-                                      eps=cell.eps, seed=cell.seed)]
+                                      eps=cell.eps, seed=seed)]
             if needs_models(weights):
                 ins.append(path(MODELS, share=r.share))
                 argv += ["--models", ins[-1]]

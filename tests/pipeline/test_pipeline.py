@@ -111,10 +111,10 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     metrics = json.loads((cell / "none/metrics.json").read_text())
     assert {"pareto_k", "ess_kish", "ess_synthetic", "ess_synthetic_fraction"} <= set(metrics)
     # one job per cell and stage: its log holds every run's lines (here the GAN's progress)
-    log, = (wd / "logs/default/synthesize").glob("toy_eps=1_seed=0_dpgan.*.log")
+    log, = (wd / "logs/default/synthesize").glob("toy_eps=1_dpgan.*.log")
     assert "dpgan toy: 100%" in log.read_text()
-    done = json.loads(cell_done(wd, "postprocess_weights", "toy/eps=1/seed=0/marginals").read_text())
-    assert len(done["runs"]) == 14 and done["runs"]["beta_debiased/calibrate+psis"]["outputs"][0].endswith(
+    done = json.loads(cell_done(wd, "postprocess_weights", "toy/eps=1/marginals").read_text())
+    assert len(done["runs"]) == 14 and done["runs"]["seed=0/beta_debiased/calibrate+psis"]["outputs"][0].endswith(
         "beta_debiased/calibrate+psis/log_weights.parquet")
     summary = json.loads((out / "summary.json").read_text())
     assert 5 <= len(summary) <= 20 and sum(len(v) for v in summary.values()) < 200  # readable in `dvc metrics`

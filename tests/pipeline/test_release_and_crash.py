@@ -13,8 +13,8 @@ from helpers import cell_done, sh, workdir
 pytestmark = pytest.mark.slow
 
 OUT = "results/default"
-CELL = "toy/eps=1/seed=0/marginals"
-RUN = f"{OUT}/runs/{CELL}/beta_debiased/calibrate+psis"
+CELL = "toy/eps=1/marginals"
+RUN = f"{OUT}/runs/toy/eps=1/seed=0/marginals/beta_debiased/calibrate+psis"
 
 
 def _row_set(df: pd.DataFrame, columns) -> set[tuple]:

@@ -119,10 +119,10 @@ def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_onc
     before = json.loads(ledger_path.read_text())
     # the identical bundle again (the ledger step rerun on the same files, its job records gone so that
     # the cell job cannot skip it): nothing new is counted
-    shutil.rmtree(wd / OUT / "private/clinic/eps=1/seed=0/privbayes/privacy_ledger.keys")
+    shutil.rmtree(wd / OUT / "private/clinic/eps=1/privbayes/privacy_ledger.keys")
     smk(wd, "--forcerun", "privacy_ledger")
-    log, = (wd / "logs/clinic_release/privacy_ledger").glob("clinic_eps=1_seed=0_privbayes.*.log")
-    assert "[1/1] privacy_ledger beta_debiased/psis\n" in log.read_text()
+    log, = (wd / "logs/clinic_release/privacy_ledger").glob("clinic_eps=1_privbayes.*.log")
+    assert "[1/1] privacy_ledger seed=0/beta_debiased/psis\n" in log.read_text()
     assert json.loads(ledger_path.read_text())["total"] == before["total"]
     assert len(json.loads(ledger_path.read_text())["releases"]) == 1
     # epsilon 2.5 more would bring the dataset to 3.5 > privacy.dataset_epsilon = 3: refused, though this
@@ -131,7 +131,7 @@ def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_onc
     proc = smk(wd, "--configfile", CONFIG, "more.yaml", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    log = next((wd / "logs/more/privacy_ledger").glob("clinic_eps=2.5_seed=0_privbayes.*.log")).read_text()
+    log = next((wd / "logs/more/privacy_ledger").glob("clinic_eps=2.5_privbayes.*.log")).read_text()
     assert re.search(r"release refused: dataset 'clinic' has spent epsilon = 1 over 1 release", log), log + out
     assert "privacy.dataset_epsilon = 3" in log
     refused = wd / "results/more/runs" / RUN_ID.replace("eps=1", "eps=2.5")
@@ -178,7 +178,7 @@ def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_pat
     old = train.read_bytes()
     sh(["dvc", "repro"], wd)
     assert train.read_bytes() != old
-    logs = (wd / "logs/default/synthesize").glob("clinic_eps=1_seed=0_marginals.*.log")
+    logs = (wd / "logs/default/synthesize").glob("clinic_eps=1_marginals.*.log")
     log = max(logs, key=lambda p: p.stat().st_mtime)
     assert "] synthesize full\n" in log.read_text()
     # push to a local remote: no object there is a private split, and no row of D appears in what is there

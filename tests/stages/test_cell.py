@@ -13,37 +13,44 @@ import yaml
 from dpiw import DpiwError, grid
 from dpiw.stages import cell, scale
 
-CELL = "toy/eps=1/seed=0/marginals"
+CELL = "toy/eps=1/marginals"
 
 
 @pytest.fixture
 def cfg(tmp_path, root, monkeypatch):
-    """A one-cell config (toy, marginals, three weight methods, two posts) and its scaled data, in a work
-    dir laid out like the workflow's."""
+    """A one-cell config (toy, marginals, three weight methods, two posts, seeds 0 and 1) and its scaled
+    data, in a work dir laid out like the workflow's."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data").symlink_to(root / "data")
     params = yaml.safe_load((root / "params.yaml").read_text())
-    params["grid"] = {"datasets": ["toy"], "epsilons": [1], "seeds": [0], "sdgps": ["marginals"],
+    params["grid"] = {"datasets": ["toy"], "epsilons": [1], "seeds": [0, 1], "sdgps": ["marginals"],
                       "weights": ["none", "beta_debiased", "output_laplace"], "posts": ["none", "temper"]}
     params["datasets"]["toy"]["n_rows"] = 300
     params["out"] = "results/t"
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(params))
     out = "results/t"
-    p = {k: grid.fmt(grid.under(out, t), dataset="toy", seed=0)
-         for k, t in (("train", grid.TRAIN), ("test", grid.TEST), ("public", grid.PUBLIC),
-                      ("privacy", grid.SCALE_PRIVACY))}
-    scale.main(["--schema", "data/schemas/toy.yaml", *grid.scale_args(params, grid.lookup_in(params),
-                                                                      dataset="toy", seed=0),
-                "--train-out", p["train"], "--test-out", p["test"], "--public-out", p["public"],
-                "--privacy-out", p["privacy"]])
+    for seed in (0, 1):
+        p = {k: grid.fmt(grid.under(out, t), dataset="toy", seed=seed)
+             for k, t in (("train", grid.TRAIN), ("test", grid.TEST), ("public", grid.PUBLIC),
+                          ("privacy", grid.SCALE_PRIVACY))}
+        scale.main(["--schema", "data/schemas/toy.yaml", *grid.scale_args(params, grid.lookup_in(params),
+                                                                          dataset="toy", seed=seed),
+                    "--train-out", p["train"], "--test-out", p["test"], "--public-out", p["public"],
+                    "--privacy-out", p["privacy"]])
     return path
+
+
+def both_seeds(*names):
+    """A cell's task names, seed by seed."""
+    return [f"seed={s}/{n}" for s in (0, 1) for n in names]
 
 
 def done(stage, digest=None):
     """The cell job's record; the workflow names it by the digest of the cell's runs."""
     name = f"{stage}.{digest}.done.json" if digest else f"{stage}.done.json"
-    return grid.fmt(grid.under("results/t", grid.PRIVATE_CELL), **grid.parse_cell(CELL).keys()) + "/" + name
+    return os.path.dirname(grid.fmt(grid.under("results/t", grid.CELL_DONE), **grid.parse_cell(CELL).keys(),
+                                     stage=stage, digest="x")) + "/" + name
 
 
 def run_stage(cfg, stage, capsys):
@@ -57,9 +64,9 @@ def computed(out: str) -> list[str]:
 
 
 def test_a_cell_runs_each_run_once_and_then_only_what_an_edit_reaches(cfg, capsys):
-    assert computed(run_stage(cfg, "synthesize", capsys)) == ["full", "split"]
-    assert computed(run_stage(cfg, "fit_weights", capsys)) == ["none", "beta_debiased", "output_laplace"]
-    assert len(computed(run_stage(cfg, "postprocess_weights", capsys))) == 6
+    assert computed(run_stage(cfg, "synthesize", capsys)) == both_seeds("full", "split")
+    assert computed(run_stage(cfg, "fit_weights", capsys)) == both_seeds("none", "beta_debiased", "output_laplace")
+    assert len(computed(run_stage(cfg, "postprocess_weights", capsys))) == 12
     record = json.loads(open(done("fit_weights")).read())
     outputs = [o for r in record["runs"].values() for o in r["outputs"]]
     stamp = {o: os.stat(o).st_mtime_ns for o in outputs}
@@ -70,17 +77,20 @@ def test_a_cell_runs_each_run_once_and_then_only_what_an_edit_reaches(cfg, capsy
     params = yaml.safe_load(cfg.read_text())
     params["weights"]["output"]["scale_target"] = 0.4
     cfg.write_text(yaml.safe_dump(params))
-    assert computed(run_stage(cfg, "fit_weights", capsys)) == ["output_laplace"]
-    assert computed(run_stage(cfg, "postprocess_weights", capsys)) == ["output_laplace/none", "output_laplace/temper"]
+    assert computed(run_stage(cfg, "fit_weights", capsys)) == both_seeds("output_laplace")
+    assert computed(run_stage(cfg, "postprocess_weights", capsys)) == both_seeds("output_laplace/none",
+                                                                                "output_laplace/temper")
     assert {o: os.stat(o).st_mtime_ns for o in outputs if "/output_laplace/" not in o} == {
         o: t for o, t in stamp.items() if "/output_laplace/" not in o}
-    # a changed input (new synthetic rows of the split share): every run that reads them
-    synth = grid.fmt(grid.under("results/t", grid.SYNTH), **grid.parse_cell(CELL).keys(), share="split")
+    # a lost output of one seed: that run alone
+    synth = grid.fmt(grid.under("results/t", grid.SYNTH), **grid.parse_cell(CELL).keys(), seed=1, share="split")
     os.remove(synth)
+    assert computed(run_stage(cfg, "synthesize", capsys)) == ["seed=1/split"]
+    # a changed input (new synthetic rows): every run that reads them
     params["sdgp"]["marginals"]["bins"] = 7
     cfg.write_text(yaml.safe_dump(params))
-    assert computed(run_stage(cfg, "synthesize", capsys)) == ["full", "split"]
-    assert computed(run_stage(cfg, "fit_weights", capsys)) == ["none", "beta_debiased", "output_laplace"]
+    assert computed(run_stage(cfg, "synthesize", capsys)) == both_seeds("full", "split")
+    assert computed(run_stage(cfg, "fit_weights", capsys)) == both_seeds("none", "beta_debiased", "output_laplace")
 
 
 def test_one_process_gives_the_bytes_of_one_process_per_run(cfg, capsys, tmp_path):
@@ -104,8 +114,8 @@ def test_an_interrupted_cell_resumes_where_it_stopped(cfg, capsys, monkeypatch):
     real = fit_weights.main
 
     def fail_on_output_laplace(argv):
-        if "output_laplace" in argv:
-            raise KeyboardInterrupt  # a kill in the middle of the cell
+        if "output_laplace" in argv and argv[argv.index("--seed") + 1] == "1":
+            raise KeyboardInterrupt  # a kill in the middle of the cell's last seed
         real(argv)
 
     monkeypatch.setattr(fit_weights, "main", fail_on_output_laplace)
@@ -113,12 +123,12 @@ def test_an_interrupted_cell_resumes_where_it_stopped(cfg, capsys, monkeypatch):
         run_stage(cfg, "fit_weights", capsys)
     assert not os.path.exists(done("fit_weights"))  # the scheduler will run the cell again
     monkeypatch.setattr(fit_weights, "main", real)
-    assert computed(run_stage(cfg, "fit_weights", capsys)) == ["output_laplace"]
+    assert computed(run_stage(cfg, "fit_weights", capsys)) == ["seed=1/output_laplace"]
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cell", "toy/eps=1/marginals"], "--cell: not a cell id"),
-    (["--cell", "toy/eps=6/seed=0/marginals"], "not a cell of the grid"),
+    (["--cell", "toy/eps=1/seed=0/marginals"], "--cell: not a cell id"),
+    (["--cell", "toy/eps=6/marginals"], "not a cell of the grid"),
     (["--stage", "scale"], "invalid choice: 'scale'"),
 ])
 def test_bad_cell_arguments_are_one_line(cfg, args, message):
@@ -137,7 +147,7 @@ def test_a_failing_run_names_its_cell_stage_and_run(cfg, capsys):
     cfg.write_text(yaml.safe_dump(params))
     proc = subprocess.run([sys.executable, "-m", "dpiw.stages.cell", "--stage", "fit_weights", "--config",
                            str(cfg), "--cell", CELL, "--done", done("fit_weights")], capture_output=True, text=True)
-    assert proc.returncode == 2 and proc.stderr.startswith("error: fit_weights output_laplace: "), proc.stderr
+    assert proc.returncode == 2 and proc.stderr.startswith("error: fit_weights seed=0/output_laplace: "), proc.stderr
     assert not os.path.exists(done("fit_weights"))
 
 
@@ -164,4 +174,4 @@ def test_edited_code_recomputes_every_run_and_renames_the_record(cfg, capsys, mo
     before = grid.cell_digest(tasks)
     monkeypatch.setattr(grid, "code_digest", lambda: "another version of dpiw")
     assert grid.cell_digest(tasks) != before
-    assert computed(run_stage(cfg, "synthesize", capsys)) == ["full", "split"]
+    assert computed(run_stage(cfg, "synthesize", capsys)) == both_seeds("full", "split")

@@ -8,6 +8,7 @@ import pytest
 from dpiw import DpiwError
 from dpiw.weights import make_estimator
 from dpiw.weights.logistic import add_intercept
+from dpiw.mechanisms import analytic_gaussian_sigma
 from dpiw.weights.output_perturbation import gaussian_log_correction, gaussian_scale
 
 
@@ -80,6 +81,7 @@ def test_output_laplace_refuses_infinite_variance():
             real, synth, epsilon=0.5, delta=0, rng=np.random.default_rng(0), norm_bound=math.sqrt(2))
 
 
-def test_gaussian_mechanism_needs_epsilon_below_one():
-    with pytest.raises(DpiwError, match="epsilon < 1"):
-        gaussian_scale(1.0, 1.5, 1e-5)
+def test_gaussian_weights_use_the_analytic_mechanism_at_any_epsilon():
+    assert gaussian_scale(2.0, 1.5, 1e-5) == pytest.approx(2.0 * analytic_gaussian_sigma(1.5, 1e-5))
+    with pytest.raises(DpiwError, match="0 < delta < 1"):
+        gaussian_scale(1.0, 1.5, 0.0)

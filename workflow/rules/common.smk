@@ -28,7 +28,7 @@ wildcard_constraints:
 OUT = G.out_dir(config, workflow.overwrite_configfiles)
 LOGS = f"logs/{OUT.removeprefix('results/')}"
 CELLS = G.cells(config)
-CELL_OF = {(c.dataset, c.eps, str(c.seed), c.sdgp): c for c in CELLS}
+CELL_OF = {(c.dataset, c.eps, c.sdgp): c for c in CELLS}
 LOGREG_CELLS = G.logreg_cells(config)
 RELEASE_MODE = config["mode"] == "release"
 
@@ -47,8 +47,7 @@ def cli(args):
 
 def done(stage):
     """The cell job's output (its record, dpiw.stages.cell), named by the digest of its runs."""
-    return G.fmt(out(G.CELL_DONE), dataset="{dataset}", eps="{eps}", seed="{seed}", sdgp="{sdgp}", stage=stage,
-                 digest="{digest}")
+    return G.fmt(out(G.CELL_DONE), dataset="{dataset}", eps="{eps}", sdgp="{sdgp}", stage=stage, digest="{digest}")
 
 
 _TASKS = {}
@@ -70,12 +69,25 @@ def upstream(stage):
     return lambda wc: done_of(stage, cell_of(wc))
 
 
+def per_seed(template):
+    """Input function: ``template`` (a scale output) for every seed of this cell."""
+    return lambda wc: [G.fmt(out(template), dataset=wc.dataset, seed=s) for s in G.cell_seeds(CELLS[cell_of(wc)])]
+
+
+def cell_minutes(per_seed, per_gan_seed=None):
+    """A cell job's time limit in minutes (SLURM): 10 plus so many per seed of the cell."""
+    def minutes(wc):
+        gan = per_gan_seed is not None and G.has_models(wc.sdgp)
+        return 10 + (per_gan_seed if gan else per_seed) * len(G.cell_seeds(CELLS[cell_of(wc)]))
+    return minutes
+
+
 def all_done(stage):
     return [done_of(stage, c) for c in CELLS]
 
 
 def cell_of(wc):
-    return CELL_OF[(wc.dataset, wc.eps, wc.seed, wc.sdgp)]
+    return CELL_OF[(wc.dataset, wc.eps, wc.sdgp)]
 
 
 def effective_config():
@@ -114,9 +126,9 @@ def data_inputs(wc):
 
 def cell_log(stage):
     """A cell job's log (named, like its record, by the digest of the cell's runs)."""
-    return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_seed={{seed}}_{{sdgp}}.{{digest}}.log"
+    return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_{{sdgp}}.{{digest}}.log"
 
 
 CELL_SHELL = ("python -m dpiw.stages.cell --stage {params.stage} --config {params.config:q}"
-              " --cell {wildcards.dataset}/eps={wildcards.eps}/seed={wildcards.seed}/{wildcards.sdgp}"
+              " --cell {wildcards.dataset}/eps={wildcards.eps}/{wildcards.sdgp}"
               " --done {output.done} > {log} 2>&1")

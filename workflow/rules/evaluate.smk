@@ -4,13 +4,15 @@ rule evaluate:
         postprocessed=upstream("postprocess_weights"),
         fitted=upstream("fit_weights"),  # logreg's log ratios, where a run is compared with them
         synthesized=upstream("synthesize"),
-        test=out(G.TEST),
+        test=per_seed(G.TEST),
         schema=G.SCHEMA,
     output:
         done=done("evaluate"),
     params:
         stage="evaluate",
         config=CONFIG_FILE,
+    resources:
+        runtime=cell_minutes(per_seed=3),
     group:
         "cell"
     log:
@@ -44,7 +46,7 @@ rule figures:
     input:
         runs=out(G.TABLE_RUNS),
         toy=[done_of("postprocess_weights", c) for c in dict.fromkeys(
-            CELL_OF[(r.dataset, r.eps, str(r.seed), r.sdgp)] for r in G.figure1_runs(config))],
+            CELL_OF[(r.dataset, r.eps, r.sdgp)] for r in G.figure1_runs(config))],
     output:
         fig1=report(out(G.FIG1), caption="../report/fig1.rst", category="Figures"),
         fig2=report(out(G.FIG2), caption="../report/fig2.rst", category="Figures"),

@@ -1,7 +1,7 @@
 # One job per cell: each run's manifest (composed spend, verdict) and release bundle.
 rule privacy_ledger:
     input:
-        scaled=out(G.SCALE_PRIVACY),
+        scaled=per_seed(G.SCALE_PRIVACY),
         synthesized=upstream("synthesize"),
         fitted=upstream("fit_weights"),
         postprocessed=upstream("postprocess_weights"),
@@ -10,6 +10,8 @@ rule privacy_ledger:
     params:
         stage="privacy_ledger",
         config=CONFIG_FILE,
+    resources:
+        runtime=cell_minutes(per_seed=3),
     group:
         "cell"
     log:

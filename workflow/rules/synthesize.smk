@@ -1,7 +1,8 @@
-# One job per cell (dataset, eps, seed, SDGP): the SDGP fitted on each budget share the cell's runs need.
+# One job per cell (dataset, eps, SDGP): the SDGP fitted on every seed's split, for each budget share the
+# cell's runs need.
 rule synthesize:
     input:
-        train=out(G.TRAIN),
+        train=per_seed(G.TRAIN),
         schema=G.SCHEMA,
     output:
         done=done("synthesize"),
@@ -9,7 +10,7 @@ rule synthesize:
         stage="synthesize",
         config=CONFIG_FILE,
     resources:
-        runtime=lambda wc: 60 if G.has_models(wc.sdgp) else 10,  # minutes (SLURM): GAN fits are the long jobs
+        runtime=cell_minutes(per_seed=3, per_gan_seed=10),  # SLURM: the GAN fits are the long jobs
     log:
         cell_log("synthesize"),
     conda:

@@ -2,14 +2,16 @@
 rule fit_weights:
     input:
         synthesized=upstream("synthesize"),
-        real=out(G.TRAIN),
-        public=out(G.PUBLIC),
+        real=per_seed(G.TRAIN),
+        public=per_seed(G.PUBLIC),
         schema=G.SCHEMA,
     output:
         done=done("fit_weights"),
     params:
         stage="fit_weights",
         config=CONFIG_FILE,
+    resources:
+        runtime=cell_minutes(per_seed=3),
     group:
         "cell"
     log:
@@ -29,6 +31,8 @@ rule postprocess_weights:
     params:
         stage="postprocess_weights",
         config=CONFIG_FILE,
+    resources:
+        runtime=cell_minutes(per_seed=3),
     group:
         "cell"
     log:

@@ -20,10 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.numerics import softmax_rows
 
 LogDensity = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -76,11 +78,15 @@ class IWModel:
             return lp, X.T @ (w * (y - p)) - theta / s2
         W = theta.reshape(self.n_classes, d)
         Z = X @ W.T
-        lse = np.logaddexp.reduce(Z, axis=1)
-        Y = np.eye(self.n_classes)[y.astype(np.int64)]
-        lp = float((w * ((Z * Y).sum(axis=1) - lse)).sum() - 0.5 * (theta @ theta) / s2)
-        G = (Y - np.exp(Z - lse[:, None])) * w[:, None]
+        P, lse = softmax_rows(Z)
+        Y = self._one_hot
+        lp = float(w @ ((Z * Y).sum(axis=1) - lse) - 0.5 * (theta @ theta) / s2)
+        G = (Y - P) * w[:, None]
         return lp, (G.T @ X - W / s2).ravel()
+
+    @cached_property
+    def _one_hot(self) -> np.ndarray:
+        return np.eye(self.n_classes)[self.y.astype(np.int64)]
 
     def predict(self, thetas: np.ndarray, X_new: np.ndarray) -> np.ndarray:
         """Posterior predictive at X_new: P(y=1) (binary), class probabilities (multinomial), or the
@@ -93,8 +99,7 @@ class IWModel:
             return (0.5 * (1.0 + np.tanh(0.5 * (Xn @ thetas.T)))).mean(axis=1)
         out = np.zeros((len(Xn), self.n_classes))
         for t in thetas:
-            Z = Xn @ t.reshape(self.n_classes, d).T
-            out += np.exp(Z - np.logaddexp.reduce(Z, axis=1)[:, None])
+            out += softmax_rows(Xn @ t.reshape(self.n_classes, d).T)[0]
         return out / len(thetas)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw.evaluate.bayes import multiclass_auc
+from dpiw.numerics import logsumexp, softmax_rows
 
 
 def _normalised_mean_one(w: np.ndarray) -> np.ndarray:
@@ -53,7 +54,7 @@ def train_mlp(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, task: str, n_class
             if task == "regression":
                 dout = 2.0 * (out - Yb)
             else:
-                P_ = np.exp(out - np.logaddexp.reduce(out, axis=1)[:, None])
+                P_ = softmax_rows(out)[0]
                 dout = P_ - Yb
             dout = dout * (wb / wb.sum())[:, None] if wb.sum() > 0 else dout * 0.0
             dH = (dout @ params[2].T) * (H > 0)
@@ -68,7 +69,7 @@ def train_mlp(X: np.ndarray, y: np.ndarray, w: np.ndarray, *, task: str, n_class
         _, out = forward(np.asarray(X_new, float), params)
         if task == "regression":
             return out[:, 0]
-        P_ = np.exp(out - np.logaddexp.reduce(out, axis=1)[:, None])
+        P_ = softmax_rows(out)[0]
         return P_[:, 1] if n_classes == 2 else P_
 
     predict.steps = t  # Adam steps taken (for tests and benchmarks)
@@ -135,6 +136,6 @@ def log_weight_mse(log_w: np.ndarray, reference_log_w: np.ndarray) -> float:
     if not keep.any():
         return math.nan
     a, b = a[keep], b[keep]
-    a = a - np.logaddexp.reduce(a) + math.log(a.size)
-    b = b - np.logaddexp.reduce(b) + math.log(b.size)
+    a = a - logsumexp(a) + math.log(a.size)
+    b = b - logsumexp(b) + math.log(b.size)
     return float(np.mean((a - b) ** 2))

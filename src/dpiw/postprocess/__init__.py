@@ -13,18 +13,10 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.numerics import logsumexp
 from dpiw.registry import POST_STEPS
 
 STEPS = POST_STEPS
-
-
-def logsumexp(a: np.ndarray) -> float:
-    """log(sum(exp(a))) without overflow (numpy only: scipy.special costs 0.2 s to import)."""
-    a = np.asarray(a, float)
-    m = np.max(a)
-    if not np.isfinite(m):
-        return float(m)
-    return float(m + np.log(np.exp(a - m).sum()))
 
 
 def parse_post(post: str) -> tuple[str, ...]:

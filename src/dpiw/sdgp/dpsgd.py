@@ -21,6 +21,7 @@ multiplier is calibrated to e' = eps/2, d' = delta/(1 + e^(eps/2)) and the recor
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import warnings
 
@@ -69,21 +70,15 @@ def _orders(accountant: str) -> dict:
 def calibrate_noise(*, epsilon: float, delta: float, sample_rate: float, steps: int, accountant: str,
                     hint: str = "lower sdgp.gan.steps") -> float:
     """Smallest noise multiplier (opacus search, tolerance 0.01) meeting replace-one (epsilon, delta)."""
-    from opacus.accountants.utils import get_noise_multiplier
-
     if not (epsilon > 0 and 0 < delta < 1):
         raise DpiwError(f"DP-SGD needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon}, delta={delta}; "
                         "set privacy.delta to a positive number or 'paper'")
     eps_ar, delta_ar = add_remove_target(epsilon, delta)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            sigma = float(get_noise_multiplier(target_epsilon=eps_ar, target_delta=delta_ar, sample_rate=sample_rate,
-                                               steps=steps, accountant=accountant, epsilon_tolerance=0.01,
-                                               **_orders(accountant)))
-        except ValueError as exc:
-            raise DpiwError(f"DP-SGD cannot meet epsilon={epsilon:g}, delta={delta:g} with sample rate "
-                            f"{sample_rate:.4g} and {steps} steps ({exc}); {hint} or raise the budget") from exc
+    try:
+        sigma = _noise_multiplier(eps_ar, delta_ar, float(sample_rate), int(steps), accountant)
+    except ValueError as exc:
+        raise DpiwError(f"DP-SGD cannot meet epsilon={epsilon:g}, delta={delta:g} with sample rate "
+                        f"{sample_rate:.4g} and {steps} steps ({exc}); {hint} or raise the budget") from exc
     if sigma > MAX_NOISE_MULTIPLIER:
         raise DpiwError(f"budget too small for DP-SGD: epsilon={epsilon:g} with sample rate {sample_rate:.4g} and "
                         f"{steps} steps needs noise multiplier {sigma:.4g} > {MAX_NOISE_MULTIPLIER:g} (the noise would "
@@ -91,14 +86,35 @@ def calibrate_noise(*, epsilon: float, delta: float, sample_rate: float, steps: 
     return sigma
 
 
+# The accountant's answers are pure functions of their arguments and cost seconds (opacus's RDP series at
+# fractional orders is plain Python); a cell job fits every seed of one dataset with the same sample rate,
+# steps and budget, so each is computed once per process.
+@functools.lru_cache(maxsize=256)
+def _noise_multiplier(eps_ar: float, delta_ar: float, sample_rate: float, steps: int, accountant: str) -> float:
+    from opacus.accountants.utils import get_noise_multiplier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(get_noise_multiplier(target_epsilon=eps_ar, target_delta=delta_ar, sample_rate=sample_rate,
+                                          steps=steps, accountant=accountant, epsilon_tolerance=0.01,
+                                          **_orders(accountant)))
+
+
+@functools.lru_cache(maxsize=256)
+def _history_epsilon(mechanism: str, history: tuple, delta_ar: float) -> float:
+    """Add/remove epsilon of an accountant history (opacus's (noise multiplier, sample rate, steps) list)."""
+    accountant = make_accountant(mechanism)
+    accountant.history = list(history)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # the conversion (Balle et al. 2020) can go below 0 for a nearly flat curve: (0, delta) then holds
+        return max(0.0, float(accountant.get_epsilon(delta=delta_ar, **_orders(mechanism))))
+
+
 def spent(accountant, delta: float, epsilon_target: float) -> tuple[float, float, float, float]:
     """(replace-one epsilon, replace-one delta, add/remove epsilon, add/remove delta) of an accountant's history."""
     _, delta_ar = add_remove_target(epsilon_target, delta)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        orders = {"alphas": RDP_ALPHAS} if accountant.mechanism() == "rdp" else {}
-        # the conversion (Balle et al. 2020) can go below 0 for a nearly flat curve: (0, delta) then holds
-        eps_ar = max(0.0, float(accountant.get_epsilon(delta=delta_ar, **orders)))
+    eps_ar = _history_epsilon(accountant.mechanism(), tuple(map(tuple, accountant.history)), delta_ar)
     eps, dlt = replace_one(eps_ar, delta_ar)
     return eps, dlt, eps_ar, delta_ar
 

@@ -1,4 +1,4 @@
-"""Run one stage for every run of a cell (dataset, eps, seed, SDGP) in this one process.
+"""Run one stage for every run of a cell (dataset, eps, SDGP; every seed) in this one process.
 
 The workflow starts one such job per cell and stage instead of one process per run: an interpreter with
 pandas, scipy and torch costs seconds before it computes anything. Each run still writes its own
@@ -11,7 +11,7 @@ resumes where it stopped. The job
 ends by writing ``--done`` (each run's key and outputs), the file the workflow's scheduler waits for.
 
     python -m dpiw.stages.cell --stage fit_weights --config results/default/config.yaml \
-        --cell toy/eps=1/seed=0/marginals --done DONE.json
+        --cell toy/eps=1/marginals --done DONE.json
 
 The runs come from the config (``dpiw.grid.cell_tasks``, the same function the workflow uses).
 """
@@ -35,7 +35,7 @@ def parse_args(argv):
     p = Parser(prog="dpiw.stages.cell", description=__doc__)
     p.add_argument("--stage", choices=STAGES, required=True)
     p.add_argument("--config", required=True, help="the workflow's effective config (YAML)")
-    p.add_argument("--cell", required=True, help="dataset/eps=E/seed=S/sdgp")
+    p.add_argument("--cell", required=True, help="dataset/eps=E/sdgp")
     p.add_argument("--done", required=True, help="where to write the cell's record (last)")
     return p.parse_args(argv)
 

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.numerics import logsumexp
 
 
 def score_sensitivity(n_private: int) -> float:
@@ -87,7 +88,7 @@ def post_gan_boosting(d_real_mean: np.ndarray, d_synth: np.ndarray, *, rounds: i
                                                                          rng=rng)
         picks[j] += 1
         log_phi = log_phi + eta * d_synth[j]  # phi_{t+1}(b) ~ phi_t(b) exp(eta D_t(b))
-        log_phi -= np.logaddexp.reduce(log_phi)
+        log_phi -= logsumexp(log_phi)
     return phi_sum / rounds, picks
 
 

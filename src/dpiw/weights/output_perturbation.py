@@ -8,7 +8,9 @@ Sensitivities (replace-one, ||x~||_2 <= R from the public schema, intercept incl
 - the vector of the N_S released log weights: L1 <= N_S 2R^2/(n lambda), L2 <= sqrt(N_S) 2R^2/(n lambda).
   So the noise grows with the number of released weights N_S (the paper's "(N_S eps, 0)").
 
-Gaussian mechanism: s = Delta_2 sqrt(2 ln(1.25/delta)) / eps (Dwork & Roth, Thm A.1; needs eps < 1, checked).
+Gaussian mechanism: the analytic Gaussian mechanism (Balle and Wang 2018; dpiw.mechanisms), the smallest s
+for which N(0, s^2) noise on a query of L2 sensitivity Delta_2 is (eps, delta)-DP, for any eps > 0 (the
+classical s = Delta_2 sqrt(2 ln(1.25/delta)) / eps needs eps < 1 and is larger).
 """
 
 from __future__ import annotations
@@ -18,19 +20,15 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.mechanisms import analytic_gaussian_sigma
 from dpiw.privacy import PrivacySpend
 from dpiw.weights.estimators import LogReg
 from dpiw.weights.logistic import add_intercept, l2_sensitivity
 
 
 def gaussian_scale(sensitivity_l2: float, epsilon: float, delta: float) -> float:
-    """Classical Gaussian mechanism (eps < 1)."""
-    if not (0 < epsilon < 1):
-        raise DpiwError(f"the Gaussian mechanism here needs 0 < epsilon < 1, got {epsilon:g}; lower the run's "
-                        "epsilon or privacy.weights_epsilon_fraction, or use the Laplace variant")
-    if not (0 < delta < 1):
-        raise DpiwError(f"the Gaussian mechanism needs 0 < delta < 1, got {delta:g}")
-    return sensitivity_l2 * math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+    """Noise sd of the analytic Gaussian mechanism (any epsilon > 0, 0 < delta < 1)."""
+    return analytic_gaussian_sigma(epsilon, delta, sensitivity_l2)
 
 
 def gaussian_log_correction(X_tilde: np.ndarray, s: float) -> np.ndarray:
