@@ -9,9 +9,12 @@ export PIP_FIND_LINKS ?= /opt/wheels
 endif
 CORES ?= all
 
-.PHONY: install run test lint clean
+.PHONY: help install run results test lint clean
 
-install: $(VENV)/.installed
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
+
+install: $(VENV)/.installed  ## build .venv from requirements.lock (torch CPU wheel)
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	python3 -m venv $(VENV)
@@ -21,18 +24,24 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	touch $@
 
 # the default config (params.yaml -> results/default/); CONFIG=configs/paper.yaml for another
-run: install
+run: install  ## the default config (or CONFIG=configs/X.yaml) -> results/<config>/
 	snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
+
+# The paper grid (configs/paper.yaml -> results/paper/), then docs/results.md generated from its runs table
+results: install  ## configs/paper.yaml, then docs/results.md from its runs
+	snakemake --cores $(CORES) --configfile configs/paper.yaml
+	python -m dpiw.stages.paper_compare --runs results/paper/tables/runs.csv \
+		--paper data/paper/ghalebikesabi2022_tables.csv --out docs/results.md
 
 # The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
 # are there: tests/cluster/start_slurm.sh; skipped with the reason otherwise).
-test: install
+test: install  ## the test suite, then the SLURM test (what CI runs)
 	python -m pytest -q -m "not cluster"
 	python -m pytest -q -rs -m cluster tests/cluster
 
-lint: install
+lint: install  ## ruff and snakemake --lint
 	ruff check src tests workflow bench
 	snakemake --lint
 
-clean:
+clean:  ## remove results, logs and Snakemake's state
 	rm -rf results logs benchmarks .snakemake

@@ -265,7 +265,9 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
         args += ["--pgb-rounds", str(lookup("weights.pgb.rounds")), "--pgb-eta", str(lookup("weights.pgb.eta"))]
     if weights == "drs":
         args += ["--drs-percentile", str(lookup("weights.drs.percentile"))]
-    if weights in LOGISTIC_WEIGHT_METHODS:
+    if weights == "logreg":  # not DP: its own regularisation, not its private twins' lambda
+        args += ["--logreg-c", str(lookup("weights.logreg.C"))]
+    elif weights in LOGISTIC_WEIGHT_METHODS:
         args += ["--lambda", str(lookup("weights.beta.lambda")),
                  "--rho-target", str(lookup("weights.beta.rho_target")),
                  "--sensitivity-n", str(lookup("weights.beta.sensitivity_n"))]

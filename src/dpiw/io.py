@@ -86,6 +86,11 @@ def write_json(obj: Any, path: str | Path) -> None:
     _atomic(Path(path), lambda tmp: tmp.write_text(text))
 
 
+def write_text(text: str, path: str | Path) -> None:
+    """Write ``text`` atomically (a file whose bytes do not change keeps its modification time)."""
+    _atomic(Path(path), lambda tmp: tmp.write_text(text))
+
+
 def read_json(path: str | Path) -> Any:
     path = Path(path)
     if not path.is_file():

@@ -64,6 +64,8 @@ SDGPS: tuple[SDGP, ...] = (
 #: in the order of the tables
 WEIGHT_METHODS: tuple[WeightMethod, ...] = (
     WeightMethod("none", True, False, "", "any", False, "dpiw.weights.estimators:NoWeights", "unit weights"),
+    WeightMethod("none_split", True, True, "", "any", False, "dpiw.weights.estimators:SplitControl",
+                 "unit weights on the split-share rows: the paired control of the methods with a budget of their own"),
     WeightMethod("true", True, False, "", "toy_uniform", False, "dpiw.weights.estimators:TrueToyWeights",
                  "the known density ratio (toy data, uniform SDGP)"),
     WeightMethod("beta_noised", True, True, "logistic", "any", True, "dpiw.weights.estimators:BetaNoised",

@@ -55,8 +55,8 @@ def _dry_run_jobs(cwd) -> list[tuple[str, str]]:
 
 def _edit_rho_target(params_path: Path):
     text = params_path.read_text()
-    assert "rho_target: 0.5" in text
-    params_path.write_text(text.replace("rho_target: 0.5", "rho_target: 0.4"))
+    assert "rho_target: 0.3" in text
+    params_path.write_text(text.replace("rho_target: 0.3", "rho_target: 0.4"))
 
 
 @pytest.mark.slow

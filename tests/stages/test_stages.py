@@ -55,7 +55,7 @@ def test_chain_outputs(chain):
     w = json.loads(chain["w_priv"].read_text())
     s = json.loads(chain["synth_priv"].read_text())
     assert w["epsilon"] == pytest.approx(0.1) and s["epsilon"] == pytest.approx(0.9)
-    assert w["noise"]["scale"] == pytest.approx(0.5)  # lambda auto -> rho = rho_target
+    assert w["noise"]["scale"] == pytest.approx(0.3)  # lambda auto -> rho = rho_target (the default)
 
 
 def test_ledger_sum_and_budget_gate(chain, tmp_path):

@@ -220,3 +220,26 @@ def test_mlp_metric_caps_its_steps_on_large_sets():
     small, big = fit(200, 50), fit(2000, 50)
     assert small.steps == 50 and big.steps == 40  # 25 epochs x 2 batches; 2 epochs x 20 batches
     assert np.mean((big(X) > 0.5) == y) > 0.8
+
+
+def test_a_diverging_trajectory_is_rejected_not_an_overflow():
+    """Regression with sigma sampled: far out in log sigma the density is 0 (not math.exp overflowing), and a
+    sampler whose trajectories reach such a region still returns finite draws from the posterior."""
+    from dpiw.evaluate.bayes import LOG_SIGMA_LIMIT, hmc, iw_model
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(50, 2))
+    y = X @ [0.3, -0.2] + 0.5 + 0.05 * rng.standard_normal(50)
+    model = iw_model(X, y, np.ones(50), task="regression")
+    theta = np.zeros(model.dim)
+    for log_sigma in (-1000.0, 1000.0, LOG_SIGMA_LIMIT + 1):
+        theta[-1] = log_sigma
+        lp, g = model.log_density(theta)
+        assert lp == -math.inf and np.all(g == 0)
+
+    def cliff(t):  # the posterior with a wall: every trajectory that crosses t[0] > 0.5 diverges
+        lp, g = model.log_density(t)
+        return (-math.inf, np.zeros_like(t)) if t[0] > 0.5 else (lp, g)
+
+    draws = hmc(cliff, model.dim, rng=np.random.default_rng(1), n_samples=200, n_warmup=100)
+    assert np.isfinite(draws.theta).all() and (draws.theta[:, 0] <= 0.5).all() and draws.accept_rate > 0.3

@@ -93,10 +93,10 @@ def test_noise_scale_uses_l1_sensitivity():
 def test_auto_lambda_hits_the_target_noise_scale():
     rng = np.random.default_rng(0)
     Xr, Xs = rng.uniform(size=(120, 4)), rng.uniform(size=(120, 4))
-    est = BetaNoised(lam="auto", rho_target=0.5).fit(Xr, Xs, epsilon=0.1, delta=0.0, rng=rng, norm_bound=2.0)
-    assert est.rho_ == pytest.approx(0.5)
+    est = BetaNoised(lam="auto", rho_target=0.3).fit(Xr, Xs, epsilon=0.1, delta=0.0, rng=rng, norm_bound=2.0)
+    assert est.rho_ == pytest.approx(0.3)
     assert est.lambda_ == pytest.approx(auto_lambda(norm_bound=math.sqrt(5), n=120, n_coef=5, epsilon=0.1,
-                                                    rho_target=0.5))
+                                                    rho_target=0.3))
 
 
 def test_minimiser_sensitivity_bound_holds_on_neighbours(rng):
@@ -146,3 +146,12 @@ def test_logreg_on_toy_data_recovers_the_true_weights():
     assert np.corrcoef(log_w, true_w)[0, 1] > 0.75
     w = np.exp(log_w)
     assert weighted_wasserstein(Xs, w, Xt) < 0.7 * weighted_wasserstein(Xs, np.ones(len(Xs)), Xt)
+
+
+def test_none_split_is_unit_weights_on_the_split_share_and_spends_nothing():
+    from dpiw.privacy import budget_share
+    from dpiw.weights.estimators import make_estimator
+
+    est = make_estimator("none_split").fit(np.zeros((5, 2)), np.ones((7, 2)), epsilon=0.1, delta=1e-5, rng=None)
+    assert np.all(est.log_ratio(np.ones((7, 2))) == 0) and est.privacy_.epsilon == 0
+    assert budget_share("none_split") == "split" and budget_share("none") == "full"

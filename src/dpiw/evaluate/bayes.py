@@ -28,6 +28,9 @@ from dpiw import DpiwError
 from dpiw.numerics import softmax_rows
 
 LogDensity = Callable[[np.ndarray], tuple[float, np.ndarray]]
+#: |log sigma| beyond this is outside any posterior here (targets in [0, 1], prior N(log 0.1, 1)): a leapfrog
+#: trajectory that gets there has diverged, and its end point is rejected instead of overflowing
+LOG_SIGMA_LIMIT = 30.0
 
 
 def _with_intercept(X: np.ndarray) -> np.ndarray:
@@ -58,7 +61,9 @@ class IWModel:
         if self.task == "regression":
             beta = theta[:d]
             if self.sigma is None:
-                log_sigma = theta[d]
+                log_sigma = float(theta[d])
+                if not abs(log_sigma) < LOG_SIGMA_LIMIT:  # a divergent trajectory: zero density (rejected)
+                    return -math.inf, np.zeros_like(theta)
                 sigma = math.exp(log_sigma)
             else:
                 log_sigma, sigma = math.log(self.sigma), self.sigma
@@ -170,6 +175,8 @@ def hmc(log_density: LogDensity, dim: int, *, rng: np.random.Generator, n_sample
         for i in range(n_steps):
             zn = zn + step * pn
             lpn, gn = logp(zn)
+            if not math.isfinite(lpn):  # diverged: the proposal is rejected below
+                break
             if i < n_steps - 1:
                 pn = pn + step * gn
         pn = pn + 0.5 * step * gn

@@ -49,7 +49,10 @@ def parse_args(argv):
     p.add_argument("--weights-epsilon-fraction", type=float)
     p.add_argument("--weights-delta-fraction", type=float)
     p.add_argument("--lambda", dest="lam", type=lambda_arg, help="'auto' or a positive number")
-    p.add_argument("--rho-target", type=float, default=0.5, help="Laplace scale that lambda 'auto' aims at")
+    p.add_argument("--rho-target", type=float, default=0.3,
+                   help="Laplace scale (below 0.5) or Gaussian std that lambda 'auto' aims at")
+    p.add_argument("--logreg-c", type=positive_float,
+                   help="logreg (not DP): its own regularisation, scikit-learn's C (lambda = 1/(C (N_D + N_G)))")
     p.add_argument("--sensitivity-n", choices=["private", "total"])
     p.add_argument("--output-scale-target", type=positive_float, default=0.25,
                    help="output_*: noise scale (Laplace b or Gaussian s) that lambda 'auto' aims at")
@@ -120,7 +123,12 @@ def main(argv: list[str] | None = None) -> None:
     else:
         X_real, X_synth = encode(real, schema), encode(synth, schema)
         params, fit_kw = {}, {}
-        if args.method in LOGISTIC_WEIGHT_METHODS:
+        if args.method == "logreg":
+            if args.logreg_c is None:
+                raise DpiwError("weight method 'logreg' needs --logreg-c (weights.logreg.C)")
+            params = {"C": args.logreg_c}
+            fit_kw = {"norm_bound": norm_bound(schema)}
+        elif args.method in LOGISTIC_WEIGHT_METHODS:
             if args.lam is None or args.sensitivity_n is None:
                 raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
             target = args.output_scale_target if args.method.startswith("output_") else args.rho_target

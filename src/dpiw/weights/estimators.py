@@ -53,6 +53,16 @@ class NoWeights:
         return np.zeros(X.shape[0])
 
 
+class SplitControl(NoWeights):
+    """w = 1 on the rows of the SDGP fitted on the split share: the paired control of the methods that take a
+    weight budget (their synthetic rows come from an SDGP with less epsilon than `none`'s). Spends nothing."""
+
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+        self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing (the weight share is left unspent)",
+                                 method="none_split")
+        return self
+
+
 class TrueToyWeights:
     """The analytic ratio for the toy data with the uniform SDGP: w = 2 * 1[x1 + x2 < 1]."""
 
@@ -78,19 +88,38 @@ def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_t
     return math.sqrt(n_coef) * 2.0 * norm_bound / (n * epsilon * rho_target)
 
 
-class LogReg:
-    """Non-private L2 logistic regression (the baseline that BetaNoised/BetaDebiased privatise).
+#: BetaNoised/BetaDebiased weights have E[w^2] proportional to prod_j 1/(1 - 4 rho^2 x~_j^2): finite only for
+#: rho max|x~_j| < 1/2, and the intercept coordinate is 1 (bench/rho_target.py chose the default below it)
+LAPLACE_RHO_LIMIT = 0.5
 
-    ``lam`` is a number or "auto" (see :func:`auto_lambda`; LogReg then uses the lambda its private
-    twins would use on the same budget, so the three differ only by the noise).
+
+class LogReg:
+    """L2 logistic regression on D and G: the non-private baseline, and the fit BetaNoised/BetaDebiased privatise.
+
+    Parameters
+    ----------
+    lam : float or "auto"
+        The penalty lambda of (1/n) sum_i loss_i + (lambda/2) ||beta||^2 (intercept penalised too). "auto":
+        :func:`auto_lambda`, the lambda whose DP noise scale is ``rho_target`` (the private methods).
+    sensitivity_n : {"private", "total"}
+        The n of the sensitivity 2R/(n lambda) (private methods).
+    rho_target : float
+        The Laplace scale (BetaNoised, BetaDebiased; below 1/2) or the Gaussian std (beta_debiased_gauss) that
+        lambda "auto" aims at.
+    C : float, optional
+        The non-private baseline's own regularisation, as scikit-learn's ``LogisticRegression(C=C)``:
+        lambda = 1 / (C (N_D + N_G)). When given, ``lam`` is not used: the baseline is the reference for what
+        logistic weights can do, not a DP method without its noise.
     """
 
     method = "logreg"
 
-    def __init__(self, *, lam: float | str = "auto", sensitivity_n: str = "private", rho_target: float = 0.5):
+    def __init__(self, *, lam: float | str = "auto", sensitivity_n: str = "private", rho_target: float = 0.3,
+                 C: float | None = None):
         self.lam = lam
         self.sensitivity_n = sensitivity_n
         self.rho_target = rho_target
+        self.C = C
 
     def _auto_lambda(self, *, n_coef: int, epsilon: float, delta: float, n_out: int) -> float:
         """lambda 'auto': the smallest lambda whose noise scale meets ``rho_target`` (public numbers only)."""
@@ -108,9 +137,17 @@ class LogReg:
         bound_x = norm_bound if norm_bound is not None else math.sqrt(p - 1)
         self.norm_bound_ = math.sqrt(bound_x**2 + 1.0)
         self.n_sens_ = self.n_real_ if self.sensitivity_n == "private" else self.n_real_ + self.n_synth_
-        if self.lam == "auto":
+        if self.C is not None:
+            if not (isinstance(self.C, int | float) and self.C > 0 and math.isfinite(self.C)):
+                raise DpiwError(f"weights.logreg.C must be a number > 0, got {self.C!r}")
+            self.lambda_ = 1.0 / (float(self.C) * len(X))
+        elif self.lam == "auto":
             if not (0 < self.rho_target < 1):
                 raise DpiwError(f"weights.beta.rho_target must be in (0, 1), got {self.rho_target}")
+            if getattr(self, "laplace_noise", False) and self.rho_target >= LAPLACE_RHO_LIMIT:
+                raise DpiwError(f"weights.beta.rho_target = {self.rho_target:g} gives {self.method} weights of "
+                                f"infinite variance (E[w^2] grows like 1/(1 - 4 rho^2) for the intercept); "
+                                f"set it below {LAPLACE_RHO_LIMIT:g} (default 0.3)")
             if not (epsilon > 0):
                 raise DpiwError("weights.beta.lambda 'auto' needs the weight budget epsilon > 0")
             self.lambda_ = self._auto_lambda(n_coef=p, epsilon=epsilon, delta=delta, n_out=len(X_synth))
@@ -126,11 +163,12 @@ class LogReg:
 
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
         self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound)
+        rule = f"1/(C n), C = {self.C:g}, n = N_D + N_G" if self.C is not None else str(self.lam)
         self.privacy_ = PrivacySpend(
             stage="fit_weights", mechanism="none (non-private logistic regression)", epsilon=None, delta=None,
             dp=False, reads_private=("train",), basis="non-private baseline: coefficients fitted on the "
             "private rows without noise", details={"method": self.method, "lambda": self.lambda_,
-                                                   "lambda_rule": str(self.lam)})
+                                                   "lambda_rule": rule})
         return self
 
     def log_ratio(self, X):
@@ -146,6 +184,7 @@ class BetaNoised(LogReg):
     """
 
     method = "beta_noised"
+    laplace_noise = True
 
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
         if not (epsilon > 0):
@@ -155,6 +194,7 @@ class BetaNoised(LogReg):
         d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_)
         d1 = l1_sensitivity(norm_bound=R, n=n, lam=self.lambda_, n_coef=p)
         self.rho_ = d1 / epsilon
+        self.finite_variance_ = self.rho_ < LAPLACE_RHO_LIMIT  # max |x~_j| = 1 (the intercept)
         self.noise_ = rng.laplace(0.0, self.rho_, size=p)
         self.noisy_coef_ = self.coef_ + self.noise_
         self.privacy_ = PrivacySpend(
@@ -165,7 +205,8 @@ class BetaNoised(LogReg):
                          "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2"},
             noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
             accountant="closed form (pure epsilon-DP)", reads_private=("train",),
-            details={"method": self.method, "unused_delta": float(delta)},
+            details={"method": self.method, "unused_delta": float(delta),
+                     "weights_finite_variance": bool(self.finite_variance_)},
             rdp=({"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the coefficients"},))
         return self
 

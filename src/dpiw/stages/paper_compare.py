@@ -1,0 +1,197 @@
+"""Write the results page: dpiw beside the paper's Tables 1-3, and a verdict on each of the paper's claims.
+
+    python -m dpiw.stages.paper_compare --runs results/paper/tables/runs.csv \
+        --paper data/paper/ghalebikesabi2022_tables.csv --out docs/results.md
+
+The page is generated from the runs table (never typed by hand); `make results` runs configs/paper.yaml and
+then this. Comparisons are paired on seeds (dpiw.paper_compare).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpiw.stages._cli import Parser, run
+
+TABLE_DATASETS = {1: ("breast", "banknote"), 2: ("housing",)}
+NAMES = {"none": "None", "none_split": "None (split share)", "beta_noised": "BetaNoised",
+         "beta_debiased": "BetaDebiased", "dp_mlp": "DP-MLP", "discriminator": "Discriminator", "logreg": "LogReg †",
+         "mlp": "MLP †"}
+METRIC_NAMES = {"wst": "WST ↓", "beta_mse": "β-MSE ↓", "mlp_auc": "MLP ROC-AUC ↑", "mlp_mse": "MLP MSE ↓",
+                "bayes_auc": "posterior predictive ROC-AUC ↑"}
+
+DEFINITIONS = """\
+## How the numbers are made, and where the definitions differ from the paper's
+
+- Data: every column scaled to [0, 1] by public bounds (the paper: min-max of the data); 80/20 train/test
+  split per seed; in dpiw a further 10% of the train rows are held out as a simulated public slice
+  (`scale.public_fraction`), so N_D is 72% of the rows (the paper: 80%).
+- WST: Wasserstein-1 distance between the weighted synthetic rows and the test rows on the encoded
+  records (numeric columns in [0, 1], categorical one-hot), target included. β-MSE: mean squared
+  difference between the coefficients of the linear model (L2 logistic regression with C = 1, or least
+  squares) fitted on the weighted synthetic rows and on the test rows. MLP ROC-AUC / MSE: a one-hidden-layer
+  MLP trained on the weighted synthetic rows, scored on the test split.
+- Accounting (correct in dpiw, see the privacy docs): coordinate-wise Laplace noise on the logistic
+  coefficients uses the L1 sensitivity √p · 2R/(nλ) (the paper's scale is the L2 bound, √p too small);
+  neighbours are replace-one (the paper's DP-SGD accounting is most likely add/remove, about a factor 2
+  in ε); the weight methods with their own budget take 10% of ε and 30% of δ, as in the paper.
+- Tables 1-2 are ε = 1, δ = 1/N_D − 10⁻⁶, 10 seeds, post-processing none. Table 3 is MNIST with DPCGAN at
+  ε = 9.64 in the paper; dpiw has no MNIST offline and runs sklearn's 8x8 digits at ε = 6 instead (an
+  analogue, not a reproduction).
+- † non-private references (LogReg with its own regularisation C = 1, MLP): never bold, never released.
+- Paired: each method minus its control on the same seeds (same private split); "beats" = the mean paired
+  difference favours the method; "> 2 SE" = by more than twice its standard error.
+"""
+
+
+def parse_args(argv):
+    p = Parser(prog="dpiw.stages.paper_compare", description=__doc__)
+    p.add_argument("--runs", required=True, help="tables/runs.csv of a run of configs/paper.yaml")
+    p.add_argument("--paper", required=True, help="the paper's Tables 1-3 (data/paper/ghalebikesabi2022_tables.csv)")
+    p.add_argument("--out", required=True, help="the Markdown page to write")
+    p.add_argument("--source", default="results/paper", help="what the page says it was generated from")
+    return p.parse_args(argv)
+
+
+def _fmt(m, se) -> str:
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return "–"
+    return f"{m:.3f} ± {se:.3f}" if se is not None and not math.isnan(se) else f"{m:.3f}"
+
+
+def _verdict(claim, control: str) -> str:
+    """Reproduced when the share of compared cells where the claim holds in dpiw is within 0.1 of the paper's
+    share (or below it, for the housing x PrivBayes claim, which says that IW does not help)."""
+    n = claim.compared.get(control, 0)
+    if n == 0:
+        return "no dpiw runs"
+    ours, theirs = claim.holds[control] / n, claim.paper_holds / claim.total
+    ok = ours <= theirs + 0.1 if claim.key == "housing_privbayes" else ours >= theirs - 0.1
+    partly = f" ({n} of {claim.total} cells compared)" if n < claim.total else ""
+    return ("reproduced" if ok else "not reproduced") + partly
+
+
+def claims_section(runs, paper) -> list[str]:
+    from dpiw.paper_compare import PAPER_DP, count_claims, weight_flatness
+
+    claims = count_claims(runs, paper)
+    flat = weight_flatness(runs, datasets=("breast", "banknote", "housing"), eps=1.0)
+    flat_text = ", ".join(f"{NAMES.get(m, m)} {flat[m]:.2f}" for m in ("beta_noised", "beta_debiased", "dp_mlp",
+                                                                       "discriminator", "logreg", "mlp") if m in flat)
+    causes = {
+        "iw_beats_none": f"weights near 1 change little: median Kish ESS/N over the Tables 1-2 runs: {flat_text}",
+        "best_dp_beats_none": "the DP weights are nearly flat at ε_w = 0.1 (see ESS/N), and where a method moves "
+                              "the weights its noise costs as much as it corrects",
+        "debiased_beats_noised": "BetaDebiased multiplies BetaNoised's weights by Π(1 − ρ²x̃_j²), close to 1 at "
+                                 "small ρ, on the same noisy coefficients: the effect is small either way",
+        "discriminator_beats_none": "the DP discriminators are near-constant (noise multipliers in the tens, few "
+                                    "generator steps), so their weights are flat "
+                                    f"(median ESS/N {flat.get('discriminator', math.nan):.2f})",
+        "housing_privbayes": "",
+    }
+    lines = ["## The paper's claims, counted as its tables count", "",
+             "Cells are (dataset, SDGP, metric) of Tables 1-2 at ε = 1 (× method where the claim is per method). "
+             "The paper's count comes from its printed means; dpiw's from paired differences over 10 seeds, "
+             "against None (the SDGP on the whole ε) and against None on the split share (the rows the "
+             "budgeted methods actually weight).", "",
+             "| claim | paper | dpiw vs None: beats (> 2 SE) | dpiw vs None on split rows: beats (> 2 SE) | verdict | "
+             "known cause |", "|---|---|---|---|---|---|"]
+    def col(c, control):
+        n = c.compared.get(control, 0)
+        return f"{c.holds[control]}/{n} ({c.beyond[control]})" if n else "–"
+
+    for c in claims:
+        controls = list(c.holds)
+        first = controls[0]
+        col1 = col(c, first) if first != "beta_noised" else f"vs BetaNoised: {col(c, first)}"
+        col2 = col(c, controls[1]) if len(controls) > 1 else "–"
+        verdict = _verdict(c, first)
+        lines.append(f"| {c.text} | {c.paper_holds}/{c.total} | {col1} | {col2} | {verdict} | "
+                     f"{causes.get(c.key, '') if not verdict.startswith('reproduced') else ''} |")
+    lines += ["", f"DP methods of the paper's bold: {', '.join(NAMES[m] for m in PAPER_DP)}.", ""]
+    return lines
+
+
+def side_by_side(runs, paper) -> list[str]:
+    from dpiw.paper_compare import PAPER_METHODS, mean_se
+
+    lines = ["## Tables 1-2 side by side (ε = 1; each cell: paper | dpiw, mean ± SE over 10 seeds)", ""]
+    for table, datasets in TABLE_DATASETS.items():
+        for dataset in datasets:
+            sub = paper[(paper.table == table) & (paper.dataset == dataset)]
+            sdgps = list(dict.fromkeys(sub.sdgp))
+            for metric in dict.fromkeys(sub.metric):
+                lines += [f"### Table {table}: {dataset}, {METRIC_NAMES.get(metric, metric)}", "",
+                          "| IW | " + " | ".join(sdgps) + " |", "|---" * (len(sdgps) + 1) + "|"]
+                for m in (*PAPER_METHODS[:1], "none_split", *PAPER_METHODS[1:]):
+                    cells = []
+                    for sdgp in sdgps:
+                        hit = sub[(sub.sdgp == sdgp) & (sub.metric == metric) & (sub.weights == m)]
+                        ours = mean_se(runs, dataset=dataset, eps=1.0, sdgp=sdgp, metric=metric, method=m)
+                        theirs = _fmt(float(hit["mean"].iloc[0]), float(hit["se"].iloc[0])) if len(hit) else "–"
+                        cells.append(f"{theirs} \\| {_fmt(ours[0], ours[1])}")
+                    lines.append(f"| {NAMES.get(m, m)} | " + " | ".join(cells) + " |")
+                lines.append("")
+    return lines
+
+
+def table3_and_figure2(runs, paper) -> list[str]:
+    from dpiw.paper_compare import PAPER_IW, mean_se, paired
+
+    lines = ["## Table 3 analogue: digits with DPCGAN at ε = 6 (the paper: MNIST, ε = 9.64)", "",
+             "| IW | β-MSE ↓ paper (MNIST) | β-MSE ↓ dpiw (digits) | MLP ROC-AUC ↑ paper (MNIST) | "
+             "MLP ROC-AUC ↑ dpiw (digits) | dpiw beats None (paired, β-MSE / AUC) |", "|---|---|---|---|---|---|"]
+    t3 = paper[paper.table == 3]
+    held = total = 0
+    for m in ("none", *PAPER_IW):
+        row = [NAMES.get(m, m)]
+        verdicts = []
+        for metric in ("beta_mse", "mlp_auc"):
+            hit = t3[(t3.metric == metric) & (t3.weights == m)]
+            row.append(_fmt(float(hit["mean"].iloc[0]), float(hit["se"].iloc[0])) if len(hit) else "–")
+            ours = mean_se(runs, dataset="digits", eps=6.0, sdgp="dpcgan", metric=metric, method=m)
+            row.append(_fmt(ours[0], ours[1]))
+            if m != "none":
+                r = paired(runs, dataset="digits", eps=6.0, sdgp="dpcgan", metric=metric, method=m, control="none")
+                verdicts.append("yes" if r.beats else ("–" if r.n == 0 else "no"))
+                held += r.beats
+                total += 1
+        lines.append("| " + " | ".join(row) + f" | {' / '.join(verdicts) if verdicts else ''} |")
+    lines += ["", f"The paper: every IW method beats None on both metrics (12/12). dpiw on digits: {held}/{total}.",
+              "", "## Figure 2: posterior predictive ROC-AUC under PrivBayes (banknote, ε = 1)", "",
+              "| IW | dpiw mean ± SE | beats None (paired) |", "|---|---|---|"]
+    held = total = 0
+    for m in ("none", *PAPER_IW):
+        ours = mean_se(runs, dataset="banknote", eps=1.0, sdgp="privbayes", metric="bayes_auc", method=m)
+        if ours[2] == 0:
+            continue
+        r = paired(runs, dataset="banknote", eps=1.0, sdgp="privbayes", metric="bayes_auc", method=m, control="none")
+        if m != "none":
+            held += r.beats
+            total += 1
+        lines.append(f"| {NAMES.get(m, m)} | {_fmt(ours[0], ours[1])} | "
+                     f"{'' if m == 'none' else ('yes' if r.beats else 'no') + (' (> 2 SE)' if r.beyond_2se else '')} |")
+    lines += ["", f"The paper: every IW method improves it under PrivBayes. dpiw: {held}/{total} methods.", ""]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    import pandas as pd
+
+    from dpiw.io import write_text
+    from dpiw.paper_compare import read_paper
+
+    args = parse_args(argv)
+    runs = pd.read_csv(args.runs)
+    paper = read_paper(args.paper)
+    lines = ["# Results: dpiw beside the paper", "",
+             f"Generated by `python -m dpiw.stages.paper_compare` from `{args.source}` (configs/paper.yaml) and "
+             "the paper's Tables 1-3 (`data/paper/ghalebikesabi2022_tables.csv`). Do not edit: run `make results`.",
+             "", *claims_section(runs, paper), DEFINITIONS, *side_by_side(runs, paper),
+             *table3_and_figure2(runs, paper)]
+    write_text("\n".join(lines).rstrip() + "\n", args.out)
+    print(f"paper_compare: wrote {args.out}")
+
+
+if __name__ == "__main__":
+    run(main)

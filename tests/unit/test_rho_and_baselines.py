@@ -1,0 +1,94 @@
+"""The default `weights.beta.rho_target` gives BetaDebiased weights of finite variance, and the non-private
+`logreg` baseline has its own regularisation (scikit-learn's C), not its private twins' lambda."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sklearn.linear_model import LogisticRegression
+
+from dpiw import DpiwError
+from dpiw.data.datasets import toy_triangle
+from dpiw.postprocess.psis import psis
+from dpiw.weights.estimators import BetaDebiased, LogReg, laplace_bias_correction, make_estimator
+from dpiw.weights.logistic import add_intercept
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RHO = yaml.safe_load((ROOT / "params.yaml").read_text())["weights"]["beta"]["rho_target"]
+
+
+def toy(seed=0, n=1000):
+    rng = np.random.default_rng(seed)
+    return toy_triangle(n, seed=seed)[["x1", "x2"]].to_numpy(), rng.uniform(size=(n, 2))
+
+
+def weight_khat_over_noise(rho: float, draws: int = 20_000) -> float:
+    """PSIS k-hat of BetaDebiased's weight, over the noise draws, at the synthetic row with the largest
+    |x~| (the heaviest tail: the tail index of exp(zeta^T x~) is 1 / (rho max|x~_j|))."""
+    real, synth = toy()
+    est = BetaDebiased(lam="auto", sensitivity_n="private", rho_target=rho).fit(
+        real, synth, epsilon=0.1, delta=0.0, rng=np.random.default_rng(1), norm_bound=math.sqrt(2))
+    assert est.rho_ == pytest.approx(rho)  # lambda auto meets the target
+    Xt = add_intercept(synth)
+    x = Xt[np.argmax(np.abs(Xt).sum(axis=1))]
+    zeta = np.random.default_rng(2).laplace(0.0, est.rho_, size=(draws, x.size))
+    log_w = (est.coef_ + zeta) @ x + laplace_bias_correction(x[None, :], est.rho_)[0]
+    return psis(log_w).k
+
+
+def test_default_rho_gives_weights_of_finite_variance():
+    assert 0 < DEFAULT_RHO < 0.5
+    assert weight_khat_over_noise(DEFAULT_RHO) < 0.5
+    # the check can fail: at the old default 1/2 the variance is infinite and k-hat says so
+    assert weight_khat_over_noise(0.499) > 0.5
+
+
+def test_default_rho_keeps_the_weights_unbiased_in_monte_carlo():
+    """E_zeta[w(x)] = exp(beta-hat^T x~) at a fixed row (Proposition 2), over 20,000 draws at the default rho."""
+    real, synth = toy(3)
+    est = BetaDebiased(lam="auto", sensitivity_n="private", rho_target=DEFAULT_RHO).fit(
+        real, synth, epsilon=0.1, delta=0.0, rng=np.random.default_rng(0), norm_bound=math.sqrt(2))
+    x = add_intercept(synth[:1])[0]
+    zeta = np.random.default_rng(4).laplace(0.0, est.rho_, size=(20_000, x.size))
+    w = np.exp((est.coef_ + zeta) @ x + laplace_bias_correction(x[None, :], est.rho_)[0])
+    se = w.std() / math.sqrt(w.size)
+    assert abs(w.mean() - math.exp(est.coef_ @ x)) < 4 * se
+
+
+@pytest.mark.parametrize("method", ["beta_noised", "beta_debiased"])
+def test_a_rho_target_with_infinite_variance_is_refused(method):
+    real, synth = toy()
+    with pytest.raises(DpiwError, match=r"weights.beta.rho_target = 0.5 .* infinite variance"):
+        make_estimator(method, lam="auto", sensitivity_n="private", rho_target=0.5).fit(
+            real, synth, epsilon=0.1, delta=0.0, rng=np.random.default_rng(0), norm_bound=math.sqrt(2))
+
+
+@pytest.mark.parametrize("C", [1.0, 0.05])
+def test_logreg_is_scikit_learns_logistic_regression_with_penalised_intercept(C):
+    real, synth = toy(5, 400)
+    est = LogReg(C=C).fit(real, synth, epsilon=0.0, delta=0.0, rng=None, norm_bound=math.sqrt(2))
+    X = add_intercept(np.vstack([real, synth]))
+    y = np.r_[np.ones(len(real)), np.zeros(len(synth))]
+    ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10_000).fit(X, y).coef_[0]
+    assert est.lambda_ == pytest.approx(1 / (C * len(X)))
+    assert np.allclose(est.coef_, ref, atol=1e-6)
+    assert est.privacy_.dp is False and "C = " in est.privacy_.details["lambda_rule"]
+
+
+def test_logreg_no_longer_shares_its_private_twins_lambda():
+    real, synth = toy(6)
+    base = LogReg(C=1.0).fit(real, synth, epsilon=0.1, delta=0.0, rng=None, norm_bound=math.sqrt(2))
+    twin = BetaDebiased(lam="auto", sensitivity_n="private", rho_target=DEFAULT_RHO).fit(
+        real, synth, epsilon=0.1, delta=0.0, rng=np.random.default_rng(0), norm_bound=math.sqrt(2))
+    assert base.lambda_ < twin.lambda_ / 50  # the reference is barely regularised
+    # and its weights move: the triangle's density ratio is learned (Kish ESS / N well below 1)
+    w = np.exp(base.log_ratio(synth))
+    assert w.sum() ** 2 / (w * w).sum() / len(w) < 0.8
+
+
+def test_bad_C_is_refused():
+    real, synth = toy()
+    with pytest.raises(DpiwError, match="weights.logreg.C"):
+        LogReg(C=-1.0).fit(real, synth, epsilon=0.0, delta=0.0, rng=None)
