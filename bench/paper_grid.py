@@ -13,6 +13,7 @@ every weight method that applies x eps {1, 6} x 10 seeds, post `none` (the paper
 3. Where the time goes: the seconds of every run, summed from the cell jobs' logs by stage and dataset.
 
     python bench/paper_grid.py [--slice-seeds 0] [--slice-epsilons 1 6] [--no-run] [--full]
+    python bench/paper_grid.py --from-logs logs/paper     # after `make results` / `make run CONFIG=...`
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def where_time_goes(logs: Path) -> None:
     """Seconds of the runs (the cell jobs print each run's time) by stage and by dataset."""
     by_stage, by_dataset = Counter(), Counter()
     for log in logs.glob("*/*.log"):
+        if log.parent.name == "scale":  # one log per dataset and seed, no per-run times
+            continue
         seconds = sum(float(m.group(1)) for m in re.finditer(r"^    ([0-9.]+) s$", log.read_text(), re.M))
         by_stage[log.parent.name] += seconds
         by_dataset[log.name.split("_eps=")[0]] += seconds
@@ -71,7 +74,11 @@ def main() -> int:
     p.add_argument("--slice-epsilons", type=float, nargs="+", default=[1, 6])
     p.add_argument("--no-run", action="store_true", help="only the dry run")
     p.add_argument("--full", action="store_true", help="run the whole grid (no projection)")
+    p.add_argument("--from-logs", help="only print where the time went in an earlier run's logs (e.g. logs/paper)")
     args = p.parse_args()
+    if args.from_logs:
+        where_time_goes(Path(args.from_logs))
+        return 0
     # the stages run as `python -m dpiw.stages...`: this interpreter's tools first on PATH
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory() as tmp:
