@@ -180,7 +180,7 @@ def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_pat
     assert train.read_bytes() != old
     logs = (wd / "logs/default/synthesize").glob("clinic_eps=1_marginals.*.log")
     log = max(logs, key=lambda p: p.stat().st_mtime)
-    assert "] synthesize full\n" in log.read_text()
+    assert "] synthesize seed=0/full\n" in log.read_text()
     # push to a local remote: no object there is a private split, and no row of D appears in what is there
     remote = tmp_path / "remote"
     sh(["dvc", "remote", "add", "-d", "-f", "t", str(remote)], wd)
