@@ -56,7 +56,12 @@ def _coefficients(d, root, log_ratio):
 
 def test_epsilon_1_and_6_weights_of_one_cell_draw_independent_noise(toy_split, root):
     d = toy_split
-    beta_hat = _coefficients(d, root, _weights(d, root, "logreg", 1, "logreg")[0])  # what the attack wants
+    # what the attack wants: the noiseless fit with BetaNoised's lambda (logreg has its own C, so fit directly)
+    from dpiw.weights.estimators import LogReg
+
+    schema = load_schema(root / TOY)
+    real, synth = (encode(pd.read_parquet(d / f), schema) for f in ("train.parquet", "synth.parquet"))
+    beta_hat = _coefficients(d, root, LogReg(lam=0.05).fit(real, synth, epsilon=0, delta=0, rng=None).log_ratio(synth))
     bars, rhos, streams = {}, {}, {}
     for eps in (1, 6):
         lr, record = _weights(d, root, "beta_noised", eps, f"noised{eps}")
