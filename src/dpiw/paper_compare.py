@@ -52,12 +52,17 @@ class Paired:
         return self.n > 1 and self.mean > 2 * self.se
 
 
+def _cell(runs: pd.DataFrame, dataset: str, eps: float, sdgp: str) -> pd.DataFrame:
+    """The post-none runs of one (dataset, eps, SDGP) cell."""
+    return runs[(runs.dataset == dataset) & np.isclose(runs.eps, eps) & (runs.sdgp == sdgp) & (runs.post == "none")]
+
+
 def paired(runs: pd.DataFrame, *, dataset: str, eps: float, sdgp: str, metric: str, method: str,
            control: str) -> Paired:
     """Paired comparison of ``method`` against ``control`` on one (dataset, eps, SDGP) cell, post none."""
     if metric not in runs.columns:
         return Paired(0, math.nan, math.nan)
-    cell = runs[(runs.dataset == dataset) & np.isclose(runs.eps, eps) & (runs.sdgp == sdgp) & (runs.post == "none")]
+    cell = _cell(runs, dataset, eps, sdgp)
     a = cell[cell.weights == method].set_index("seed")[metric]
     b = cell[cell.weights == control].set_index("seed")[metric]
     d = (a - b).dropna()
@@ -72,8 +77,8 @@ def paired(runs: pd.DataFrame, *, dataset: str, eps: float, sdgp: str, metric: s
 def mean_se(runs: pd.DataFrame, *, dataset: str, eps: float, sdgp: str, metric: str, method: str) -> tuple:
     if metric not in runs.columns:
         return math.nan, math.nan, 0
-    cell = runs[(runs.dataset == dataset) & np.isclose(runs.eps, eps) & (runs.sdgp == sdgp) & (runs.post == "none")
-                & (runs.weights == method)][metric].dropna()
+    cell = _cell(runs, dataset, eps, sdgp)
+    cell = cell[cell.weights == method][metric].dropna()
     if cell.empty:
         return math.nan, math.nan, 0
     se = float(cell.std(ddof=1) / math.sqrt(len(cell))) if len(cell) > 1 else math.nan
