@@ -28,9 +28,11 @@ run: install  ## the default config (or CONFIG=configs/X.yaml) -> results/<confi
 	snakemake --cores $(CORES) $(if $(CONFIG),--configfile $(CONFIG))
 
 # The paper grid (configs/paper.yaml -> results/paper/), then docs/results.md generated from its runs table
-results: install  ## configs/paper.yaml, then docs/results.md from its runs
+results: install  ## configs/paper.yaml and its NOT-DP ablation, then docs/results.md from their runs
 	snakemake --cores $(CORES) --configfile configs/paper.yaml
+	snakemake --cores $(CORES) --configfile configs/paper_accounting.yaml
 	python -m dpiw.stages.paper_compare --runs results/paper/tables/runs.csv \
+		--ablation-runs results/paper_accounting/tables/runs.csv \
 		--paper data/paper/ghalebikesabi2022_tables.csv --out docs/results.md
 
 # The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt

@@ -19,9 +19,7 @@ every weight method that applies x eps {1, 6} x 10 seeds, post `none` (the paper
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,11 +28,9 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
+from _workdir import ROOT, SNAKEMAKE, copy_repo
 
 from dpiw import grid as G
-
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
 def grid(seeds, epsilons) -> dict:
@@ -79,17 +75,8 @@ def main() -> int:
     if args.from_logs:
         where_time_goes(Path(args.from_logs))
         return 0
-    # the stages run as `python -m dpiw.stages...`: this interpreter's tools first on PATH
-    os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
     with tempfile.TemporaryDirectory() as tmp:
-        wd = Path(tmp)
-        os.environ["PYTHONPATH"] = str(wd / "src")  # the copy's code, whatever happens to the checkout meanwhile
-        for item in ("Snakefile", "profiles", "workflow", "data", "src", "configs", "params.yaml"):
-            src = ROOT / item
-            if src.is_symlink():
-                (wd / item).symlink_to(src.readlink())
-            else:
-                (shutil.copytree if src.is_dir() else shutil.copy)(src, wd / item)
+        wd = copy_repo(Path(tmp))
         full = wd / "paper.yaml"
         full.write_text(yaml.safe_dump(grid(list(range(10)), [1, 6])))
         t_plan, jobs = dry_run(wd, full)

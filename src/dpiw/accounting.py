@@ -10,6 +10,8 @@ Every DP privacy record lists its elementary mechanisms as *RDP events* (``Priva
 ``{"kind": "pure", "epsilon": e, "count": m}``
     m mechanisms known only to be e-DP (the exponential mechanism): min(e, a e^2 / 2) - e-DP implies
     (e^2/2)-zCDP (Bun and Steinke 2016, Prop. 1.4) and D_a <= D_inf <= e.
+``{"kind": "zcdp", "rho": r, "count": m}``
+    m rho-zCDP mechanisms (MST's Gaussian marginals and bounded-range exponential mechanisms): a * r.
 ``{"kind": "rdp_curve", "orders": [...], "rdp": [...]}``
     a curve computed where the mechanism ran (DP-SGD: :func:`poisson_gaussian_replace_one`).
 
@@ -79,6 +81,15 @@ def poisson_gaussian_replace_one(sample_rate: float, noise_multiplier: float, st
                                               tuple(float(o) for o in orders)))
 
 
+def poisson_gaussian_add_remove(sample_rate: float, noise_multiplier: float, steps: int,
+                                orders: Sequence[float] = ORDERS) -> list[float]:
+    """opacus's RDP curve of DP-SGD for ADD/REMOVE-one neighbours (Mironov, Talwar and Zhang 2019)."""
+    from opacus.accountants.analysis.rdp import compute_rdp
+
+    return [float(v) for v in compute_rdp(q=float(sample_rate), noise_multiplier=float(noise_multiplier),
+                                          steps=int(steps), orders=[float(o) for o in orders])]
+
+
 @functools.lru_cache(maxsize=256)
 def _poisson_gaussian_replace_one(sample_rate: float, noise_multiplier: float, steps: int,
                                   orders: tuple[float, ...]) -> tuple[float, ...]:
@@ -111,13 +122,17 @@ def event_rdp(event: dict, orders: Sequence[float] = ORDERS) -> np.ndarray:
         return count * gaussian_rdp(event["noise_multiplier"], orders)
     if kind == "pure":
         return count * pure_rdp(event["epsilon"], orders)
+    if kind == "zcdp":
+        if not (event["rho"] >= 0 and math.isfinite(event["rho"])):
+            raise DpiwError(f"RDP event {event}: rho must be finite and >= 0")
+        return count * float(event["rho"]) * np.asarray(orders, dtype=float)
     if kind == "rdp_curve":
         own = np.asarray(event["orders"], dtype=float)
         want = np.asarray(orders, dtype=float)
         if own.shape != want.shape or not np.allclose(own, want):
             raise DpiwError("an rdp_curve event was computed on other orders than dpiw.accounting.ORDERS")
         return count * np.asarray(event["rdp"], dtype=float)
-    raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, rdp_curve)")
+    raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, zcdp, rdp_curve)")
 
 
 def compose(events: Iterable[dict], orders: Sequence[float] = ORDERS) -> np.ndarray:

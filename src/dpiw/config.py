@@ -105,6 +105,9 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
     elif calibrates and not params["scale"]["public_fraction"]:
         raise DpiwError(f"{params_name}: grid.posts has 'calibrate', which needs rows declared public: set "
                         "scale.public_fraction > 0 (e.g. 0.1; those rows leave the private data D) or drop it")
+    if params["evaluation"]["against"] == "public" and not params["scale"]["public_fraction"]:
+        raise DpiwError(f"{params_name}: evaluation.against: public compares with the public slice, but "
+                        "scale.public_fraction is 0: set it above 0 (e.g. 0.1) or evaluate against: test")
     from dpiw.data.schema import load_schema
 
     for name in params["grid"]["datasets"]:
@@ -171,6 +174,9 @@ def _check_release(params: dict, schema_dir: Path, params_name: str, calibrates:
     if non_dp:
         raise DpiwError(f"{params_name}: mode: release, but grid lists {non_dp}, which are not differentially "
                         "private; drop them (they are benchmark references)")
+    if params["privacy"]["accounting"] != "dpiw":
+        raise DpiwError(f"{params_name}: mode: release, but privacy.accounting = {params['privacy']['accounting']!r}: "
+                        "that is the paper-accounting ablation, which is NOT DP; set privacy.accounting: dpiw")
     if params["scale"]["bounds"] != "schema":
         raise DpiwError(f"{params_name}: mode: release needs scale.bounds: schema (public bounds); `data` reads "
                         "the private min/max")

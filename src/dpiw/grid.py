@@ -233,13 +233,16 @@ def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]
 def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
     args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
             "--rows-factor", str(lookup("sdgp.rows_factor")), *noise_args(lookup)]
+    if sdgp in GAN_SDGPS:
+        args += ["--accounting", str(lookup("privacy.accounting"))]
     args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
     if sdgp == "marginals":
         args += ["--bins", str(lookup("sdgp.marginals.bins")),
                  "--structure", str(lookup("sdgp.marginals.structure"))]
-    if sdgp == "privbayes":
-        for key in PRIVBAYES_KEYS:
-            args += [f"--privbayes-{key.replace('_', '-')}", str(lookup(f"sdgp.privbayes.{key}"))]
+    for name, keys in SDGP_KEYS.items():
+        if sdgp == name:
+            for key in keys:
+                args += [f"--{name}-{key.replace('_', '-')}", str(lookup(f"sdgp.{name}.{key}"))]
     if sdgp in GAN_SDGPS:
         for key in GAN_KEYS:
             args += [f"--gan-{key.replace('_', '-')}", str(lookup(f"sdgp.gan.{key}"))]
@@ -247,9 +250,13 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
 
 
 #: weights.mlp keys, each passed to the fit_weights stage as --mlp-<key>
-MLP_KEYS = ("hidden", "epochs", "batch_size", "lr", "max_grad_norm", "accountant")
+MLP_KEYS = ("hidden", "epochs", "batch_size", "lr", "max_grad_norm", "accountant", "weight_decay")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells")
+#: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
+MST_KEYS = ("bins", "iters", "max_cells")
+#: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (all of them integers but one)
+SDGP_KEYS = {"privbayes": PRIVBAYES_KEYS, "mst": MST_KEYS}
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
 GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "weight_clip", "max_grad_norm",
             "keep_last", "snapshot_every", "accountant", "label_epsilon_fraction", "condition_bins", "gumbel_tau")
@@ -258,7 +265,7 @@ GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "wei
 def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, weights: str, eps, seed
                      ) -> list[str]:
     args = ["--method", weights, "--dataset", dataset, "--sdgp", sdgp, "--epsilon", str(eps),
-            "--seed", str(seed), *noise_args(lookup)]
+            "--seed", str(seed), *noise_args(lookup), "--accounting", str(lookup("privacy.accounting"))]
     if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
         args += _budget_args(lookup)
     if weights == "pgb":
@@ -294,7 +301,16 @@ def postprocess_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
 
 def evaluate_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--dataset", run.dataset, "--eps", run.eps, "--seed", str(run.seed), "--sdgp", run.sdgp,
-            "--weights", run.weights, "--post", run.post]
+            "--weights", run.weights, "--post", run.post, "--against", str(lookup("evaluation.against"))]
+
+
+#: the real rows the metrics compare with (evaluation.against)
+EVALUATION_ROWS = {"test": TEST, "public": PUBLIC}
+
+
+def evaluation_rows(lookup: Lookup) -> str:
+    """The path template of the rows the evaluate stage compares with."""
+    return EVALUATION_ROWS[lookup("evaluation.against")]
 
 
 def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
@@ -430,7 +446,8 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
     def path(template, **keys):
         return fmt(under(out, template), **{**cell.keys(), "seed": seed, **keys})
 
-    train, test, public, schema = path(TRAIN), path(TEST), path(PUBLIC), fmt(SCHEMA, dataset=cell.dataset)
+    train, public, schema = path(TRAIN), path(PUBLIC), fmt(SCHEMA, dataset=cell.dataset)
+    test = path(evaluation_rows(lookup))
     tasks = []
     if stage == "synthesize":
         for share in sorted({r.share for r in cell_runs}):

@@ -9,7 +9,7 @@ that is not differentially private at all (a non-private baseline, data-dependen
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,26 @@ class PrivacySpend:
     @classmethod
     def read(cls, path: str | Path) -> PrivacySpend:
         return cls.from_dict(read_json(path))
+
+
+#: privacy.accounting: dpiw's (correct, replace-one) or the paper's noise scales (an ablation, NOT DP)
+ACCOUNTINGS = ("dpiw", "paper")
+#: what `paper` changes, in words (records, docs and the results page say it the same way)
+PAPER_ACCOUNTING = ("the paper's noise scales: BetaNoised/BetaDebiased Laplace rho = 2 sqrt(p)/(N_D lambda eps) "
+                    "(the L1 sensitivity only for rows of norm <= 1; about sqrt(p) too little noise here) and "
+                    "DP-SGD (GANs, DP-MLP) calibrated for add/remove-one neighbours without the replace-one "
+                    "conversion")
+
+
+def paper_ablation(record: PrivacySpend) -> PrivacySpend:
+    """A DP record whose noise followed the paper's accounting, marked NOT DP (never releasable); the
+    epsilon and delta it would claim stay in ``details``. Records that spend nothing are returned as they are."""
+    if not record.dp or (record.epsilon == 0 and record.delta == 0):
+        return record
+    return replace(record, epsilon=None, delta=None, dp=False, rdp=(),
+                   basis="paper-accounting ablation, NOT DP: " + PAPER_ACCOUNTING,
+                   details={**record.details, "paper_claimed_epsilon": record.epsilon,
+                            "paper_claimed_delta": record.delta})
 
 
 def no_spend(stage: str, *, basis: str, reads_private: tuple[str, ...] = (), **details) -> PrivacySpend:

@@ -53,6 +53,8 @@ SDGPS: tuple[SDGP, ...] = (
     SDGP("marginals", True, False, "dpiw.sdgp.marginals:DPMarginals",
          "Laplace-noised 1-way marginals (independent or naive Bayes around the target)"),
     SDGP("privbayes", True, False, "dpiw.sdgp.privbayes:PrivBayes", "DP Bayesian network (Zhang et al. 2017)"),
+    SDGP("mst", True, False, "dpiw.sdgp.mst:MST",
+         "MST on Private-PGM: Gaussian 1- and 2-way marginals of a private spanning tree (McKenna et al. 2021)"),
     SDGP("uniform", True, False, "dpiw.sdgp.uniform:UniformBox",
          "uniform on the public bounds: reads no data (the paper's toy setting)"),
     SDGP("dpgan", True, True, "dpiw.sdgp.gan:dpgan", "WGAN with a DP-SGD critic (opacus accountant)"),

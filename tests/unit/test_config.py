@@ -39,6 +39,10 @@ def test_default_params_are_valid(params, check):
     (lambda p: p["grid"].update(posts=["pareto"]), "unknown step 'pareto'"),
     (lambda p: p["scale"].update(public_fraction=0), "needs rows declared public: set scale.public_fraction"),
     (lambda p: p["scale"].update(public_fraction=0.7), "scale.public_fraction = 0.7"),
+    (lambda p: (p["scale"].update(public_fraction=0), p["grid"].update(posts=["none"]),
+                p["evaluation"].update(against="public")), "evaluation.against: public compares with the public"),
+    (lambda p: p["evaluation"].update(against="train"), "evaluation.against = 'train'"),
+    (lambda p: p["privacy"].update(accounting="lenient"), "privacy.accounting = 'lenient'"),
     (lambda p: p["post"]["truncate"].update(tau=0.5), "post.truncate.tau = 0.5 is not allowed"),
     (lambda p: p["post"]["resample"].update(scheme="stratified"), "post.resample.scheme = 'stratified'"),
     # NaN passes every JSON-schema bound (comparisons with NaN are false): refused on its own
@@ -49,7 +53,7 @@ def test_default_params_are_valid(params, check):
     (lambda p: p["grid"]["exclude"].append({"weights": ["none", "beta_debaised"]}),
      "unknown weights 'beta_debaised' (did you mean 'beta_debiased'?)"),
     (lambda p: p["grid"]["exclude"].append({"dataset": "brest"}), "unknown dataset 'brest'"),
-    (lambda p: p["grid"]["exclude"].append({"post": "psis+calibrate"}), "grid.exclude[6].post: post 'psis+calib"),
+    (lambda p: p["grid"]["exclude"].append({"post": "psis+calibrate"}), "grid.exclude[8].post: post 'psis+calib"),
     (lambda p: p.update(mode="publish"), "mode = 'publish' is not one of ['benchmark', 'release']"),
     # release mode runs only what may be published
     (lambda p: p.update(mode="release"), "mode: release, but grid lists ['logreg', 'mlp', 'gan', 'cgan']"),
@@ -83,6 +87,7 @@ def _release(p):
     (lambda p: p["grid"].update(posts=["calibrate+psis"]), "set source.public_path in"),
     (lambda p: p["scale"].update(bounds="data"), "mode: release needs scale.bounds: schema"),
     (lambda p: p["privacy"].update(release_noise="secret_key"), "DPIW_SECRET_KEY is not set"),
+    (lambda p: p["privacy"].update(accounting="paper"), "paper-accounting ablation, which is NOT DP"),
 ])
 def test_release_mode_refuses_what_cannot_be_published(params, check, mutate, message, monkeypatch):
     monkeypatch.delenv("DPIW_SECRET_KEY", raising=False)
@@ -96,3 +101,18 @@ def test_release_mode_refuses_what_cannot_be_published(params, check, mutate, me
     keyed = _release(copy.deepcopy(params))
     keyed["privacy"]["release_noise"] = "secret_key"
     check(keyed)
+
+
+@pytest.mark.parametrize("against, rows", [("test", "/test.parquet"), ("public", "/public.parquet")])
+def test_evaluation_against_picks_the_rows_the_evaluate_tasks_read(params, against, rows):
+    from dpiw import grid
+
+    cfg = copy.deepcopy(params)
+    cfg["evaluation"]["against"] = against
+    cell = next(iter(grid.cells(cfg)))
+    tasks = grid.plan(cfg, "evaluate", cell, "results/x")
+    assert tasks
+    for t in tasks:
+        compared = t["argv"][t["argv"].index("--test") + 1]
+        assert compared.endswith(rows) and compared in t["inputs"]
+        assert t["argv"][t["argv"].index("--against") + 1] == against

@@ -65,3 +65,17 @@ def test_the_page_is_written_with_every_section(tmp_path):
                     "### Table 2: housing, MLP MSE", "## Table 3 analogue", "## Figure 2"):
         assert heading in text
     assert "| BetaDebiased beats BetaNoised | 15/24 | vs BetaNoised: 24/24 (24) |" in text
+
+
+def test_the_ablation_section_sets_both_accountings_side_by_side(tmp_path):
+    fake_runs({"beta_debiased": 0.2}).assign(n_synth=400).to_csv(tmp_path / "runs.csv", index=False)
+    fake_runs({"beta_noised": 0.3}).assign(n_synth=400).to_csv(tmp_path / "ablation.csv", index=False)
+    stage.main(["--runs", str(tmp_path / "runs.csv"), "--ablation-runs", str(tmp_path / "ablation.csv"),
+                "--paper", str(ROOT / "data/paper/ghalebikesabi2022_tables.csv"), "--out", str(tmp_path / "r.md"),
+                "--schemas", str(ROOT / "data/schemas")])
+    text = (tmp_path / "r.md").read_text()
+    assert "## The paper-accounting ablation (NOT DP, never releasable)" in text
+    # BetaDebiased beats BetaNoised in every cell of the first run and in none of the ablation's
+    assert "| BetaDebiased beats BetaNoised | 15/24 | 24/24 (24) | 0/24 (0) | – |" in text
+    # the paper's rho on breast: 2 sqrt(32) / (400 * 0.1 * 0.9), dpiw's R = sqrt(31 + 1) times larger
+    assert "| breast | 32 | 5.66 | 400 | 0.30 | 2.83 | 0.31 | 1.78 |" in text

@@ -92,3 +92,20 @@ def test_bad_C_is_refused():
     real, synth = toy()
     with pytest.raises(DpiwError, match="weights.logreg.C"):
         LogReg(C=-1.0).fit(real, synth, epsilon=0.0, delta=0.0, rng=None)
+
+
+def test_mlp_reference_has_its_own_weight_decay_and_dp_mlp_does_not_take_it():
+    from dpiw.weights.mlp import MLPWeights
+
+    real, synth = toy(7, 400)
+    norms = {}
+    for decay in (0.0, 0.1):
+        est = MLPWeights(private=False, weight_decay=decay, epochs=10).fit(real, synth, epsilon=0.0, delta=0.0,
+                                                                           rng=np.random.default_rng(0))
+        assert est.privacy_.details["weight_decay"] == decay
+        norms[decay] = sum(float((p.detach() ** 2).sum()) for p in est.net_.parameters())
+    assert norms[0.1] < 0.5 * norms[0.0]  # the penalty shrinks the network (same seed, same batches)
+    dp = MLPWeights(private=True, weight_decay=0.1, epochs=1)
+    assert dp.weight_decay == 0.0
+    with pytest.raises(DpiwError, match="weights.mlp.weight_decay"):
+        MLPWeights(weight_decay=-1.0)

@@ -4,7 +4,7 @@ rule evaluate:
         postprocessed=upstream("postprocess_weights"),
         fitted=upstream("fit_weights"),  # logreg's log ratios, where a run is compared with them
         synthesized=upstream("synthesize"),
-        test=per_seed(G.TEST),
+        test=per_seed(G.evaluation_rows(value)),
         schema=G.SCHEMA,
     output:
         done=done("evaluate"),

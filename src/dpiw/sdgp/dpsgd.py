@@ -32,6 +32,9 @@ from torch import nn
 from dpiw import DpiwError
 
 ACCOUNTANTS = ("rdp", "prv")
+#: the neighbouring relations DP-SGD can be calibrated for: dpiw's replace-one (through group privacy), or
+#: opacus's own add/remove-one (the paper-accounting ablation: NOT the replace-one guarantee dpiw claims)
+NEIGHBOURS = ("replace_one", "add_remove")
 #: Noise multipliers above this leave no gradient signal (std 1000x the clip norm per step): refused as a
 #: budget too small for the run rather than trained into noise (the default grid reaches 160).
 MAX_NOISE_MULTIPLIER = 1000.0
@@ -67,13 +70,21 @@ def _orders(accountant: str) -> dict:
     return {"alphas": RDP_ALPHAS} if accountant == "rdp" else {}
 
 
+def _target(epsilon: float, delta: float, neighbours: str) -> tuple[float, float]:
+    """The add/remove-one (epsilon, delta) that opacus's accountant is asked for."""
+    if neighbours not in NEIGHBOURS:
+        raise DpiwError(f"DP-SGD neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+    return add_remove_target(epsilon, delta) if neighbours == "replace_one" else (epsilon, delta)
+
+
 def calibrate_noise(*, epsilon: float, delta: float, sample_rate: float, steps: int, accountant: str,
-                    hint: str = "lower sdgp.gan.steps") -> float:
-    """Smallest noise multiplier (opacus search, tolerance 0.01) meeting replace-one (epsilon, delta)."""
+                    hint: str = "lower sdgp.gan.steps", neighbours: str = "replace_one") -> float:
+    """Smallest noise multiplier (opacus search, tolerance 0.01) meeting (epsilon, delta) for ``neighbours``
+    (replace-one: through :func:`add_remove_target`; add/remove: opacus's target as it is)."""
     if not (epsilon > 0 and 0 < delta < 1):
         raise DpiwError(f"DP-SGD needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon}, delta={delta}; "
                         "set privacy.delta to a positive number or 'paper'")
-    eps_ar, delta_ar = add_remove_target(epsilon, delta)
+    eps_ar, delta_ar = _target(epsilon, delta, neighbours)
     try:
         sigma = _noise_multiplier(eps_ar, delta_ar, float(sample_rate), int(steps), accountant)
     except ValueError as exc:
@@ -111,21 +122,34 @@ def _history_epsilon(mechanism: str, history: tuple, delta_ar: float) -> float:
         return max(0.0, float(accountant.get_epsilon(delta=delta_ar, **_orders(mechanism))))
 
 
-def spent(accountant, delta: float, epsilon_target: float) -> tuple[float, float, float, float]:
-    """(replace-one epsilon, replace-one delta, add/remove epsilon, add/remove delta) of an accountant's history."""
-    _, delta_ar = add_remove_target(epsilon_target, delta)
+def spent(accountant, delta: float, epsilon_target: float, neighbours: str = "replace_one"
+          ) -> tuple[float, float, float, float]:
+    """(epsilon, delta for ``neighbours``, add/remove epsilon, add/remove delta) of an accountant's history."""
+    _, delta_ar = _target(epsilon_target, delta, neighbours)
     eps_ar = _history_epsilon(accountant.mechanism(), tuple(map(tuple, accountant.history)), delta_ar)
-    eps, dlt = replace_one(eps_ar, delta_ar)
+    eps, dlt = replace_one(eps_ar, delta_ar) if neighbours == "replace_one" else (eps_ar, delta_ar)
     return eps, dlt, eps_ar, delta_ar
 
 
-def rdp_event(sample_rate: float, noise_multiplier: float, steps: int) -> dict:
-    """The run's RDP event for ``steps`` DP-SGD steps, replace-one (dpiw.accounting)."""
+def rdp_event(sample_rate: float, noise_multiplier: float, steps: int, neighbours: str = "replace_one") -> dict:
+    """The run's RDP event for ``steps`` DP-SGD steps (dpiw.accounting), for ``neighbours``."""
     from dpiw import accounting
 
-    curve = accounting.poisson_gaussian_replace_one(sample_rate, noise_multiplier, steps)
+    if neighbours == "replace_one":
+        curve = accounting.poisson_gaussian_replace_one(sample_rate, noise_multiplier, steps)
+        how = "replace-one by the weak triangle inequality"
+    else:
+        curve = accounting.poisson_gaussian_add_remove(sample_rate, noise_multiplier, steps)
+        how = "add/remove-one (opacus's curve)"
     return accounting.curve_event(curve, about=f"DP-SGD: q={sample_rate:.6g}, sigma={noise_multiplier:.6g}, "
-                                                f"steps={steps}, replace-one by the weak triangle inequality")
+                                                f"steps={steps}, {how}")
+
+
+
+def accountant_name(accountant: str, neighbours: str) -> str:
+    """How a DP-SGD record's epsilon was computed, in words."""
+    return (f"opacus {accountant} (add/remove-one)"
+            + (" + group privacy k=2" if neighbours == "replace_one" else ", no replace-one conversion"))
 
 
 def poisson_mask(n: int, q: float, gen: torch.Generator) -> torch.Tensor:

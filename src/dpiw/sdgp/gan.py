@@ -84,7 +84,7 @@ class GanSDGP:
                  batch_size: int = 64, lr: float = 1e-3, n_critic: int = 5, weight_clip: float = 0.1,
                  max_grad_norm: float = 1.0, keep_last: int = 5, snapshot_every: int = 10, accountant: str = "rdp",
                  label_epsilon_fraction: float = 0.05, condition_bins: int = 4, gumbel_tau: float = 0.2,
-                 progress: bool = True):
+                 progress: bool = True, neighbours: str = "replace_one"):
         if variant not in VARIANTS:
             raise DpiwError(f"unknown GAN variant {variant!r}; known: {sorted(VARIANTS)}")
         self.variant = variant
@@ -95,6 +95,7 @@ class GanSDGP:
         self.label_epsilon_fraction, self.condition_bins, self.gumbel_tau = (label_epsilon_fraction, condition_bins,
                                                                              gumbel_tau)
         self.progress = progress
+        self.neighbours = neighbours  # DP-SGD's calibration (dpsgd.NEIGHBOURS); add_remove: the paper ablation
 
     # -- checks ------------------------------------------------------------------------------
     def _check(self, n: int, schema: Schema) -> None:
@@ -152,7 +153,7 @@ class GanSDGP:
         sigma = 0.0
         if self.private:
             sigma = dpsgd.calibrate_noise(epsilon=eps_sgd, delta=delta, sample_rate=q, steps=T,
-                                          accountant=self.accountant)
+                                          accountant=self.accountant, neighbours=self.neighbours)
         with torch.random.fork_rng():
             torch.manual_seed(int(seeds[2]))
             G = Generator(space, self.noise_dim, self.hidden)
@@ -219,10 +220,11 @@ class GanSDGP:
                                 details=details)
         if d_step.steps != T:
             raise AssertionError(f"discriminator stepped {d_step.steps} times, accounted for {T}")
-        eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(d_step.accountant, delta, eps_sgd)
+        eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(d_step.accountant, delta, eps_sgd, self.neighbours)
         mech = "DP-SGD on the discriminator (Poisson-subsampled Gaussian)"
         sens = {"per_example_clip_norm": self.max_grad_norm,
-                "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"}
+                "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"
+                if self.neighbours == "replace_one" else "add/remove-one (opacus's accounting as it is)"}
         noise = {"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
                  "per_step": "one draw per discriminator step", "sample_rate": q, "steps": T}
         details.update({"dpsgd_epsilon": eps_ro, "dpsgd_delta": delta_ro, "add_remove_epsilon": eps_ar,
@@ -236,10 +238,10 @@ class GanSDGP:
                             "n_conditions": self.space_.n_conditions})
         return PrivacySpend(stage="synthesize", mechanism=mech, epsilon=float(eps_ro + eps_label),
                             delta=float(delta_ro), sensitivity=sens, noise=noise,
-                            accountant=f"opacus {self.accountant} (add/remove-one) + group privacy k=2"
+                            accountant=dpsgd.accountant_name(self.accountant, self.neighbours)
                             + (" + basic composition with the Laplace histogram" if self.conditional else ""),
                             reads_private=("train",), basis="", details=details,
-                            rdp=(dpsgd.rdp_event(q, sigma, T),
+                            rdp=(dpsgd.rdp_event(q, sigma, T, self.neighbours),
                                  *([{"kind": "laplace", "epsilon": eps_label, "about": "condition histogram"}]
                                    if self.conditional else [])))
 

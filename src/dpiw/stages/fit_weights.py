@@ -17,18 +17,23 @@ from dpiw.data.encode import encode, norm_bound
 from dpiw.grid import MLP_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import (
+    ACCOUNTINGS,
     CALIBRATABLE_WEIGHT_METHODS,
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
     MLP_WEIGHT_METHODS,
     WEIGHT_METHODS,
     WEIGHT_METHODS_WITH_OWN_BUDGET,
+    paper_ablation,
     run_delta,
     split_budget,
 )
 from dpiw.sdgp import GAN_SDGPS
 from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
 from dpiw.weights import make_estimator
+
+#: the weight methods whose noise privacy.accounting 'paper' changes (the rest keep dpiw's accounting)
+PAPER_ABLATED = ("beta_noised", "beta_debiased", "dp_mlp")
 
 
 def lambda_arg(text: str) -> str | float:
@@ -57,7 +62,7 @@ def parse_args(argv):
     p.add_argument("--output-scale-target", type=positive_float, default=0.25,
                    help="output_*: noise scale (Laplace b or Gaussian s) that lambda 'auto' aims at")
     p.add_argument("--models", help="GAN model file (discriminator, pgb, drs)")
-    mlp_types = {"lr": float, "max_grad_norm": float, "accountant": str}
+    mlp_types = {"lr": float, "max_grad_norm": float, "accountant": str, "weight_decay": float}
     for key in MLP_KEYS:
         p.add_argument(f"--mlp-{key.replace('_', '-')}", dest=f"mlp_{key}", type=mlp_types.get(key, int))
     p.add_argument("--pgb-rounds", type=int, default=50)
@@ -68,6 +73,9 @@ def parse_args(argv):
     p.add_argument("--public-out",
                    help="log ratios at the public rows (methods that score any row; else no rows)")
     p.add_argument("--privacy-out", required=True)
+    p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
+                   help="privacy.accounting: 'paper' gives beta_noised/beta_debiased the paper's Laplace scale and "
+                        "dp_mlp add/remove DP-SGD, and marks their records NOT DP (an ablation)")
     add_noise_args(p)
     return p.parse_args(argv)
 
@@ -133,12 +141,16 @@ def main(argv: list[str] | None = None) -> None:
                 raise DpiwError(f"weight method '{args.method}' needs --lambda and --sensitivity-n")
             target = args.output_scale_target if args.method.startswith("output_") else args.rho_target
             params = {"lam": args.lam, "sensitivity_n": args.sensitivity_n, "rho_target": target}
+            if args.method in PAPER_ABLATED:
+                params["noise_rule"] = args.accounting
             fit_kw = {"norm_bound": norm_bound(schema)}
         if args.method in MLP_WEIGHT_METHODS:
             import torch
 
             torch.set_num_threads(1)
             params = {k: getattr(args, f"mlp_{k}") for k in MLP_KEYS if getattr(args, f"mlp_{k}") is not None}
+            if args.method in PAPER_ABLATED:
+                params["neighbours"] = "add_remove" if args.accounting == "paper" else "replace_one"
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
         log_ratio = est.log_ratio(X_synth)
@@ -147,7 +159,10 @@ def main(argv: list[str] | None = None) -> None:
         write_parquet(pd.DataFrame({"row": range(len(public)), "log_ratio": np.asarray(public_lr, float)}),
                       args.public_out)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
-    replace(est.privacy_, seeding=noise.record()).write(args.privacy_out)
+    record = replace(est.privacy_, seeding=noise.record())
+    if args.accounting == "paper" and args.method in PAPER_ABLATED:
+        record = paper_ablation(record)
+    record.write(args.privacy_out)
     print(f"fit_weights: {args.method} on {args.dataset}/{args.sdgp}: {len(synth)} weights, "
           f"spend eps={est.privacy_.epsilon}")
 

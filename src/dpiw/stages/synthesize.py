@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from dpiw import DpiwError
 from dpiw.data import load_schema
-from dpiw.grid import GAN_KEYS, PRIVBAYES_KEYS
+from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import run_delta, split_budget
+from dpiw.privacy import ACCOUNTINGS, paper_ablation, run_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
 
@@ -37,12 +37,16 @@ def parse_args(argv):
                  "gumbel_tau": float, "accountant": str}
     for key in GAN_KEYS:
         p.add_argument(f"--gan-{key.replace('_', '-')}", dest=f"gan_{key}", type=gan_types.get(key, int))
-    for key in PRIVBAYES_KEYS:
-        p.add_argument(f"--privbayes-{key.replace('_', '-')}", dest=f"privbayes_{key}",
-                       type=float if key == "structure_epsilon_fraction" else int)
+    for name, keys in SDGP_KEYS.items():
+        for key in keys:
+            p.add_argument(f"--{name}-{key.replace('_', '-')}", dest=f"{name}_{key}",
+                           type=float if key == "structure_epsilon_fraction" else int, help=f"sdgp.{name}.{key}")
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
+    p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
+                   help="privacy.accounting: 'paper' calibrates the DP GANs' DP-SGD for add/remove neighbours "
+                        "and marks the record NOT DP (an ablation)")
     add_noise_args(p)
     return p.parse_args(argv)
 
@@ -66,9 +70,9 @@ def main(argv: list[str] | None = None) -> None:
     train = read_parquet(args.train, columns=schema.names)
     eps, delta = sdgp_budget(args, len(train))
     params = {k: v for k, v in (("bins", args.bins), ("structure", args.structure)) if v is not None}
-    if args.sdgp == "privbayes":
-        params = {k: getattr(args, f"privbayes_{k}") for k in PRIVBAYES_KEYS
-                  if getattr(args, f"privbayes_{k}") is not None}
+    if args.sdgp in SDGP_KEYS:
+        params = {k: getattr(args, f"{args.sdgp}_{k}") for k in SDGP_KEYS[args.sdgp]
+                  if getattr(args, f"{args.sdgp}_{k}") is not None}
     is_gan = args.sdgp in GAN_SDGPS
     if is_gan:
         if not args.models_out:
@@ -77,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
 
         torch.set_num_threads(1)  # reproducible, and Snakemake runs jobs side by side
         params.update({k: getattr(args, f"gan_{k}") for k in GAN_KEYS if getattr(args, f"gan_{k}") is not None})
+        params["neighbours"] = "add_remove" if args.accounting == "paper" else "replace_one"
     elif args.models_out:
         raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
     gen = make_sdgp(args.sdgp, **params)
@@ -89,6 +94,8 @@ def main(argv: list[str] | None = None) -> None:
     n_synth = max(1, int(round(args.rows_factor * len(train))))
     synth = gen.sample(n_synth, rng=noise.rng("synthesize-sample", who))
     record = replace(gen.privacy_, seeding=noise.record())
+    if args.accounting == "paper" and is_gan:
+        record = paper_ablation(record)
     if is_gan:
         from dpiw.sdgp.gan_models import save_models
 

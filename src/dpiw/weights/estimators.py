@@ -18,6 +18,8 @@ from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
 
 SENSITIVITY_N = ("private", "total")
+#: how the coefficients' noise scale is set: dpiw's (R from the public bounds) or the paper's (R = 1: NOT DP)
+NOISE_RULES = ("dpiw", "paper")
 
 
 def log_prior_odds(n_real: int, n_synth: int) -> float:
@@ -110,12 +112,19 @@ class LogReg:
         The non-private baseline's own regularisation, as scikit-learn's ``LogisticRegression(C=C)``:
         lambda = 1 / (C (N_D + N_G)). When given, ``lam`` is not used: the baseline is the reference for what
         logistic weights can do, not a DP method without its noise.
+    noise_rule : {"dpiw", "paper"}
+        "dpiw": the noise scale from R = max ||x~||_2 over the public bounds (correct). "paper": the paper's
+        rho = 2 sqrt(p) / (n lambda epsilon), i.e. R = 1 although the rows are not normalised: under-noised by
+        about sqrt(p), NOT DP (the paper-accounting ablation; the stage marks its record so).
     """
 
     method = "logreg"
 
     def __init__(self, *, lam: float | str = "auto", sensitivity_n: str = "private", rho_target: float = 0.3,
-                 C: float | None = None):
+                 C: float | None = None, noise_rule: str = "dpiw"):
+        if noise_rule not in NOISE_RULES:
+            raise DpiwError(f"the logistic weights' noise rule must be one of {NOISE_RULES}, got {noise_rule!r}")
+        self.noise_rule = noise_rule
         self.lam = lam
         self.sensitivity_n = sensitivity_n
         self.rho_target = rho_target
@@ -135,7 +144,7 @@ class LogReg:
         p = X.shape[1]
         # R over x~ = (x, 1): the caller passes the public bound of ||x||; the intercept adds 1.
         bound_x = norm_bound if norm_bound is not None else math.sqrt(p - 1)
-        self.norm_bound_ = math.sqrt(bound_x**2 + 1.0)
+        self.norm_bound_ = math.sqrt(bound_x**2 + 1.0) if self.noise_rule == "dpiw" else 1.0
         self.n_sens_ = self.n_real_ if self.sensitivity_n == "private" else self.n_real_ + self.n_synth_
         if self.C is not None:
             if not (isinstance(self.C, int | float) and self.C > 0 and math.isfinite(self.C)):
@@ -202,7 +211,9 @@ class BetaNoised(LogReg):
             epsilon=float(epsilon), delta=0.0,
             sensitivity={"l2": d2, "l1": d1, "norm_bound_R": R, "n": n, "n_coef": p, "lambda": self.lambda_,
                          "lambda_rule": str(self.lam), "neighbouring": "replace-one",
-                         "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2"},
+                         "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2",
+                         "noise_rule": self.noise_rule if self.noise_rule == "dpiw" else
+                         "paper: rho = 2 sqrt(p)/(n lambda eps), R = 1 assumed (NOT DP here)"},
             noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
             accountant="closed form (pure epsilon-DP)", reads_private=("train",),
             details={"method": self.method, "unused_delta": float(delta),

@@ -67,13 +67,14 @@ class ClassifierStep:
 
     def __init__(self, net: nn.Module, *, private: bool, lr: float, expected_batch_size: int,
                  noise_multiplier: float = 0.0, max_grad_norm: float = 1.0, sample_rate: float = 0.0,
-                 accountant: str = "rdp", noise_generator: torch.Generator | None = None):
+                 accountant: str = "rdp", noise_generator: torch.Generator | None = None,
+                 weight_decay: float = 0.0):
         if private and not all(isinstance(m, nn.Linear | nn.LeakyReLU | nn.ReLU | nn.Tanh) for m in net):
             raise DpiwError("the DP classifier step supports stacks of Linear layers and activations only")
         self.private, self.L = private, float(expected_batch_size)
         self.noise_multiplier, self.sample_rate, self.steps = noise_multiplier, sample_rate, 0
         self.max_grad_norm, self.generator = max_grad_norm, noise_generator
-        self.module, self.optimizer = net, torch.optim.Adam(net.parameters(), lr=lr)
+        self.module, self.optimizer = net, torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
         self.accountant = dpsgd.make_accountant(accountant) if private else None
 
     @property
@@ -105,17 +106,38 @@ class ClassifierStep:
 
 
 class MLPWeights:
-    """Non-private MLP classifier weights (``private=False``) or DP-MLP (``private=True``)."""
+    """Non-private MLP classifier weights (``private=False``) or DP-MLP (``private=True``).
+
+    Parameters
+    ----------
+    private : bool
+        DP-MLP (relaxed DP-SGD, spends the weight budget) or the non-private reference ``mlp``.
+    hidden, epochs, batch_size, lr : int, int, int, float
+        Width of both hidden layers, passes over the N_D + N_G rows, expected Poisson batch, Adam's step size.
+    max_grad_norm : float
+        DP-MLP's per-row clipping norm C.
+    accountant : {"rdp", "prv"}
+        The opacus accountant that calibrates DP-MLP's noise multiplier.
+    weight_decay : float
+        The non-private ``mlp``'s own L2 penalty (Adam's ``weight_decay``): the reference for what classifier
+        weights can do is a regularised fit, not DP-MLP without its noise. DP-MLP does not use it (clipping
+        and noise regularise it).
+    """
 
     def __init__(self, *, private: bool = False, hidden: int = 32, epochs: int = 20, batch_size: int = 64,
-                 lr: float = 1e-3, max_grad_norm: float = 1.0, accountant: str = "rdp"):
+                 lr: float = 1e-3, max_grad_norm: float = 1.0, accountant: str = "rdp", weight_decay: float = 0.0,
+                 neighbours: str = "replace_one"):
         for name, v in (("hidden", hidden), ("epochs", epochs), ("batch_size", batch_size)):
             if not (isinstance(v, int) and v >= 1):
                 raise DpiwError(f"weights.mlp.{name} must be an integer >= 1, got {v!r}")
         if accountant not in dpsgd.ACCOUNTANTS:
             raise DpiwError(f"weights.mlp.accountant must be one of {dpsgd.ACCOUNTANTS}, got {accountant!r}")
         self.private, self.hidden, self.epochs, self.batch_size = private, hidden, epochs, batch_size
+        if not (isinstance(weight_decay, int | float) and 0 <= weight_decay < math.inf):
+            raise DpiwError(f"weights.mlp.weight_decay must be a number >= 0, got {weight_decay!r}")
         self.lr, self.max_grad_norm, self.accountant = lr, max_grad_norm, accountant
+        self.weight_decay = 0.0 if private else float(weight_decay)
+        self.neighbours = neighbours  # DP-SGD's calibration (dpsgd.NEIGHBOURS); add_remove: the paper ablation
         self.method = "dp_mlp" if private else "mlp"
 
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound=None):
@@ -131,13 +153,15 @@ class MLPWeights:
             if not (epsilon > 0):
                 raise DpiwError("dp_mlp needs a positive weight budget (privacy.weights_epsilon_fraction)")
             sigma = dpsgd.calibrate_noise(epsilon=epsilon, delta=delta, sample_rate=q, steps=T,
-                                          accountant=self.accountant, hint="lower weights.mlp.epochs")
+                                          accountant=self.accountant, hint="lower weights.mlp.epochs",
+                                          neighbours=self.neighbours)
         with torch.random.fork_rng():
             torch.manual_seed(int(seeds[1]))
             net = classifier(X_real.shape[1], self.hidden)
         step = ClassifierStep(net, private=self.private, lr=self.lr, expected_batch_size=L, noise_multiplier=sigma,
                               max_grad_norm=self.max_grad_norm, sample_rate=q, accountant=self.accountant,
-                              noise_generator=torch.Generator().manual_seed(int(seeds[2])))
+                              noise_generator=torch.Generator().manual_seed(int(seeds[2])),
+                              weight_decay=self.weight_decay)
         X = dpsgd.as_tensor(np.vstack([X_real, X_synth]))
         y = torch.cat([torch.ones(n_d), torch.zeros(n_g)])
         for _ in range(T):
@@ -146,7 +170,8 @@ class MLPWeights:
         self.net_ = step.network.eval()
         self.log_prior_odds_ = log_prior_odds(n_d, n_g)
         details = {"method": self.method, "hidden": self.hidden, "epochs": self.epochs, "steps": T,
-                   "expected_batch_size": L, "sample_rate": q, "lr": self.lr, "n_real": n_d, "n_synth": n_g}
+                   "expected_batch_size": L, "sample_rate": q, "lr": self.lr,
+                   "weight_decay": self.weight_decay, "n_real": n_d, "n_synth": n_g}
         if not self.private:
             self.privacy_ = PrivacySpend(stage="fit_weights", mechanism="none (non-private MLP classifier)",
                                          epsilon=None, delta=None, dp=False, reads_private=("train",),
@@ -155,17 +180,18 @@ class MLPWeights:
             return self
         if step.steps != T:
             raise AssertionError(f"stepped {step.steps} times, accounted for {T}")
-        eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(step.accountant, delta, epsilon)
+        eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(step.accountant, delta, epsilon, self.neighbours)
         details.update({"add_remove_epsilon": eps_ar, "add_remove_delta": delta_ar})
         self.privacy_ = PrivacySpend(
             stage="fit_weights", mechanism="relaxed DP-SGD (Poisson over real + synthetic rows, Gaussian)",
             epsilon=float(eps_ro), delta=float(delta_ro),
             sensitivity={"per_example_clip_norm": self.max_grad_norm,
-                         "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"},
+                         "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"
+                         if self.neighbours == "replace_one" else "add/remove-one (opacus's accounting as it is)"},
             noise={"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
                    "per_step": "one draw per step, always", "sample_rate": q, "steps": T},
-            accountant=f"opacus {self.accountant} (add/remove-one) + group privacy k=2", reads_private=("train",),
-            details=details, rdp=(dpsgd.rdp_event(q, sigma, T),))
+            accountant=dpsgd.accountant_name(self.accountant, self.neighbours), reads_private=("train",),
+            details=details, rdp=(dpsgd.rdp_event(q, sigma, T, self.neighbours),))
         return self
 
     def log_ratio(self, X):

@@ -1,0 +1,232 @@
+"""MST (McKenna, Miklau and Sheldon 2021), the winner of NIST's 2018 DP synthetic data challenge, on
+Private-PGM (the `mbi` package, JAX on the CPU), for replace-one neighbours.
+
+1. Discretise every scaled column into public cells: ``bins`` equal-width bins on [0, 1] for a numeric
+   column, the categories of a categorical one.
+2. Budget: the SDGP's (eps, delta) becomes the largest zCDP rho whose RDP curve (alpha * rho) converts to at
+   most eps at delta with the conversion the ledger uses (:func:`zcdp_rho`). A third of rho goes to each of
+   (a) the d one-way marginals, (b) the choice of the tree, (c) the d - 1 two-way marginals of the tree.
+3. (a) and (c): Gaussian noise of std sigma on every count. One replaced row moves a marginal's count vector
+   by -1 in one cell and +1 in another: L2 sensitivity sqrt(2) per marginal, sqrt(2 m) for m marginals,
+   so m marginals measured with std sigma are (2 m / (2 sigma^2))-zCDP: sigma = sqrt(m / rho_part).
+   (MST's add/remove sensitivity is 1 per marginal, hence its sigma = sqrt(3 / (2 rho)) on d marginals.)
+4. (b) A model fitted on the one-way measurements only (Private-PGM, mirror descent) predicts every pair's
+   two-way counts; each pair is scored by the L1 distance between its true counts and the prediction (a
+   replaced row moves it by at most 2). d - 1 rounds of the exponential mechanism, each among the pairs that
+   join two components of the forest so far (Kruskal), each at eps_em = sqrt(8 rho_sel / (d - 1)): an
+   eps-DP exponential mechanism is (eps^2 / 8)-zCDP (bounded range: Cesar and Rogers 2021).
+5. Private-PGM estimates a graphical model from all the measurements with the known total N_D (public
+   under replace-one neighbours) and samples N_G rows from it (mbi's randomised rounding); a numeric cell
+   maps back to a uniform value inside its bin.
+
+MST's domain compression of rare one-way values is left out (the bins are coarse already). The release is
+(eps', delta)-DP with eps' <= eps; the record lists its zCDP parts as RDP events for the run's ledger.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data.schema import Schema
+from dpiw.privacy import PrivacySpend
+from dpiw.sdgp.marginals import discretise
+from dpiw.sdgp.privbayes import joint_counts
+
+#: L2 sensitivity of one marginal's count vector under replace-one neighbours (-1 in one cell, +1 in another)
+MARGINAL_L2 = math.sqrt(2.0)
+#: replace-one sensitivity of the L1 distance between a pair's true counts and the model's prediction
+SCORE_SENSITIVITY = 2.0
+
+
+def zcdp_to_dp(rho: float, delta: float) -> float:
+    """epsilon at ``delta`` of rho-zCDP: its RDP curve alpha * rho converted as the ledger converts."""
+    from dpiw import accounting
+
+    return accounting.rdp_to_dp(rho * np.asarray(accounting.ORDERS), delta)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest rho (bisection, relative tolerance 1e-9) whose :func:`zcdp_to_dp` is at most ``epsilon``
+    (memoised: a cell's seeds share the budget)."""
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise DpiwError(f"MST needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon}, delta={delta}; set "
+                        "privacy.delta to a positive number or 'paper'")
+    lo, hi = 0.0, epsilon
+    while zcdp_to_dp(hi, delta) <= epsilon:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if zcdp_to_dp(mid, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return lo
+
+
+def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
+    """The Euclidean projection of ``y`` onto {x >= 0, sum x = total} (sort-based, Held et al. 1974).
+
+    >>> simplex_projection(np.array([3.0, -1.0, 0.5]), 2.0).tolist()
+    [2.0, 0.0, 0.0]
+    """
+    u = np.sort(y)[::-1]
+    css = np.cumsum(u) - total
+    k = np.nonzero(u - css / np.arange(1, len(u) + 1) > 0)[0][-1]
+    return np.maximum(y - css[k] / (k + 1), 0.0)
+
+
+def _mbi():
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_compilation_cache", False)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import mbi
+    return mbi
+
+
+class MST:
+    """See the module docstring.
+
+    Parameters
+    ----------
+    bins : int
+        Public equal-width bins per numeric column.
+    iters : int
+        Mirror-descent iterations of the final Private-PGM estimate (the selection's model takes a quarter).
+    max_cells : int
+        Refuse a two-way marginal larger than this (memory guard): lower ``bins``.
+    """
+
+    def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000):
+        self.bins, self.iters, self.max_cells = bins, iters, max_cells
+
+    def _check(self, schema: Schema, cards: list[int], epsilon: float, delta: float) -> None:
+        if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
+            raise DpiwError(f"sdgp.mst.bins must be an integer in [2, 1000], got {self.bins!r}")
+        if not (isinstance(self.iters, int) and self.iters >= 1):
+            raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
+        if len(cards) < 2:
+            raise DpiwError(f"MST on '{schema.name}' needs at least 2 columns")
+        big = sorted(cards)[-2:]
+        if big[0] * big[1] > self.max_cells:
+            raise DpiwError(f"MST on '{schema.name}': a two-way marginal can hold {big[0] * big[1]} cells > "
+                            f"max_cells={self.max_cells}; lower sdgp.mst.bins")
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
+
+    def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
+            rng: np.random.Generator) -> MST:
+        """Measure (:meth:`measure`), then estimate the graphical model from the measurements (post-processing)."""
+        self.measure(train, schema, epsilon=epsilon, delta=delta, rng=rng)
+        mbi = _mbi()
+        measurements = [mbi.LinearMeasurement(y, tuple(map(str, cl)), stddev=sd) for cl, y, sd in self.measurements_]
+        self.model_ = mbi.estimation.MirrorDescent().estimate(self._domain(mbi), measurements,
+                                                             known_total=float(self.n_), iters=self.iters)
+        return self
+
+    def _domain(self, mbi):
+        return mbi.Domain([str(j) for j in range(len(self.cards_))], self.cards_)
+
+    def measure(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
+                rng: np.random.Generator) -> MST:
+        """The private part: the noisy one-way marginals, the tree, the noisy two-way marginals and the record.
+        ``measurements_`` holds (clique, noisy counts, std) with the counts of a clique (a, b) row-major."""
+        cells, cards = discretise(train, schema, self.bins)
+        self._check(schema, cards, epsilon, delta)
+        n, d = cells.shape
+        self.schema_, self.cards_, self.n_ = schema, cards, n
+        rho = zcdp_rho(epsilon, delta)
+        rho_part = rho / 3.0
+        sigma1 = math.sqrt(d / rho_part)            # d one-way marginals
+        sigma2 = math.sqrt((d - 1) / rho_part)      # d - 1 two-way marginals
+        eps_em = math.sqrt(8.0 * rho_part / (d - 1))
+
+        def measure(cliques, sigma):
+            out = []
+            for cl in cliques:
+                x = joint_counts(cells, cl, cards).reshape(-1)
+                out.append((cl, x + rng.normal(0.0, sigma, size=x.size), sigma))
+            return out
+
+        one_way = measure([(j,) for j in range(d)], sigma1)
+        pairs = list(itertools.combinations(range(d), 2))
+        scores = self._tree_scores(cells, cards, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
+        component = list(range(d))
+
+        def root(a):
+            while component[a] != a:
+                a = component[a]
+            return a
+
+        tree = []
+        for _ in range(d - 1):
+            cand = [e for e in pairs if root(e[0]) != root(e[1])]
+            q = np.array([scores[e] for e in cand])
+            logits = eps_em * q / (2.0 * SCORE_SENSITIVITY)
+            p = np.exp(logits - logits.max())
+            a, b = cand[int(rng.choice(len(cand), p=p / p.sum()))]
+            tree.append((a, b))
+            component[root(a)] = root(b)
+        self.tree_ = tree
+        self.measurements_ = one_way + measure(tree, sigma2)
+        names = schema.names
+        eps_spent = zcdp_to_dp(rho_part * 3.0, delta)
+        self.privacy_ = PrivacySpend(
+            stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
+            epsilon=float(eps_spent), delta=float(delta),
+            sensitivity={"marginal_l2": MARGINAL_L2, "tree_score_l1_error": SCORE_SENSITIVITY,
+                         "neighbouring": "replace-one"},
+            noise={"one_way": {"distribution": "gaussian", "std": sigma1, "marginals": d},
+                   "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": d - 1},
+                   "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
+            accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
+                       "through its RDP curve", reads_private=("train",), basis="",
+            details={"generator": "mst", "bins": self.bins, "rho": rho_part * 3.0, "iters": self.iters,
+                     "tree": [[names[a], names[b]] for a, b in tree]},
+            rdp=({"kind": "zcdp", "rho": d * MARGINAL_L2**2 / (2 * sigma1**2), "about": "one-way marginals"},
+                 {"kind": "zcdp", "rho": (d - 1) * eps_em**2 / 8, "about": "tree selection"},
+                 {"kind": "zcdp", "rho": (d - 1) * MARGINAL_L2**2 / (2 * sigma2**2), "about": "two-way marginals"}))
+        return self
+
+    def _tree_scores(self, cells, cards, one_way, pairs) -> dict:
+        """Each pair's L1 distance between its true two-way counts and the prediction of the model fitted on the
+        noisy one-way marginals alone (the exponential mechanism's quality score). That model is the product of
+        its one-way marginals, each the Euclidean projection of the noisy counts onto {x >= 0, sum x = N}: what
+        Private-PGM's L2 fit converges to for disjoint cliques, computed here in closed form (no JAX program to
+        compile for each of the d (d - 1) / 2 pairs)."""
+        n = len(cells)
+        marg = {cl[0]: simplex_projection(y, float(n)) / n for cl, y, _ in one_way}
+        scores = {}
+        for a, b in pairs:
+            pred = n * np.outer(marg[a], marg[b]).reshape(-1)
+            scores[a, b] = float(np.abs(joint_counts(cells, (a, b), cards).reshape(-1) - pred).sum())
+        return scores
+
+    def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
+        # mbi draws from numpy's global generator: seed it from ours, and put the global state back
+        state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator
+        np.random.seed(int(rng.integers(2**32)))  # noqa: NPY002
+        try:
+            synth = self.model_.synthetic_data(rows=n)
+        finally:
+            np.random.set_state(state)  # noqa: NPY002
+        out = {}
+        for j, c in enumerate(self.schema_.columns):
+            cell = np.asarray(synth.data[str(j)], dtype=np.int64)
+            out[c.name] = (cell + rng.uniform(size=len(cell))) / self.bins if c.is_numeric else cell
+        return pd.DataFrame(out)[self.schema_.names]

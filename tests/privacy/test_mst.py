@@ -1,0 +1,92 @@
+"""MST on Private-PGM: its zCDP accounting against a reference accountant, its noise scales against their
+closed forms, its RDP events against the record's epsilon, and an empirical audit of its measurements on
+neighbouring datasets (Clopper-Pearson lower bound below the claim)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from audit import audit
+
+from dpiw import accounting
+from dpiw.data.schema import load_schema
+from dpiw.sdgp.mst import MST, zcdp_rho, zcdp_to_dp
+
+
+@pytest.mark.parametrize("epsilon, delta", [(0.9, 1e-3), (1.0, 2.5e-3), (6.0, 1e-5)])
+def test_zcdp_calibration_matches_dp_accounting(epsilon, delta):
+    """rho-zCDP is the Gaussian mechanism with noise multiplier 1/sqrt(2 rho): Google's dp-accounting converts
+    it back to at most the budget, and within 1% of it (dpiw's orders are a grid)."""
+    import dp_accounting
+
+    rho = zcdp_rho(epsilon, delta)
+    assert zcdp_to_dp(rho, delta) <= epsilon * (1 + 1e-9)
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(dp_accounting.GaussianDpEvent(1 / math.sqrt(2 * rho)))
+    ref = acc.get_epsilon(delta)
+    assert ref <= epsilon * (1 + 1e-6) and ref >= 0.99 * epsilon
+    # and the closed form of Canonne, Kamath and Steinke's classical bound is looser: rho + 2 sqrt(rho log(1/delta))
+    assert rho + 2 * math.sqrt(rho * math.log(1 / delta)) >= epsilon
+
+
+@pytest.fixture(scope="module")
+def breast_like(root):
+    schema = load_schema(root / "data/schemas/iris.yaml")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({c.name: (rng.uniform(size=120) if c.is_numeric else rng.integers(len(c.categories), size=120))
+                          for c in schema.columns})
+    return schema, frame
+
+
+def test_noise_scales_and_events_are_the_closed_forms(breast_like):
+    schema, frame = breast_like
+    eps, delta = 1.0, 1e-3
+    m = MST(bins=4).measure(frame, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
+    d = len(schema.columns)
+    rho = zcdp_rho(eps, delta)
+    rec = m.privacy_
+    assert rec.noise["one_way"]["std"] == pytest.approx(math.sqrt(3 * d / rho))      # sqrt(2d) L2, rho / 3
+    assert rec.noise["two_way"]["std"] == pytest.approx(math.sqrt(3 * (d - 1) / rho))
+    assert rec.noise["selection"]["epsilon_per_round"] == pytest.approx(math.sqrt(8 * rho / 3 / (d - 1)))
+    assert len(m.tree_) == d - 1 and len({a for e in m.tree_ for a in e}) == d          # a spanning tree
+    composed = accounting.rdp_to_dp(accounting.compose(rec.rdp), delta)[0]
+    assert composed == pytest.approx(rec.epsilon, rel=1e-9) and rec.epsilon <= eps * (1 + 1e-9)
+    assert sum(ev["rho"] for ev in rec.rdp) == pytest.approx(rho, rel=1e-9)
+
+
+@pytest.mark.audit
+def test_audit_of_the_measurements(root):
+    """Two columns: the tree is forced, so a run is the three Gaussian marginals. Score: the noisy counts at
+    the replaced row's new cells minus those at its old cells (the Gaussian LLR's linear statistic)."""
+    schema = load_schema(root / "data/schemas/toy.yaml")
+    rng = np.random.default_rng(5)
+    d = pd.DataFrame({"x1": rng.uniform(0, 0.5, 30), "x2": rng.uniform(0, 0.5, 30)})
+    d_prime = d.copy()
+    d_prime.iloc[0] = [0.99, 0.99]
+    bins, eps, delta = 2, 1.0, 1e-3
+    x = np.minimum((d.iloc[0].to_numpy() * bins).astype(int), bins - 1)
+    xp = np.minimum((d_prime.iloc[0].to_numpy() * bins).astype(int), bins - 1)
+
+    def cell(cl, v):
+        return int(np.ravel_multi_index(tuple(v[list(cl)]), (bins,) * len(cl)))
+
+    def score(neighbour, rng):
+        m = MST(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=eps, delta=delta, rng=rng)
+        return sum(y[cell(cl, xp)] - y[cell(cl, x)] for cl, y, _ in m.measurements_)
+
+    lb = audit(score, n_choose=4000, n_test=20000, seed=7, delta=delta)
+    assert lb <= eps, lb
+
+
+def test_fit_and_sample_on_scaled_rows(breast_like):
+    schema, frame = breast_like
+    m = MST(bins=4, iters=200).fit(frame, schema, epsilon=2.0, delta=1e-3, rng=np.random.default_rng(2))
+    out = m.sample(50, rng=np.random.default_rng(3))
+    assert list(out.columns) == schema.names and len(out) == 50
+    for c in schema.columns:
+        v = out[c.name].to_numpy()
+        assert ((v >= 0) & (v <= 1)).all() if c.is_numeric else set(np.unique(v)) <= set(range(len(c.categories)))
+    state = np.random.get_state()[1].copy()  # noqa: NPY002 - sampling leaves numpy's global generator as it was
+    m.sample(10, rng=np.random.default_rng(4))
+    assert (np.random.get_state()[1] == state).all()  # noqa: NPY002
