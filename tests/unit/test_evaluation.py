@@ -243,3 +243,21 @@ def test_a_diverging_trajectory_is_rejected_not_an_overflow():
 
     draws = hmc(cliff, model.dim, rng=np.random.default_rng(1), n_samples=200, n_warmup=100)
     assert np.isfinite(draws.theta).all() and (draws.theta[:, 0] <= 0.5).all() and draws.accept_rate > 0.3
+
+
+def test_tables_never_bold_an_oracle_or_a_non_dp_row():
+    """The oracle `true` weights and the non-private `logreg`/`mlp` win every metric here; the bold goes to the
+    best DP method a curator could release (beta_debiased), and the others are marked § and †."""
+    from dpiw.evaluate.aggregate import long_table, markdown
+
+    rows = []
+    for seed in range(3):
+        for w, wst, dp in (("true", 0.1, True), ("logreg", 0.2, False), ("mlp", 0.15, False),
+                           ("beta_debiased", 0.5, True), ("none", 0.9, True)):
+            rows.append({"dataset": "toy", "eps": "1", "seed": seed, "sdgp": "uniform", "weights": w,
+                         "post": "none", "dp": dp, "fit_to_release": True, "wst": wst + 0.01 * seed})
+    text = markdown(long_table(rows))
+    wst = {line.split("|")[2].strip(): line.split("|")[3].strip() for line in text.splitlines()
+           if line.startswith("| WST")}
+    assert wst["beta_debiased"].startswith("**") and wst["true"].endswith("§") and wst["logreg"].endswith("†")
+    assert not any(wst[w].startswith("**") for w in ("true", "logreg", "mlp", "none"))

@@ -19,6 +19,8 @@ RANKED = ("wst", "beta_mse", "mlp_auc", "mlp_mse", "bayes_auc", "bayes_mse", "pm
 HIGHER = ("mlp_auc", "bayes_auc")
 KEYS = ["dataset", "eps", "sdgp", "weights", "post"]
 WEIGHT_ORDER = list(registry.weight_names())  # table order (dpiw.registry)
+#: oracle weights (the known density ratio of the toy setting): a reference no curator has, never bold
+ORACLE_WEIGHTS = registry.weight_names(applies_to="toy_uniform")
 
 
 def long_table(rows: list[dict]) -> pd.DataFrame:
@@ -54,8 +56,9 @@ def markdown(long: pd.DataFrame) -> str:
     metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger."""
     lines = ["# dpiw results: mean ± standard error over seeds", "",
              "† not differentially private (benchmark baseline). ‡ not fit to release: the raw weights' Pareto "
-             "k̂ exceeds min(1 − 1/log10 S, 0.7) in at least one seed (PSIS gate). Bold: best DP weighting per "
-             "metric and SDGP among those fit to release.",
+             "k̂ exceeds min(1 − 1/log10 S, 0.7) in at least one seed (PSIS gate). § oracle (the known density "
+             "ratio, a reference). Bold: best DP weighting per metric and SDGP among those fit to release (never "
+             "an oracle or a † row).",
              ""]
     order = {w: i for i, w in enumerate(WEIGHT_ORDER)}
     for (dataset, eps, post), grp in long.groupby(["dataset", "eps", "post"], sort=True):
@@ -69,7 +72,8 @@ def markdown(long: pd.DataFrame) -> str:
                 continue
             best = {}
             for sdgp in sdgps if metric in RANKED else []:
-                cand = m[(m.sdgp == sdgp) & m.dp & m.fit_to_release & np.isfinite(m["mean"])]
+                cand = m[(m.sdgp == sdgp) & m.dp & m.fit_to_release & np.isfinite(m["mean"])
+                         & ~m.weights.isin(ORACLE_WEIGHTS)]
                 if len(cand):
                     pick = cand["mean"].idxmax() if metric in HIGHER else cand["mean"].idxmin()
                     best[sdgp] = cand.loc[pick, "weights"]
@@ -84,6 +88,7 @@ def markdown(long: pd.DataFrame) -> str:
                     text = _cell(r["mean"].iloc[0], r["se"].iloc[0])
                     text = f"**{text}**" if best.get(sdgp) == w else text
                     text = text if r["dp"].iloc[0] else text + " †"
+                    text = text + " §" if w in ORACLE_WEIGHTS else text
                     cells.append(text if r["fit_to_release"].iloc[0] else text + " ‡")
                 lines.append(f"| {label} | {w} | " + " | ".join(cells) + " |")
         lines.append("")
