@@ -1,0 +1,68 @@
+"""dpiw.analysis: the analyst's weighted estimates from a bundle. The interval is checked by coverage on the
+toy data with the true weights (D uniform on the triangle, G uniform on the square, w = 2 inside, 0 outside)."""
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LinearRegression
+
+from dpiw import DpiwError
+from dpiw.analysis import UnreliableWeightsWarning, kish_ess, load_bundle, weighted_mean
+
+
+def test_the_95_percent_interval_covers_the_truth_about_95_percent_of_the_time():
+    rng = np.random.default_rng(2026)
+    covered = []
+    for _ in range(200):
+        x = rng.uniform(size=(500, 2))
+        w = 2.0 * (x.sum(axis=1) < 1)
+        lo, hi = weighted_mean(x[:, 0], w).ci(0.95)
+        covered.append(lo <= 1 / 3 <= hi)  # E_D[x1] on the triangle
+    rate = float(np.mean(covered))
+    assert 0.91 <= rate <= 0.98, rate
+    # an interval without the weights would miss: the unweighted mean is 1/2
+    x = rng.uniform(size=(500, 2))
+    lo, hi = weighted_mean(x[:, 0], np.ones(500)).ci()
+    assert not lo <= 1 / 3 <= hi
+
+
+def test_estimate_equals_the_closed_forms():
+    est = weighted_mean([1.0, 2.0, 3.0, 4.0], [1, 1, 0, 2])
+    p = np.array([1, 1, 0, 2]) / 4
+    mean = p @ [1, 2, 3, 4]
+    assert est.value == pytest.approx(mean)
+    assert est.ess == pytest.approx(kish_ess([1, 1, 0, 2])) == pytest.approx(16 / 6)
+    assert est.se == pytest.approx(np.sqrt(p @ (np.array([1, 2, 3, 4]) - mean) ** 2 / (16 / 6)))
+    with pytest.raises(DpiwError, match="not all 0"):
+        weighted_mean([1.0], [0.0])
+
+
+def _bundle(tmp_path, weights, k=0.2):
+    tmp_path.mkdir()
+    rng = np.random.default_rng(0)
+    x = rng.uniform(size=len(weights))
+    pd.DataFrame({"x": x, "y": 2 * x + 1}).to_parquet(tmp_path / "synthetic.parquet")
+    pd.DataFrame({"log_weight": np.log(np.maximum(weights, 1e-300)), "weight": weights}).to_parquet(
+        tmp_path / "weights.parquet")
+    (tmp_path / "manifest.json").write_text(json.dumps({"release": {"pareto_k": k, "pareto_k_threshold": 0.7}}))
+    return tmp_path
+
+
+def test_bundle_loads_fits_with_sample_weight_and_warns_when_unreliable(tmp_path):
+    b = load_bundle(_bundle(tmp_path / "a", np.ones(100)))
+    assert b.mean("x").value == pytest.approx(b.data.x.mean())
+    model = b.fit(LinearRegression(), ["x"], "y")
+    assert model.coef_[0] == pytest.approx(2.0)
+    with pytest.warns(UnreliableWeightsWarning, match="Pareto k-hat 0.95"):
+        load_bundle(_bundle(tmp_path / "b", np.ones(100), k=0.95))
+    w = np.r_[np.full(5, 100.0), np.full(95, 0.01)]
+    with pytest.warns(UnreliableWeightsWarning, match="Kish ESS"):
+        load_bundle(_bundle(tmp_path / "c", w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_bundle(tmp_path / "a")
+    with pytest.raises(DpiwError, match="not a release bundle"):
+        load_bundle(tmp_path)
