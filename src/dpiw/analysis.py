@@ -1,9 +1,9 @@
 """The analyst's side: importance-weighted estimates from a release bundle.
 
-A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows, numeric columns scaled to [0, 1] by the schema's public bounds:
-value = lower + v (upper - lower); categorical columns as category codes),
-``weights.parquet`` (one weight per row, column ``weight``) and ``manifest.json`` (the privacy spend and the
-weights' diagnostics). Everything here is post-processing of the release: it costs no privacy.
+A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows: numeric columns scaled to
+[0, 1] by the schema's public bounds, value = lower + v (upper - lower); categorical columns as category
+codes), ``weights.parquet`` (one weight per row, column ``weight``) and ``manifest.json`` (the privacy spend
+and the weights' diagnostics). Everything here is post-processing of the release: it costs no privacy.
 
     from dpiw.analysis import load_bundle, weighted_mean
     b = load_bundle("results/default/runs/breast/eps=1/seed=0/privbayes/beta_debiased/none/release")
