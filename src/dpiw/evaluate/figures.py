@@ -31,38 +31,50 @@ def _weighted_kde(points: np.ndarray, w: np.ndarray, grid: np.ndarray, bandwidth
     return (np.exp(-0.5 * d2 / bandwidth**2) @ w[keep]) / (2 * math.pi * bandwidth**2)
 
 
-def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str, out: str | Path) -> None:
-    """Figure 1. ``panels``: (weight method, synthetic rows (n, 2) on [0,1]^2, log weights). Top row:
-    histogram of the self-normalised weights (mean 1) with Kish's ESS; bottom row: weighted KDE of the
-    synthetic rows, the real rows' support (x1 + x2 < 1) outlined."""
+def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: str, out: str | Path,
+                       per_row: int = 6) -> None:
+    """Figure 1. ``panels``: (weight method, synthetic rows (n, 2) on [0,1]^2, log weights). For each method,
+    a histogram of the self-normalised weights (mean 1, zero weights included and counted) with Kish's ESS,
+    and under it the weighted KDE of the synthetic rows with the real rows' support (x1 + x2 < 1) outlined.
+    At most ``per_row`` methods side by side; more go on further rows, so the figure fits a page."""
     plt = _plt()
     k = len(panels)
-    fig, axes = plt.subplots(2, k, figsize=(2.3 * k, 4.6), squeeze=False)
+    cols = max(1, min(k, per_row))
+    blocks = -(-k // cols)
+    fig, axes = plt.subplots(2 * blocks, cols, figsize=(2.5 * cols, 4.9 * blocks), squeeze=False,
+                             constrained_layout=True)
     g = np.linspace(0, 1, 60)
     gx, gy = np.meshgrid(g, g)
     grid = np.column_stack([gx.ravel(), gy.ravel()])
     for j, (method, X, log_w) in enumerate(panels):
+        r, c = 2 * (j // cols), j % cols
         w = np.exp(log_w - np.max(log_w))
         w = w * len(w) / w.sum()
         ess = w.sum() ** 2 / (w**2).sum()
-        ax = axes[0, j]
-        ax.hist(w[w > 0], bins=30, color="tab:blue", alpha=0.8)
-        ax.set_title(f"{method}\nESS/N = {ess / len(w):.2f}")
-        ax.set_xlabel("weight (mean 1)")
-        if j == 0:
+        zeros = int(np.sum(w == 0))
+        ax = axes[r, c]
+        ax.hist(w, bins=30, color="tab:blue", alpha=0.8)
+        ax.set_title(f"{method}\nESS/N = {ess / len(w):.2f}", fontsize=10)
+        if zeros:
+            ax.text(0.5, 0.95, f"{zeros} zero weights ({zeros / len(w):.0%})", transform=ax.transAxes,
+                    ha="center", va="top", fontsize=8, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+        ax.set_xlabel("weight (mean 1)", fontsize=9)
+        if c == 0:
             ax.set_ylabel("synthetic rows")
-        ax = axes[1, j]
+        ax = axes[r + 1, c]
         dens = _weighted_kde(X, w, grid, bandwidth=0.06).reshape(gx.shape)
         ax.contourf(gx, gy, dens, levels=12, cmap="viridis")
         ax.plot([0, 1], [1, 0], color="white", lw=1.2, ls="--")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_aspect("equal")
-        ax.set_xlabel("x1")
-        if j == 0:
+        ax.set_xlabel("x1", fontsize=9)
+        if c == 0:
             ax.set_ylabel("x2 (weighted KDE)")
-    fig.suptitle(title + "  -  the real rows lie on the triangle below the dashed line")
-    fig.tight_layout()
+    for j in range(k, blocks * cols):  # the last row's empty places
+        axes[2 * (j // cols), j % cols].set_visible(False)
+        axes[2 * (j // cols) + 1, j % cols].set_visible(False)
+    fig.suptitle(title + "\nthe real rows lie on the triangle below the dashed line", fontsize=11)
     _save(fig, out)
 
 
