@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpiw import registry
 from dpiw.evaluate.aggregate import WEIGHT_ORDER
 
 
@@ -91,14 +92,18 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
         ax.axis("off")
         _save(fig, out)
         return
-    fig, axes = plt.subplots(len(cells), 1, figsize=(11, 2.6 * len(cells)), squeeze=False)
+    fig, axes = plt.subplots(len(cells), 1, figsize=(12, 2.6 * len(cells)), squeeze=False, constrained_layout=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # one colour per SDGP in every panel (registry order), one legend for the figure, outside the data
+    sdgp_order = {name: i for i, name in enumerate(registry.sdgp_names())}
+    all_sdgps = sorted(df["sdgp"].unique(), key=lambda s: sdgp_order.get(s, 99))
+    colour_of = {sdgp: colours[i % len(colours)] for i, sdgp in enumerate(all_sdgps)}
     for ax, (dataset, eps) in zip(axes[:, 0], cells, strict=True):
         sub = df[(df["dataset"] == dataset) & (df["eps"].astype(float) == eps)]
         metric = "bayes_auc" if "bayes_auc" in sub and sub["bayes_auc"].notna().any() else "bayes_mse"
         order = {w: i for i, w in enumerate(WEIGHT_ORDER)}
         weights = sorted(sub["weights"].unique(), key=lambda w: order.get(w, 99))
-        sdgps = sorted(sub["sdgp"].unique())
+        sdgps = [s for s in all_sdgps if s in set(sub["sdgp"])]
         width = 0.8 / max(1, len(sdgps))
         for si, sdgp in enumerate(sdgps):
             data, pos = [], []
@@ -109,7 +114,7 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
                     data.append(v)
                     pos.append(wi - 0.4 + width * (si + 0.5))
             if data:
-                colour = colours[si % len(colours)]
+                colour = colour_of[sdgp]
                 bp = ax.boxplot(data, positions=pos, widths=width * 0.9, patch_artist=True, manage_ticks=False,
                                 medianprops={"color": "black"}, showfliers=False)
                 for patch in bp["boxes"]:
@@ -117,14 +122,13 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
                     patch.set_alpha(0.5)
                 for x, v in zip(pos, data, strict=True):  # the seeds themselves
                     ax.scatter(np.full(v.size, x), v, s=8, color=colour, edgecolor="black", linewidth=0.3, zorder=3)
-                ax.plot([], [], color=colours[si % len(colours)], lw=6, alpha=0.7, label=sdgp)
         ax.set_xticks(range(len(weights)))
         ax.set_xticklabels(weights, rotation=20)
         ax.set_ylabel("posterior predictive ROC-AUC ↑" if metric == "bayes_auc" else "posterior predictive MSE ↓")
         ax.set_title(f"{dataset}, ε = {eps:g}: importance-weighted Bayesian updating (boxes over seeds)")
-        ax.legend(fontsize=7, ncol=min(len(sdgps), 7), loc="best")
         ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=colour_of[s], lw=6, alpha=0.7) for s in all_sdgps]
+    fig.legend(handles, all_sdgps, title="SDGP", loc="outside right upper", fontsize=8)
     _save(fig, out)
 
 
