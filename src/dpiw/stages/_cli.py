@@ -101,8 +101,35 @@ def positive_float(text: str) -> float:
     return value
 
 
+#: the help of the flags several stages share (one text each); a stage's own flags carry their own help
+COMMON_HELP = {
+    "--schema": "the dataset's schema (data/schemas/<name>.yaml): columns, public bounds, target",
+    "--dataset": "the dataset's name (for the records and messages)",
+    "--sdgp": "the synthetic data generator's name (dpiw.registry)",
+    "--seed": "the run's seed: the data split and, in benchmark mode, the public noise streams",
+    "--eps": "the run's total epsilon, as written in the run's path",
+    "--weights": "the weight method of the run",
+    "--post": "the run's post-processing chain (a step or a '+' chain)",
+    "--delta": "the run's delta: 'paper' (1/N_D - 1e-6) or a number below 1/N_D",
+    "--weights-epsilon-fraction": "privacy.weights_epsilon_fraction: the weight methods' share of epsilon",
+    "--weights-delta-fraction": "privacy.weights_delta_fraction: the weight methods' share of delta",
+    "--out": "where the stage's artifact goes (written atomically)",
+    "--privacy-out": "where the stage's privacy record (JSON) goes",
+    "--synth": "the synthetic rows (parquet, scaled)",
+    "--train": "the private train split (parquet, scaled)",
+    "--log-weights": "the run's log weights (parquet, one per synthetic row)",
+    "--log-ratios": "the estimated log density ratios (parquet, one per synthetic row)",
+}
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and one line (its default also prints the usage)."""
+    """argparse that exits with status 2 and one line (its default also prints the usage); a flag added
+    without help takes its text from :data:`COMMON_HELP`."""
+
+    def add_argument(self, *names, **kwargs):
+        if not kwargs.get("help") and names and names[0] in COMMON_HELP:
+            kwargs["help"] = COMMON_HELP[names[0]]
+        return super().add_argument(*names, **kwargs)
 
     def error(self, message):
         self.exit(2, f"error: {self.prog}: {message}\n")

@@ -15,14 +15,16 @@ from dpiw.stages.cell import outputs
 
 def parse_args(argv):
     p = Parser(prog="dpiw.stages.aggregate", description=__doc__)
-    p.add_argument("--metrics", nargs="+", default=[])
+    p.add_argument("--metrics", nargs="+", default=[],
+                   help="metrics JSON files of single runs (instead of --evaluated)")
     p.add_argument("--manifests", nargs="+", default=[], help="one per metrics file, same order")
     p.add_argument("--evaluated", nargs="+", default=[],
                    help="cell records of the evaluate stage (dpiw.stages.cell): their runs' metrics")
     p.add_argument("--ledgers", nargs="+", default=[],
                    help="cell records of the privacy_ledger stage, same cells: their runs' manifests")
-    p.add_argument("--out-csv", required=True)
-    p.add_argument("--out-md", required=True)
+    p.add_argument("--out-csv", required=True,
+                   help="the long table of every (run keys, metric): mean and SE over seeds (CSV)")
+    p.add_argument("--out-md", required=True, help="the Markdown tables, one per dataset, epsilon and post chain")
     p.add_argument("--out-runs", required=True, help="CSV: one row per run with every metric (figures read it)")
     p.add_argument("--out-summary", required=True,
                    help="JSON for `dvc metrics`: mean of each ranked metric per dataset/eps/sdgp/weights/post")

@@ -17,9 +17,10 @@ def parse_args(argv):
     p.add_argument("--runs", required=True, help="results/<config>/tables/runs.csv (one row per run)")
     p.add_argument("--toy-panel", nargs=3, action="append", default=[], metavar=("METHOD", "SYNTH", "LOG_WEIGHTS"),
                    help="one Figure 1 panel; repeat per weight method")
-    p.add_argument("--toy-title", default="toy data")
-    p.add_argument("--out-fig1", required=True)
-    p.add_argument("--out-fig2", required=True)
+    p.add_argument("--toy-title", default="toy data", help="Figure 1's title")
+    p.add_argument("--out-fig1", required=True, help="Figure 1 (PNG): the toy weights and weighted densities")
+    p.add_argument("--out-fig2", required=True,
+                   help="Figure 2 (PNG): the weighted posterior's predictive metric over seeds")
     return p.parse_args(argv)
 
 

@@ -46,7 +46,7 @@ def parse_args(argv):
     p.add_argument("--synth", required=True)
     p.add_argument("--public", help="the slice declared public (may hold no rows)")
     p.add_argument("--schema", required=True)
-    p.add_argument("--method", choices=WEIGHT_METHODS, required=True)
+    p.add_argument("--method", choices=WEIGHT_METHODS, required=True, help="the weight method (dpiw.registry)")
     p.add_argument("--dataset", required=True)
     p.add_argument("--sdgp", required=True)
     p.add_argument("--epsilon", type=positive_float, required=True, help="the run's total epsilon")
@@ -58,16 +58,21 @@ def parse_args(argv):
                    help="Laplace scale (below 0.5) or Gaussian std that lambda 'auto' aims at")
     p.add_argument("--logreg-c", type=positive_float,
                    help="logreg (not DP): its own regularisation, scikit-learn's C (lambda = 1/(C (N_D + N_G)))")
-    p.add_argument("--sensitivity-n", choices=["private", "total"])
+    p.add_argument("--sensitivity-n", choices=["private", "total"],
+                   help="weights.beta.sensitivity_n: the n of the sensitivity 2R/(n lambda)")
     p.add_argument("--output-scale-target", type=positive_float, default=0.25,
                    help="output_*: noise scale (Laplace b or Gaussian s) that lambda 'auto' aims at")
     p.add_argument("--models", help="GAN model file (discriminator, pgb, drs)")
     mlp_types = {"lr": float, "max_grad_norm": float, "accountant": str, "weight_decay": float}
     for key in MLP_KEYS:
-        p.add_argument(f"--mlp-{key.replace('_', '-')}", dest=f"mlp_{key}", type=mlp_types.get(key, int))
-    p.add_argument("--pgb-rounds", type=int, default=50)
-    p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto")
-    p.add_argument("--drs-percentile", type=float, default=95.0)
+        p.add_argument(f"--mlp-{key.replace('_', '-')}", dest=f"mlp_{key}", type=mlp_types.get(key, int),
+                       help=f"weights.mlp.{key} (mlp, dp_mlp)")
+    p.add_argument("--pgb-rounds", type=int, default=50,
+                   help="weights.pgb.rounds: T, the rounds of Private Post-GAN Boosting")
+    p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto",
+                   help="weights.pgb.eta: the step size, or 'auto' (2 sqrt(log|B| / T))")
+    p.add_argument("--drs-percentile", type=float, default=95.0,
+                   help="weights.drs.percentile: the discriminator percentile of rejection sampling")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--public-out",

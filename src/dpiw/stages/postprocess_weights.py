@@ -38,7 +38,8 @@ def parse_args(argv):
     p.add_argument("--alpha", type=float, default=1.0, help="temper: exponent in [0, 1]")
     p.add_argument("--tau", type=tau_arg, default="sqrt_n", help="truncate: cap tau * mean(w)")
     p.add_argument("--public-log-ratios", help="calibrate: the weight classifier's scores at the public rows")
-    p.add_argument("--resample-scheme", choices=SCHEMES, default="systematic")
+    p.add_argument("--resample-scheme", choices=SCHEMES, default="systematic",
+                   help="post.resample.scheme: how N rows are drawn by weight")
     p.add_argument("--synth", help="resample: the synthetic rows to resample")
     p.add_argument("--resampled-out", help="resample: where to write the resampled rows")
     p.add_argument("--seed", type=int, default=0, help="resample: run seed")

@@ -31,10 +31,12 @@ def parse_args(argv):
     p.add_argument("--schema", required=True)
     p.add_argument("--dataset", required=True, help="must equal the schema's name")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--test-fraction", type=float, required=True)
+    p.add_argument("--test-fraction", type=float, required=True,
+                   help="scale.test_fraction: the share of rows held out as the real test split")
     p.add_argument("--public-fraction", type=float, default=0.0,
                    help="share of all rows declared public (excluded from the private split)")
-    p.add_argument("--bounds", choices=["schema", "data"], required=True)
+    p.add_argument("--bounds", choices=["schema", "data"], required=True,
+                   help="scale.bounds: the schema's public bounds, or the private min/max (NOT DP)")
     p.add_argument("--out-of-bounds", choices=["clip", "fail"], default="clip",
                    help="numeric values outside the schema's public bounds: clip them, or stop with an error")
     p.add_argument("--max-clip-fraction", type=float, default=0.05,
@@ -43,8 +45,8 @@ def parse_args(argv):
                    help="benchmark: train/test split and simulated public slice; release: every row is private")
     p.add_argument("--n-rows", type=int, help="rows to generate (generated datasets only)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of the generated private data")
-    p.add_argument("--train-out", required=True)
-    p.add_argument("--test-out", required=True)
+    p.add_argument("--train-out", required=True, help="the private train split (parquet, scaled)")
+    p.add_argument("--test-out", required=True, help="the real test split (parquet, scaled)")
     p.add_argument("--public-out", help="the public slice (required when --public-fraction > 0)")
     p.add_argument("--privacy-out", required=True)
     return p.parse_args(argv)

@@ -26,17 +26,19 @@ def parse_args(argv):
     p.add_argument("--sdgp", required=True)
     p.add_argument("--epsilon", type=positive_float, required=True, help="the run's total epsilon")
     p.add_argument("--delta", type=delta_arg, required=True)
-    p.add_argument("--share", choices=["full", "split"], required=True)
+    p.add_argument("--share", choices=["full", "split"], required=True,
+                   help="the SDGP's budget: the whole run (full) or what the weights leave (split)")
     p.add_argument("--weights-epsilon-fraction", type=float)
     p.add_argument("--weights-delta-fraction", type=float)
-    p.add_argument("--rows-factor", type=positive_float, default=1.0)
+    p.add_argument("--rows-factor", type=positive_float, default=1.0, help="sdgp.rows_factor: N_G = rows_factor * N_D")
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--bins", type=int)
-    p.add_argument("--structure")
+    p.add_argument("--bins", type=int, help="sdgp.marginals.bins: public equal-width bins per numeric column")
+    p.add_argument("--structure", help="sdgp.marginals.structure: independent or naive_bayes")
     gan_types = {"lr": float, "weight_clip": float, "max_grad_norm": float, "label_epsilon_fraction": float,
                  "gumbel_tau": float, "accountant": str}
     for key in GAN_KEYS:
-        p.add_argument(f"--gan-{key.replace('_', '-')}", dest=f"gan_{key}", type=gan_types.get(key, int))
+        p.add_argument(f"--gan-{key.replace('_', '-')}", dest=f"gan_{key}", type=gan_types.get(key, int),
+                       help=f"sdgp.gan.{key} (the GAN SDGPs)")
     for name, keys in SDGP_KEYS.items():
         for key in keys:
             p.add_argument(f"--{name}-{key.replace('_', '-')}", dest=f"{name}_{key}",

@@ -14,10 +14,10 @@ from dpiw.stages._cli import Parser, run
 
 def parse_args(argv):
     p = Parser(prog="dpiw.stages.validate_params", description=__doc__)
-    p.add_argument("--params", required=True)
+    p.add_argument("--params", required=True, help="the params file to check (params.yaml)")
     p.add_argument("--configfile", action="append", default=[], help="laid over --params, as Snakemake does")
-    p.add_argument("--schema", default="workflow/schemas/params.schema.yaml")
-    p.add_argument("--datasets-dir", default="data/schemas")
+    p.add_argument("--schema", default="workflow/schemas/params.schema.yaml", help="the JSON schema of the params")
+    p.add_argument("--datasets-dir", default="data/schemas", help="the folder of the dataset schemas")
     p.add_argument("--out", help="write {valid: true} here")
     return p.parse_args(argv)
 
