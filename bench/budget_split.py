@@ -17,16 +17,13 @@ share, which leaves the SDGP more).
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
-from _workdir import SNAKEMAKE, copy_repo
+from _workdir import copy_repo, run_grid
 
 SHARES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.9)
 METHODS = ("none_split", "beta_noised", "beta_debiased", "dp_mlp")
@@ -71,15 +68,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         wd = copy_repo(Path(tmp))
         for share in args.shares:
-            cfg = wd / f"split_{share:g}.yaml"
-            cfg.write_text(yaml.safe_dump(config(share, list(range(args.seeds)))))
             t = time.perf_counter()
-            proc = subprocess.run([SNAKEMAKE, "aggregate", "--cores", "2", "--configfile", str(cfg)], cwd=wd,
-                                  capture_output=True, text=True)
-            if proc.returncode:
-                print(proc.stderr[-3000:], file=sys.stderr)
-                return 1
-            runs = pd.read_csv(wd / f"results/budget_split/share_{share:g}/tables/runs.csv")
+            runs = pd.read_csv(run_grid(wd, f"split_{share:g}", config(share, list(range(args.seeds)))))
             results[share] = paired(runs)
             print(f"share {share:g}: {len(runs)} runs in {time.perf_counter() - t:.0f} s", flush=True)
     table = pd.concat([r.assign(share=s) for s, r in results.items()], ignore_index=True)

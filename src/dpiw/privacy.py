@@ -110,6 +110,11 @@ PAPER_ACCOUNTING = ("the paper's noise scales: BetaNoised/BetaDebiased Laplace r
                     "conversion")
 
 
+def dpsgd_neighbours(accounting: str) -> str:
+    """The neighbouring relation DP-SGD is calibrated for under ``privacy.accounting`` (dpiw.sdgp.dpsgd)."""
+    return "add_remove" if accounting == "paper" else "replace_one"
+
+
 def paper_ablation(record: PrivacySpend) -> PrivacySpend:
     """A DP record whose noise followed the paper's accounting, marked NOT DP (never releasable); the
     epsilon and delta it would claim stay in ``details``. Records that spend nothing are returned as they are."""

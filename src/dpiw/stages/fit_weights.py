@@ -24,6 +24,7 @@ from dpiw.privacy import (
     MLP_WEIGHT_METHODS,
     WEIGHT_METHODS,
     WEIGHT_METHODS_WITH_OWN_BUDGET,
+    dpsgd_neighbours,
     paper_ablation,
     run_delta,
     split_budget,
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
             torch.set_num_threads(1)
             params = {k: getattr(args, f"mlp_{k}") for k in MLP_KEYS if getattr(args, f"mlp_{k}") is not None}
             if args.method in PAPER_ABLATED:
-                params["neighbours"] = "add_remove" if args.accounting == "paper" else "replace_one"
+                params["neighbours"] = dpsgd_neighbours(args.accounting)
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
         log_ratio = est.log_ratio(X_synth)

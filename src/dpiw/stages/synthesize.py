@@ -14,7 +14,7 @@ from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import ACCOUNTINGS, paper_ablation, run_delta, split_budget
+from dpiw.privacy import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
 
         torch.set_num_threads(1)  # reproducible, and Snakemake runs jobs side by side
         params.update({k: getattr(args, f"gan_{k}") for k in GAN_KEYS if getattr(args, f"gan_{k}") is not None})
-        params["neighbours"] = "add_remove" if args.accounting == "paper" else "replace_one"
+        params["neighbours"] = dpsgd_neighbours(args.accounting)
     elif args.models_out:
         raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
     gen = make_sdgp(args.sdgp, **params)
