@@ -14,11 +14,14 @@ Every DP privacy record lists its elementary mechanisms as *RDP events* (``Priva
     m rho-zCDP mechanisms (MST's Gaussian marginals and bounded-range exponential mechanisms): a * r.
 ``{"kind": "rdp_curve", "orders": [...], "rdp": [...]}``
     a curve computed where the mechanism ran (DP-SGD: :func:`poisson_gaussian_replace_one`).
+``{"kind": "failure", "probability": p}``
+    no curve: an event of probability at most p under which the other events' curves may not hold (a
+    public lower bound of the private row count that is wrong; dpiw.neighbours). It adds p to delta.
 
-Neighbouring datasets are replace-one throughout (the sensitivities of the records are replace-one).
-The ledger adds the curves order by order (RDP composes additively) and converts to (epsilon, delta) at
-the run's delta with the conversion of Balle et al. 2020 (Prop. 12 of arXiv:2004.00010), the one
-Google's dp-accounting and opacus use. This module imports numpy only; the DP-SGD curve needs opacus
+The events of one run all hold for one neighbouring relation (the records' ``neighbours``; the ledger
+refuses a mix). The ledger adds the curves order by order (RDP composes additively) and converts to
+an epsilon at the run's delta less the failures' probabilities, with the conversion of Balle et al.
+2020 (Prop. 12 of arXiv:2004.00010), the one Google's dp-accounting and opacus use. This module imports numpy only; the DP-SGD curve needs opacus
 and is computed by the stage that trains (it has opacus loaded anyway).
 """
 
@@ -126,13 +129,17 @@ def event_rdp(event: dict, orders: Sequence[float] = ORDERS) -> np.ndarray:
         if not (event["rho"] >= 0 and math.isfinite(event["rho"])):
             raise DpiwError(f"RDP event {event}: rho must be finite and >= 0")
         return count * float(event["rho"]) * np.asarray(orders, dtype=float)
+    if kind == "failure":
+        if not (0 <= event["probability"] < 1):
+            raise DpiwError(f"RDP event {event}: probability must be in [0, 1)")
+        return np.zeros(len(orders))
     if kind == "rdp_curve":
         own = np.asarray(event["orders"], dtype=float)
         want = np.asarray(orders, dtype=float)
         if own.shape != want.shape or not np.allclose(own, want):
             raise DpiwError("an rdp_curve event was computed on other orders than dpiw.accounting.ORDERS")
         return count * np.asarray(event["rdp"], dtype=float)
-    raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, zcdp, rdp_curve)")
+    raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, zcdp, rdp_curve, failure)")
 
 
 def compose(events: Iterable[dict], orders: Sequence[float] = ORDERS) -> np.ndarray:
@@ -170,7 +177,13 @@ def composed_spend(records, delta: float) -> dict:
     if missing:
         return {"epsilon": None, "delta": delta, "accountant": "RDP",
                 "note": f"no RDP events recorded by {missing}: basic composition only"}
-    eps, order = rdp_to_dp(compose(events), delta)
+    failures = math.fsum(float(ev["probability"]) for ev in events if ev.get("kind") == "failure")
+    relations = sorted({getattr(r, "neighbours", "replace_one") for r in records})
+    about = ("RDP (Laplace exact, Gaussian, pure eps as zCDP, DP-SGD curves; " + "/".join(relations)
+             + " neighbours), conversion of Balle et al. 2020")
+    if failures >= delta:
+        return {"epsilon": None, "delta": delta, "accountant": about,
+                "note": f"the failure events' probability {failures:.3g} leaves no delta for the conversion"}
+    eps, order = rdp_to_dp(compose(events), delta - failures)
     return {"epsilon": eps, "delta": delta, "optimal_order": order, "n_events": len(events),
-            "accountant": "RDP (Laplace exact, Gaussian, pure eps as zCDP, DP-SGD curves; replace-one), "
-                          "conversion of Balle et al. 2020"}
+            "failure_probability": failures, "accountant": about}

@@ -105,6 +105,7 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
     elif calibrates and not params["scale"]["public_fraction"]:
         raise DpiwError(f"{params_name}: grid.posts has 'calibrate', which needs rows declared public: set "
                         "scale.public_fraction > 0 (e.g. 0.1; those rows leave the private data D) or drop it")
+    _check_neighbours(params["privacy"], params_name)
     if params["evaluation"]["against"] == "public" and not params["scale"]["public_fraction"]:
         raise DpiwError(f"{params_name}: evaluation.against: public compares with the public slice, but "
                         "scale.public_fraction is 0: set it above 0 (e.g. 0.1) or evaluate against: test")
@@ -156,6 +157,18 @@ def _check_exclude(params: dict, datasets: list[str], params_name: str) -> None:
                         parse_post(str(v))
                     except DpiwError as exc:
                         raise DpiwError(f"{params_name}: {where}: {exc}") from None
+
+
+def _check_neighbours(privacy: dict, params_name: str) -> None:
+    """privacy.neighbours: add_remove keeps N_D private, so nothing may be derived from it in the config."""
+    if privacy["neighbours"] != "add_remove":
+        return
+    if privacy["delta"] == "paper":
+        raise DpiwError(f"{params_name}: privacy.neighbours: add_remove keeps N_D private, but privacy.delta: paper "
+                        "is 1/N_D - 1e-6; set privacy.delta to a number well below 1/N_D (e.g. 1e-5)")
+    if privacy["accounting"] != "dpiw":
+        raise DpiwError(f"{params_name}: privacy.accounting: {privacy['accounting']} is an ablation of the "
+                        "replace-one accounting; set privacy.neighbours: replace_one or privacy.accounting: dpiw")
 
 
 def _check_release(params: dict, schema_dir: Path, params_name: str, calibrates: bool) -> None:

@@ -213,6 +213,15 @@ def noise_args(lookup: Lookup) -> list[str]:
     return ["--mode", str(lookup("mode")), "--release-noise", str(lookup("privacy.release_noise"))]
 
 
+def neighbours_args(lookup: Lookup) -> list[str]:
+    """privacy.neighbours for the stages that read N_D; nothing at the default (replace_one), so that the
+    default's flags, and the noise streams they key, stay as they were."""
+    if lookup("privacy.neighbours") == "replace_one":
+        return []
+    return ["--neighbours", str(lookup("privacy.neighbours")),
+            "--count-epsilon-fraction", str(lookup("privacy.count_epsilon_fraction"))]
+
+
 def _budget_args(lookup: Lookup) -> list[str]:
     return ["--delta", str(lookup("privacy.delta")),
             "--weights-epsilon-fraction", str(lookup("privacy.weights_epsilon_fraction")),
@@ -232,7 +241,7 @@ def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]
 
 def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
     args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
-            "--rows-factor", str(lookup("sdgp.rows_factor")), *noise_args(lookup)]
+            "--rows-factor", str(lookup("sdgp.rows_factor")), *noise_args(lookup), *neighbours_args(lookup)]
     if sdgp in GAN_SDGPS:
         args += ["--accounting", str(lookup("privacy.accounting"))]
     args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
@@ -265,7 +274,8 @@ GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "wei
 def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, weights: str, eps, seed
                      ) -> list[str]:
     args = ["--method", weights, "--dataset", dataset, "--sdgp", sdgp, "--epsilon", str(eps),
-            "--seed", str(seed), *noise_args(lookup), "--accounting", str(lookup("privacy.accounting"))]
+            "--seed", str(seed), *noise_args(lookup), "--accounting", str(lookup("privacy.accounting")),
+            *neighbours_args(lookup)]
     if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
         args += _budget_args(lookup)
     if weights == "pgb":

@@ -1,9 +1,9 @@
 """Privacy spend records, the budget split and the ledger (basic composition).
 
-Every stage writes one :class:`PrivacySpend` next to its artifact. Neighbouring datasets are
-*replace-one* (bounded DP: same size, one row changed) for the Laplace mechanisms here; a mechanism
-that is not differentially private at all (a non-private baseline, data-dependent scaling) sets
-``dp=False`` and carries no epsilon.
+Every stage writes one :class:`PrivacySpend` next to its artifact, with the neighbouring relation its
+sensitivities hold for (``neighbours``: replace-one by default, or add/remove; dpiw.neighbours). A
+mechanism that is not differentially private at all (a non-private baseline, data-dependent scaling)
+sets ``dp=False`` and carries no epsilon.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from dpiw import DpiwError, registry
 from dpiw.io import read_json, write_json
+from dpiw.neighbours import NEIGHBOURS, RowCount
 
 # The weight methods' privacy classes, from the registry (dpiw.registry).
 #: every weight method, in table order
@@ -56,8 +57,12 @@ class PrivacySpend:
     rdp: tuple[dict[str, Any], ...] = ()
     #: how the stage's noise was seeded (dpiw.seeding.Noise.record): mode, source, stream ids
     seeding: dict[str, Any] = field(default_factory=dict)
+    #: the neighbouring relation the sensitivities and the accounting hold for (dpiw.neighbours.NEIGHBOURS)
+    neighbours: str = "replace_one"
 
     def __post_init__(self):
+        if self.neighbours not in NEIGHBOURS:
+            raise ValueError(f"{self.stage}: neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
         if self.dp:
             if self.epsilon is None or self.delta is None:
                 raise ValueError(f"{self.stage}: a DP record needs epsilon and delta")
@@ -110,9 +115,26 @@ PAPER_ACCOUNTING = ("the paper's noise scales: BetaNoised/BetaDebiased Laplace r
                     "conversion")
 
 
-def dpsgd_neighbours(accounting: str) -> str:
-    """The neighbouring relation DP-SGD is calibrated for under ``privacy.accounting`` (dpiw.sdgp.dpsgd)."""
-    return "add_remove" if accounting == "paper" else "replace_one"
+def dpsgd_neighbours(accounting: str, neighbours: str = "replace_one") -> str:
+    """The neighbouring relation DP-SGD is calibrated for (dpiw.sdgp.dpsgd): ``privacy.neighbours``, except
+    that the paper-accounting ablation calibrates for add/remove while claiming replace-one."""
+    return "add_remove" if accounting == "paper" else neighbours
+
+
+def with_row_count(record: PrivacySpend, rows: RowCount) -> PrivacySpend:
+    """The record of a stage whose mechanism ran on ``rows`` (dpiw.neighbours): the relation, and under
+    add/remove the noisy count's epsilon and RDP event added to the mechanism's own."""
+    details = {**record.details, "row_count": rows.describe()}
+    if not record.dp:
+        return replace(record, neighbours=rows.neighbours, details=details)
+    if not rows.noisy:
+        return replace(record, neighbours=rows.neighbours, details=details)
+    reads = record.reads_private if "train" in record.reads_private else (*record.reads_private, "train")
+    return replace(record, neighbours=rows.neighbours, epsilon=float(record.epsilon + rows.epsilon),
+                   rdp=(*record.rdp, *rows.events()) if (record.rdp or record.epsilon == 0) else record.rdp,
+                   reads_private=reads,
+                   mechanism=record.mechanism + " + noisy row count (Laplace)",
+                   details={**details, "mechanism_epsilon": record.epsilon})
 
 
 def paper_ablation(record: PrivacySpend) -> PrivacySpend:
@@ -139,9 +161,10 @@ def paper_delta(n_private: int) -> float:
     return 1.0 / n_private - 1e-6
 
 
-def run_delta(delta: str | float, n_private: int) -> float:
+def run_delta(delta: str | float, n_private: int | None, neighbours: str = "replace_one") -> float:
     """The run's delta: 'paper' (1/N_D - 1e-6) or a number, which must lie below 1/N_D - a delta of
-    1/N_D or more allows mechanisms that publish a whole private row.
+    1/N_D or more allows mechanisms that publish a whole private row. Under add/remove neighbours N_D is
+    private, so the delta must be a number and nothing here compares it with N_D (``n_private`` unused).
 
     >>> run_delta(1e-4, 1000)
     0.0001
@@ -150,6 +173,11 @@ def run_delta(delta: str | float, n_private: int) -> float:
     ...
     dpiw.DpiwError: privacy.delta = 0.01 is not below 1/N_D = 1/280 = 0.00357143: ...
     """
+    if neighbours == "add_remove":
+        if delta == "paper":
+            raise DpiwError("privacy.delta: paper is 1/N_D - 1e-6, and N_D is private under privacy.neighbours: "
+                            "add_remove; set privacy.delta to a number well below 1/N_D (e.g. 1e-5)")
+        return float(delta)
     if delta == "paper":
         return paper_delta(n_private)
     if n_private < 1:
@@ -226,8 +254,22 @@ class Ledger:
     def delta(self) -> float | None:
         return math.fsum(r.delta for r in self.records) if self.dp else None
 
+    @property
+    def neighbours(self) -> str:
+        """The one neighbouring relation of every record that spends budget (a run that mixes them has no
+        guarantee to state; a record that spends nothing holds under either)."""
+        relations = sorted({r.neighbours for r in self.records if r.dp and (r.epsilon or r.delta)})
+        if len(relations) > 1:
+            raise DpiwError("the run's records hold for different neighbouring relations: " + ", ".join(
+                f"{r.stage}={r.neighbours}" for r in self.records if r.dp and (r.epsilon or r.delta))
+                + "; rerun every stage with one "
+                "privacy.neighbours")
+        return relations[0] if relations else NEIGHBOURS[0]
+
     def check(self, *, budget_epsilon: float, budget_delta: float, allow_non_dp: bool) -> str:
-        """Return the verdict, or raise DpiwError if the run breaks its budget (:func:`exceeds`)."""
+        """Return the verdict, or raise DpiwError if the run breaks its budget (:func:`exceeds`) or mixes
+        neighbouring relations."""
+        self.neighbours  # noqa: B018 - raises on a mix
         if not self.dp:
             culprits = [f"{r.stage} ({r.basis})" for r in self.records if not r.dp]
             if not allow_non_dp:

@@ -30,6 +30,7 @@ from torch.nn import functional as F
 
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
+from dpiw.neighbours import RowCount, count_l1
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp import dpsgd
 from dpiw.sdgp.gan_space import GanSpace
@@ -122,14 +123,17 @@ class GanSDGP:
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-            rng: np.random.Generator, on_generator_step=None) -> GanSDGP:
-        """Train on the scaled private rows. ``on_generator_step(info)`` (tests) sees each generator step."""
+            rng: np.random.Generator, on_generator_step=None, rows: RowCount | None = None) -> GanSDGP:
+        """Train on the scaled private rows. ``on_generator_step(info)`` (tests) sees each generator step.
+        ``rows``: the row count the sampling rate may use (dpiw.neighbours; the exact N_D by default)."""
         n = len(train)
         self._check(n, schema)
+        rows = rows or RowCount.exact(n)
+        self.rows_ = rows
         space = GanSpace(schema, conditional=self.conditional, condition_bins=self.condition_bins)
         self.space_, self.schema_ = space, schema
-        L = min(self.batch_size, max(1, n // 2))
-        q = L / n
+        L = min(self.batch_size, max(1, rows.n // 2))  # public: N_D or, under add/remove, its noisy count
+        q = min(1.0, L / rows.n)
         T = self._d_steps()
         seeds = rng.integers(0, 2**62, size=4)
         gen = torch.Generator().manual_seed(int(seeds[0]))
@@ -140,10 +144,10 @@ class GanSDGP:
         cond_real = space.conditions(train)
         if self.conditional:
             counts = np.bincount(cond_real, minlength=space.n_conditions).astype(float)
-            if self.private:  # Laplace histogram of the conditions, replace-one L1 sensitivity 2
+            if self.private:  # Laplace histogram of the conditions (L1 sensitivity 2 replace-one, 1 add/remove)
                 eps_label = epsilon * self.label_epsilon_fraction
                 eps_sgd = epsilon - eps_label
-                counts = counts + rng.laplace(0.0, 2.0 / eps_label, size=counts.shape)
+                counts = counts + rng.laplace(0.0, count_l1(rows.neighbours) / eps_label, size=counts.shape)
             cond_counts = counts
             p = np.clip(counts, 0.0, None)
             self.cond_probs_ = p / p.sum() if p.sum() > 0 else np.full(len(p), 1.0 / len(p))
@@ -209,13 +213,13 @@ class GanSDGP:
         return self
 
     def _record(self, *, epsilon, delta, eps_label, eps_sgd, sigma, q, L, T, d_step, n, cond_counts) -> PrivacySpend:
-        details = {"generator": self.variant, "loss": self.kind, "n_private": n, "expected_batch_size": L,
+        details = {"generator": self.variant, "loss": self.kind, "n_rows": self.rows_.n, "expected_batch_size": L,
                    "sample_rate": q, "discriminator_steps": T, "generator_steps": self.steps,
                    "keep_last": self.keep_last, "snapshot_every": self.snapshot_every,
                    "hidden": self.hidden, "noise_dim": self.noise_dim, "lr": self.lr}
         if not self.private:
             return PrivacySpend(stage="synthesize", mechanism="non-private GAN training", epsilon=None, delta=None,
-                                dp=False, reads_private=("train",),
+                                dp=False, reads_private=("train",), neighbours=self.rows_.neighbours,
                                 basis=f"{self.variant} trains its discriminator on the private rows without noise",
                                 details=details)
         if d_step.steps != T:
@@ -223,7 +227,7 @@ class GanSDGP:
         eps_ro, delta_ro, eps_ar, delta_ar = dpsgd.spent(d_step.accountant, delta, eps_sgd, self.neighbours)
         mech = "DP-SGD on the discriminator (Poisson-subsampled Gaussian)"
         sens = {"per_example_clip_norm": self.max_grad_norm,
-                "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"
+                "dpsgd_accounting": "replace-one, from add/remove-one accounting by group privacy (k=2)"
                 if self.neighbours == "replace_one" else "add/remove-one (opacus's accounting as it is)"}
         noise = {"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
                  "per_step": "one draw per discriminator step", "sample_rate": q, "steps": T}
@@ -232,12 +236,12 @@ class GanSDGP:
                         "unused_delta": float(delta - delta_ro)})
         if self.conditional:
             mech += " + Laplace histogram of the conditions"
-            sens["condition_histogram_l1"] = 2.0
-            noise["condition_histogram_laplace_scale"] = 2.0 / eps_label
+            sens["condition_histogram_l1"] = count_l1(self.rows_.neighbours)
+            noise["condition_histogram_laplace_scale"] = count_l1(self.rows_.neighbours) / eps_label
             details.update({"label_epsilon": eps_label, "condition_noisy_counts": [float(c) for c in cond_counts],
                             "n_conditions": self.space_.n_conditions})
         return PrivacySpend(stage="synthesize", mechanism=mech, epsilon=float(eps_ro + eps_label),
-                            delta=float(delta_ro), sensitivity=sens, noise=noise,
+                            delta=float(delta_ro), sensitivity=sens, noise=noise, neighbours=self.rows_.neighbours,
                             accountant=dpsgd.accountant_name(self.accountant, self.neighbours)
                             + (" + basic composition with the Laplace histogram" if self.conditional else ""),
                             reads_private=("train",), basis="", details=details,

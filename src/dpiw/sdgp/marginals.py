@@ -5,10 +5,11 @@ the target's histogram and one 2-way histogram (target, column) per other column
 Bayesian network with the target as the root (a fixed, data-independent structure, so no budget is
 spent choosing it).
 
-Privacy: neighbouring datasets differ in one replaced row, which moves one count down and one up in
-every table, so each table's L1 sensitivity is 2. The budget is split evenly over the T tables
-(basic composition), so each count gets Laplace noise of scale 2T/epsilon, and the release is
-(epsilon, 0)-DP. Clipping negative counts, normalising and sampling are post-processing.
+Privacy: under replace-one neighbours a replaced row moves one count down and one up in every table
+(L1 sensitivity 2); under add/remove an added row moves one count up (L1 sensitivity 1;
+dpiw.neighbours). The budget is split evenly over the T tables (basic composition), so each count gets
+Laplace noise of scale 2T/epsilon (or T/epsilon), and the release is (epsilon, 0)-DP. Clipping negative
+counts, normalising and sampling are post-processing.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
+from dpiw.neighbours import RowCount, count_l1
 from dpiw.privacy import PrivacySpend
 
 STRUCTURES = ("independent", "naive_bayes")
-L1_SENSITIVITY = 2.0  # one replaced row: -1 in one cell, +1 in another
 
 
 def discretise(df: pd.DataFrame, schema: Schema, bins: int) -> tuple[np.ndarray, list[int]]:
@@ -75,7 +76,7 @@ class DPMarginals:
         self.max_cells = max_cells
 
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> DPMarginals:
+            rng: np.random.Generator, rows: RowCount | None = None) -> DPMarginals:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
             raise DpiwError(f"sdgp marginals: bins must be an integer in [2, 1000], got {self.bins}")
         if self.structure not in STRUCTURES:
@@ -97,7 +98,9 @@ class DPMarginals:
                 raise DpiwError(f"sdgp marginals: table over {[names[j] for j in spec]} has {size} cells > "
                                 f"max_cells={self.max_cells}; lower bins")
         n_tables = len(specs)
-        scale = L1_SENSITIVITY * n_tables / epsilon
+        neighbours = (rows or RowCount.exact(len(train))).neighbours
+        l1 = count_l1(neighbours)
+        scale = l1 * n_tables / epsilon
         self.tables_, self.noisy_counts_ = {}, {}  # noisy counts kept for audits (they are DP outputs)
         for spec in specs:
             shape = tuple(cards[j] for j in spec)
@@ -107,7 +110,7 @@ class DPMarginals:
             self.tables_[spec] = normalise_counts(self.noisy_counts_[spec])
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="laplace histograms", epsilon=float(epsilon), delta=0.0,
-            sensitivity={"l1_per_table": L1_SENSITIVITY, "neighbouring": "replace-one"},
+            sensitivity={"l1_per_table": l1}, neighbours=neighbours,
             noise={"distribution": "laplace", "scale": scale, "per_count": True},
             accountant="basic composition over tables (pure epsilon-DP)",
             reads_private=("train",), basis="",

@@ -1,5 +1,5 @@
 """MST (McKenna, Miklau and Sheldon 2021), the winner of NIST's 2018 DP synthetic data challenge, on
-Private-PGM (the `mbi` package, JAX on the CPU), for replace-one neighbours.
+Private-PGM (the `mbi` package, JAX on the CPU), for replace-one (default) or add/remove neighbours.
 
 1. Discretise every scaled column into public cells: ``bins`` equal-width bins on [0, 1] for a numeric
    column, the categories of a categorical one.
@@ -7,16 +7,18 @@ Private-PGM (the `mbi` package, JAX on the CPU), for replace-one neighbours.
    most eps at delta with the conversion the ledger uses (:func:`zcdp_rho`). A third of rho goes to each of
    (a) the d one-way marginals, (b) the choice of the tree, (c) the d - 1 two-way marginals of the tree.
 3. (a) and (c): Gaussian noise of std sigma on every count. One replaced row moves a marginal's count vector
-   by -1 in one cell and +1 in another: L2 sensitivity sqrt(2) per marginal, sqrt(2 m) for m marginals,
-   so m marginals measured with std sigma are (2 m / (2 sigma^2))-zCDP: sigma = sqrt(m / rho_part).
-   (MST's add/remove sensitivity is 1 per marginal, hence its sigma = sqrt(3 / (2 rho)) on d marginals.)
+   by -1 in one cell and +1 in another: L2 sensitivity Delta = sqrt(2) per marginal (1 under add/remove, MST's
+   own relation), so m marginals measured with std sigma are (m Delta^2 / (2 sigma^2))-zCDP:
+   sigma = sqrt(m Delta^2 / (2 rho_part)).
 4. (b) A model fitted on the one-way measurements only (Private-PGM, mirror descent) predicts every pair's
    two-way counts; each pair is scored by the L1 distance between its true counts and the prediction (a
-   replaced row moves it by at most 2). d - 1 rounds of the exponential mechanism, each among the pairs that
+   replaced row moves it by at most 2, an added one by 1). d - 1 rounds of the exponential mechanism, each
+   among the pairs that
    join two components of the forest so far (Kruskal), each at eps_em = sqrt(8 rho_sel / (d - 1)): an
    eps-DP exponential mechanism is (eps^2 / 8)-zCDP (bounded range: Cesar and Rogers 2021).
-5. Private-PGM estimates a graphical model from all the measurements with the known total N_D (public
-   under replace-one neighbours) and samples N_G rows from it (mbi's randomised rounding); a numeric cell
+5. Private-PGM estimates a graphical model from all the measurements with the total N_D (public under
+   replace-one neighbours; the stage's noisy count under add/remove, which the tree's prediction uses too)
+   and samples N_G rows from it (mbi's randomised rounding); a numeric cell
    maps back to a uniform value inside its bin.
 
 MST's domain compression of rare one-way values is left out (the bins are coarse already). The release is
@@ -35,14 +37,10 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
+from dpiw.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import discretise
 from dpiw.sdgp.privbayes import joint_counts
-
-#: L2 sensitivity of one marginal's count vector under replace-one neighbours (-1 in one cell, +1 in another)
-MARGINAL_L2 = math.sqrt(2.0)
-#: replace-one sensitivity of the L1 distance between a pair's true counts and the model's prediction
-SCORE_SENSITIVITY = 2.0
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
@@ -130,9 +128,9 @@ class MST:
             raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
 
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> MST:
+            rng: np.random.Generator, rows: RowCount | None = None) -> MST:
         """Measure (:meth:`measure`), then estimate the graphical model from the measurements (post-processing)."""
-        self.measure(train, schema, epsilon=epsilon, delta=delta, rng=rng)
+        self.measure(train, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
         mbi = _mbi()
         measurements = [mbi.LinearMeasurement(y, tuple(map(str, cl)), stddev=sd) for cl, y, sd in self.measurements_]
         self.model_ = mbi.estimation.MirrorDescent().estimate(self._domain(mbi), measurements,
@@ -143,17 +141,19 @@ class MST:
         return mbi.Domain([str(j) for j in range(len(self.cards_))], self.cards_)
 
     def measure(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-                rng: np.random.Generator) -> MST:
+                rng: np.random.Generator, rows: RowCount | None = None) -> MST:
         """The private part: the noisy one-way marginals, the tree, the noisy two-way marginals and the record.
         ``measurements_`` holds (clique, noisy counts, std) with the counts of a clique (a, b) row-major."""
         cells, cards = discretise(train, schema, self.bins)
         self._check(schema, cards, epsilon, delta)
-        n, d = cells.shape
-        self.schema_, self.cards_, self.n_ = schema, cards, n
+        d = cells.shape[1]
+        rows = rows or RowCount.exact(len(train))
+        marginal_l2, score_l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
+        self.schema_, self.cards_, self.n_ = schema, cards, rows.n
         rho = zcdp_rho(epsilon, delta)
         rho_part = rho / 3.0
-        sigma1 = math.sqrt(d / rho_part)            # d one-way marginals
-        sigma2 = math.sqrt((d - 1) / rho_part)      # d - 1 two-way marginals
+        sigma1 = math.sqrt(d * marginal_l2**2 / (2 * rho_part))          # d one-way marginals
+        sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho_part))    # d - 1 two-way marginals
         eps_em = math.sqrt(8.0 * rho_part / (d - 1))
 
         def measure(cliques, sigma):
@@ -177,7 +177,7 @@ class MST:
         for _ in range(d - 1):
             cand = [e for e in pairs if root(e[0]) != root(e[1])]
             q = np.array([scores[e] for e in cand])
-            logits = eps_em * q / (2.0 * SCORE_SENSITIVITY)
+            logits = eps_em * q / (2.0 * score_l1)
             p = np.exp(logits - logits.max())
             a, b = cand[int(rng.choice(len(cand), p=p / p.sum()))]
             tree.append((a, b))
@@ -189,8 +189,7 @@ class MST:
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
             epsilon=float(eps_spent), delta=float(delta),
-            sensitivity={"marginal_l2": MARGINAL_L2, "tree_score_l1_error": SCORE_SENSITIVITY,
-                         "neighbouring": "replace-one"},
+            sensitivity={"marginal_l2": marginal_l2, "tree_score_l1_error": score_l1}, neighbours=rows.neighbours,
             noise={"one_way": {"distribution": "gaussian", "std": sigma1, "marginals": d},
                    "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": d - 1},
                    "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
@@ -198,9 +197,9 @@ class MST:
                        "through its RDP curve", reads_private=("train",), basis="",
             details={"generator": "mst", "bins": self.bins, "rho": rho_part * 3.0, "iters": self.iters,
                      "tree": [[names[a], names[b]] for a, b in tree]},
-            rdp=({"kind": "zcdp", "rho": d * MARGINAL_L2**2 / (2 * sigma1**2), "about": "one-way marginals"},
+            rdp=({"kind": "zcdp", "rho": d * marginal_l2**2 / (2 * sigma1**2), "about": "one-way marginals"},
                  {"kind": "zcdp", "rho": (d - 1) * eps_em**2 / 8, "about": "tree selection"},
-                 {"kind": "zcdp", "rho": (d - 1) * MARGINAL_L2**2 / (2 * sigma2**2), "about": "two-way marginals"}))
+                 {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"}))
         return self
 
     def _tree_scores(self, cells, cards, one_way, pairs) -> dict:
@@ -209,7 +208,7 @@ class MST:
         its one-way marginals, each the Euclidean projection of the noisy counts onto {x >= 0, sum x = N}: what
         Private-PGM's L2 fit converges to for disjoint cliques, computed here in closed form (no JAX program to
         compile for each of the d (d - 1) / 2 pairs)."""
-        n = len(cells)
+        n = self.n_  # public: N_D (replace-one) or the noisy count (add/remove)
         marg = {cl[0]: simplex_projection(y, float(n)) / n for cl, y, _ in one_way}
         scores = {}
         for a, b in pairs:

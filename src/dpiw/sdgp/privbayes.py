@@ -16,7 +16,11 @@
 4. Sampling is ancestral; a numeric cell maps back to a uniform value inside its bin.
 
 The release is (eps, 0)-DP under replace-one neighbours (basic composition of d - 1 exponential
-mechanisms and d - k Laplace mechanisms). Table sizes are capped by ``max_cells``: a config that asks
+mechanisms and d - k Laplace mechanisms). Under add/remove neighbours (dpiw.neighbours) a count table's
+L1 sensitivity is 1, N_D is private, and the mutual information's sensitivity is
+:func:`dpiw.neighbours.mi_sensitivity_add_remove` at a lower bound of N_D from the stage's noisy count,
+which fails with probability delta / 2: the release is then (eps, delta / 2)-DP. Table sizes are capped by
+``max_cells``: a config that asks
 for more fails before any work.
 """
 
@@ -30,10 +34,9 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
+from dpiw.neighbours import RowCount, count_l1, mi_sensitivity_add_remove
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
-
-L1_SENSITIVITY = 2.0  # one replaced row: -1 in one cell, +1 in another, per table
 
 
 def mi_sensitivity(n: int, binary: bool) -> float:
@@ -110,10 +113,27 @@ class PrivBayes:
                             f"max_candidates={self.max_candidates}; lower sdgp.privbayes.degree")
 
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> PrivBayes:
+            rng: np.random.Generator, rows: RowCount | None = None) -> PrivBayes:
         cells, cards = discretise(train, schema, self.bins)
         self._check(schema, cards, epsilon)
-        n, d = cells.shape
+        _, d = cells.shape
+        rows = rows or RowCount.exact(len(train))
+        l1 = count_l1(rows.neighbours)
+        # N_D private (add/remove): the MI's sensitivity at a lower bound of it, wrong with probability delta / 2
+        failure = delta / 2.0 if rows.noisy else 0.0
+        if rows.noisy:
+            n_low = rows.lower_bound(failure)
+            if n_low < 2:
+                raise DpiwError(f"PrivBayes (add/remove): the lower bound of the row count is {n_low} < 2; raise "
+                                "epsilon, privacy.count_epsilon_fraction or delta")
+
+            def sensitivity(x, pa):
+                return mi_sensitivity_add_remove(n_low, min(cards[x], math.prod(cards[j] for j in pa)))
+        else:
+            n_low = rows.n
+
+            def sensitivity(x, pa):
+                return mi_sensitivity(n_low, cards[x] == 2 or math.prod(cards[j] for j in pa) == 2)
         k = min(self.degree, d - 1) if d > 1 else 0
         self.schema_, self.cards_, self.k_ = schema, cards, k
         eps1 = epsilon * self.structure_epsilon_fraction if d > 1 else 0.0
@@ -128,8 +148,7 @@ class PrivBayes:
             cand = [(x, pa) for x in range(d) if x not in parents
                     for pa in itertools.combinations(V, min(k, len(V)))]
             scores = np.array([mutual_information(cells, x, pa, cards) for x, pa in cand])
-            sens = np.array([mi_sensitivity(n, cards[x] == 2 or math.prod(cards[j] for j in pa) == 2)
-                             for x, pa in cand])
+            sens = np.array([sensitivity(x, pa) for x, pa in cand])
             logits = eps_step * scores / (2.0 * sens)
             p = np.exp(logits - logits.max())
             x, pa = cand[int(rng.choice(len(cand), p=p / p.sum()))]
@@ -139,7 +158,7 @@ class PrivBayes:
         self.order_, self.parents_ = order, parents
         # -- parameters: d - k noisy joint count tables
         n_tables = max(d - k, 1)
-        scale = L1_SENSITIVITY * n_tables / eps2
+        scale = l1 * n_tables / eps2
         self.scale_ = scale
         head = tuple(order[: k + 1])  # X_1..X_{k+1}: Pi_{k+1} = {X_1..X_k}
         specs = [head] + [(x, *parents[x]) for x in order[k + 1:]]
@@ -155,21 +174,28 @@ class PrivBayes:
             self.tables_[spec] = normalise_counts(c)
         self.specs_ = specs
         names = schema.names
+        if rows.noisy:
+            mi_bounds = {"rule": "add/remove mixture bound at a lower bound of N_D", "n_lower_bound": n_low,
+                         "binary": mi_sensitivity_add_remove(n_low, 2),
+                         "lower_bound_failure_probability": failure}
+        else:
+            mi_bounds = {"binary": mi_sensitivity(n_low, True), "non_binary": mi_sensitivity(n_low, False)}
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="PrivBayes: exponential mechanism (structure) + Laplace (count tables)",
-            epsilon=float(epsilon), delta=0.0,
-            sensitivity={"mutual_information_bits": {"binary": mi_sensitivity(n, True),
-                                                     "non_binary": mi_sensitivity(n, False)},
-                         "count_table_l1": L1_SENSITIVITY, "neighbouring": "replace-one"},
+            epsilon=float(epsilon), delta=failure, neighbours=rows.neighbours,
+            sensitivity={"mutual_information_bits": mi_bounds, "count_table_l1": l1},
             noise={"structure": {"mechanism": "exponential", "epsilon_per_step": eps_step, "steps": d - 1},
                    "tables": {"distribution": "laplace", "scale": scale, "per_count": True,
                               "n_tables": n_tables}},
             accountant="basic composition (pure epsilon-DP)", reads_private=("train",), basis="",
             details={"generator": "privbayes", "degree": k, "bins": self.bins,
-                     "structure_epsilon": eps1, "tables_epsilon": eps2, "unused_delta": float(delta),
+                     "structure_epsilon": eps1, "tables_epsilon": eps2,
+                     "unused_delta": float(delta) - failure,
                      "network": [{"x": names[x], "parents": [names[j] for j in parents[x]]} for x in order]},
             rdp=({"kind": "pure", "epsilon": eps_step, "count": d - 1, "about": "exponential mechanism"},
-                 {"kind": "laplace", "epsilon": L1_SENSITIVITY / scale, "count": n_tables}))
+                 {"kind": "laplace", "epsilon": l1 / scale, "count": n_tables},
+                 *([{"kind": "failure", "probability": failure, "about": "the row count's lower bound"}]
+                   if rows.noisy else [])))
         return self
 
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:

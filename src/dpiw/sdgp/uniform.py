@@ -18,7 +18,7 @@ class UniformBox:
         self.privacy_: PrivacySpend | None = None
 
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
-            rng: np.random.Generator) -> UniformBox:
+            rng: np.random.Generator, rows=None) -> UniformBox:
         self.schema_ = schema
         self.privacy_ = no_spend("synthesize", basis="data-free generator: samples the public bounds box, "
                                  "never reads the private rows", generator="uniform")

@@ -52,19 +52,58 @@ def add_noise_args(p: argparse.ArgumentParser) -> None:
                    help="release mode: fresh OS entropy, or the secret key in DPIW_SECRET_KEY (reproducible)")
 
 
+def add_neighbours_args(p: argparse.ArgumentParser) -> None:
+    """--neighbours and --count-epsilon-fraction (dpiw.neighbours), for the stages that read N_D."""
+    from dpiw.neighbours import DEFAULT, NEIGHBOURS
+
+    p.add_argument("--neighbours", choices=NEIGHBOURS, default=DEFAULT,
+                   help="privacy.neighbours: replace_one (N_D public) or add_remove (N_D private: a noisy count "
+                        "stands in for it)")
+    p.add_argument("--count-epsilon-fraction", type=float,
+                   help="privacy.count_epsilon_fraction: under add_remove, the share of this stage's epsilon "
+                        "spent on its noisy row count")
+
+
+def count_epsilon(args, epsilon: float) -> float:
+    """The part of a stage's ``epsilon`` its noisy row count takes (0 under replace-one)."""
+    if args.neighbours == "replace_one" or epsilon == 0:
+        return 0.0
+    frac = args.count_epsilon_fraction
+    if frac is None or not (0 < frac < 1):
+        raise DpiwError(f"--neighbours add_remove needs --count-epsilon-fraction in (0, 1), got {frac}")
+    return epsilon * frac
+
+
+def stage_rows(args, n_private: int, epsilon: float, noise, stream: str, who: dict):
+    """The stage's :class:`dpiw.neighbours.RowCount`: the exact N_D under replace-one, else a noisy count
+    with ``epsilon`` from its own stream."""
+    from dpiw.neighbours import RowCount, row_count
+
+    if args.neighbours == "replace_one" or epsilon == 0:
+        return RowCount.exact(n_private) if args.neighbours == "replace_one" else None
+    return row_count(n_private, neighbours=args.neighbours, epsilon=epsilon, rng=noise.rng(stream, who))
+
+
 def noise_from(args) -> Any:
     from dpiw.seeding import Noise
 
     return Noise(args.mode, args.release_noise)
 
 
+#: flags left out of a stage's identity at these values: options added later, at the behaviour they keep,
+#: so that adding one does not redraw the noise of every run that does not use it
+NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None}
+
+
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
     """The full identity of a stage invocation, which keys its random streams: every flag except the
-    paths, and the SHA-256 of every input file (so new data never meets old noise)."""
+    paths (and the :data:`NEUTRAL` ones at their neutral value), and the SHA-256 of every input file (so new
+    data never meets old noise)."""
     from dpiw.seeding import file_digest
 
     inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise"}
-    out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items()) if k not in skip}
+    out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items())
+                           if k not in skip and not (k in NEUTRAL and v == NEUTRAL[k])}
     out["inputs"] = {k: file_digest(getattr(args, k)) for k in inputs if getattr(args, k)}
     return out
 

@@ -1,6 +1,8 @@
 """Stage `fit_weights`: estimate log importance weights log p_D/p_G at the synthetic rows.
 
-Writes `log_ratio` per synthetic row (row order of the synthetic parquet) and a privacy record.
+Writes `log_ratio` per synthetic row (row order of the synthetic parquet) and a privacy record. Under
+`--neighbours add_remove` a method with a budget of its own first spends `--count-epsilon-fraction` of it
+on a noisy row count, which stands in for N_D (prior odds, divisors, sensitivities; dpiw.neighbours).
 The GAN-based methods (`discriminator`, `pgb`, `drs`) also read the GAN's kept networks (`--models`).
 """
 
@@ -28,9 +30,21 @@ from dpiw.privacy import (
     paper_ablation,
     run_delta,
     split_budget,
+    with_row_count,
 )
 from dpiw.sdgp import GAN_SDGPS
-from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
+from dpiw.stages._cli import (
+    Parser,
+    add_neighbours_args,
+    add_noise_args,
+    count_epsilon,
+    delta_arg,
+    identity,
+    noise_from,
+    positive_float,
+    run,
+    stage_rows,
+)
 from dpiw.weights import make_estimator
 
 #: the weight methods whose noise privacy.accounting 'paper' changes (the rest keep dpiw's accounting)
@@ -82,6 +96,7 @@ def parse_args(argv):
     p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
                    help="privacy.accounting: 'paper' gives beta_noised/beta_debiased the paper's Laplace scale and "
                         "dp_mlp add/remove DP-SGD, and marks their records NOT DP (an ablation)")
+    add_neighbours_args(p)
     add_noise_args(p)
     return p.parse_args(argv)
 
@@ -113,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
         if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
             raise DpiwError(f"weight method '{args.method}' needs the budget fractions")
-        delta = run_delta(args.delta, len(real))
+        delta = run_delta(args.delta, len(real), args.neighbours)
         split = split_budget(args.epsilon, delta, weights_method=args.method,
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
                              weights_delta_fraction=args.weights_delta_fraction)
@@ -123,6 +138,11 @@ def main(argv: list[str] | None = None) -> None:
     rng = noise.rng("fit_weights", {**identity(args, inputs=("real", "synth", "public", "schema", "models"),
                                                outputs=("out", "public_out", "privacy_out")),
                                     "weights_epsilon": eps_w, "weights_delta": delta_w})
+    eps_count = count_epsilon(args, eps_w)
+    rows = stage_rows(args, len(real), eps_count, noise, "fit_weights-count", identity(
+        args, inputs=("real", "synth", "public", "schema", "models"), outputs=("out", "public_out", "privacy_out")))
+    eps_w -= eps_count
+    fit_rows = {} if rows is None else {"rows": rows}
     if args.method in GAN_WEIGHT_METHODS:
         from dpiw.sdgp.gan_models import Discriminators, load_models
         from dpiw.weights.gan_weights import make_gan_weights
@@ -131,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
                   "drs": {"percentile": args.drs_percentile}}.get(args.method, {})
         discs = Discriminators(load_models(args.models), schema)
         est = make_gan_weights(args.method, **params).fit_gan(discs, real, synth, epsilon=eps_w, delta=delta_w,
-                                                              rng=rng)
+                                                              rng=rng, **fit_rows)
         log_ratio = est.log_ratio_
         public_lr = est.log_ratio_at(public) if len(public) else []
     else:
@@ -155,17 +175,18 @@ def main(argv: list[str] | None = None) -> None:
 
             torch.set_num_threads(1)
             params = {k: getattr(args, f"mlp_{k}") for k in MLP_KEYS if getattr(args, f"mlp_{k}") is not None}
-            if args.method in PAPER_ABLATED:
-                params["neighbours"] = dpsgd_neighbours(args.accounting)
+            params["neighbours"] = dpsgd_neighbours(args.accounting if args.method in PAPER_ABLATED else "dpiw",
+                                                    args.neighbours)
         est = make_estimator(args.method, **params)
-        est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw)
+        est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw, **fit_rows)
         log_ratio = est.log_ratio(X_synth)
         public_lr = est.log_ratio(encode(public, schema)) if len(public) else []
     if args.public_out:
         write_parquet(pd.DataFrame({"row": range(len(public)), "log_ratio": np.asarray(public_lr, float)}),
                       args.public_out)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
-    record = replace(est.privacy_, seeding=noise.record())
+    record = est.privacy_ if rows is None else with_row_count(est.privacy_, rows)
+    record = replace(record, seeding=noise.record())
     if args.accounting == "paper" and args.method in PAPER_ABLATED:
         record = paper_ablation(record)
     record.write(args.privacy_out)

@@ -8,9 +8,12 @@ the dataset's total would pass ``--dataset-epsilon``."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dpiw import DpiwError
 from dpiw.accounting import composed_spend
 from dpiw.io import write_json
+from dpiw.neighbours import DESCRIPTION
 from dpiw.privacy import Ledger, PrivacySpend, run_delta
 from dpiw.release import write_release
 from dpiw.seeding import PUBLIC_SEED
@@ -45,15 +48,20 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
     scale = [r for r in records if r.stage == "scale"]
     if not scale or "n_train" not in scale[0].details:
         raise DpiwError("the ledger needs the scale record (it holds N_D)")
-    delta = run_delta(delta, int(scale[0].details["n_train"]))
     ledger = Ledger(tuple(records))
+    neighbours = ledger.neighbours
+    delta = run_delta(delta, int(scale[0].details["n_train"]), neighbours)
     verdict = ledger.check(budget_epsilon=epsilon, budget_delta=delta, allow_non_dp=allow_non_dp)
+    if neighbours == "add_remove":  # N_D is private: the split's sizes stay out of the manifest
+        records = [withhold_sizes(r) if r.stage == "scale" else r for r in records]
+        scale = [withhold_sizes(scale[0])]
     mode = scale[0].details.get("mode", "benchmark")
     seeds = noise_seeds(records)
     return {
         "run": run_id,
         "mode": mode,
         "budget": {"epsilon": epsilon, "delta": delta},
+        "neighbours": {"relation": neighbours, "means": DESCRIPTION[neighbours]},
         "spent": {"epsilon": ledger.epsilon, "delta": ledger.delta, "composition": "basic (sum)",
                   **composed_accounting(records, ledger, delta)},
         "dp": ledger.dp,
@@ -66,6 +74,13 @@ def build_manifest(records: list[PrivacySpend], *, epsilon: float, delta, allow_
                         "note": "public rows spend no budget and are used only for calibration"},
         "records": [r.to_dict() for r in records],
     }
+
+
+def withhold_sizes(record: PrivacySpend) -> PrivacySpend:
+    """The scale record without the split's row counts (private under add/remove neighbours)."""
+    hidden = "withheld: private under add/remove neighbours"
+    details = {k: (hidden if k in ("n_train", "n_test") else v) for k, v in record.details.items()}
+    return replace(record, details=details)
 
 
 def composed_accounting(records: list[PrivacySpend], ledger: Ledger, delta: float) -> dict:

@@ -1,7 +1,9 @@
 """Stage `synthesize`: fit an SDGP on the private train split and sample N_G synthetic rows.
 
 `--share full` gives the SDGP the whole run budget (weights that spend nothing); `--share split`
-leaves the weight estimator its fraction (METHOD.md, budget split). The GAN SDGPs also write their
+leaves the weight estimator its fraction (the budget split). Under `--neighbours add_remove` N_D is
+private: the stage first spends `--count-epsilon-fraction` of its epsilon on a noisy row count, which the
+SDGP and N_G = rows_factor * count then use in its place (dpiw.neighbours). The GAN SDGPs also write their
 kept generators and discriminators to `--models-out` (.npz, see dpiw.sdgp.gan_models).
 """
 
@@ -14,9 +16,20 @@ from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget
+from dpiw.privacy import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget, with_row_count
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
-from dpiw.stages._cli import Parser, add_noise_args, delta_arg, identity, noise_from, positive_float, run
+from dpiw.stages._cli import (
+    Parser,
+    add_neighbours_args,
+    add_noise_args,
+    count_epsilon,
+    delta_arg,
+    identity,
+    noise_from,
+    positive_float,
+    run,
+    stage_rows,
+)
 
 
 def parse_args(argv):
@@ -49,12 +62,13 @@ def parse_args(argv):
     p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
                    help="privacy.accounting: 'paper' calibrates the DP GANs' DP-SGD for add/remove neighbours "
                         "and marks the record NOT DP (an ablation)")
+    add_neighbours_args(p)
     add_noise_args(p)
     return p.parse_args(argv)
 
 
 def sdgp_budget(args, n_train: int) -> tuple[float, float]:
-    delta = run_delta(args.delta, n_train)
+    delta = run_delta(args.delta, n_train, args.neighbours)
     if args.share == "full":
         return args.epsilon, delta
     if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
@@ -70,7 +84,9 @@ def main(argv: list[str] | None = None) -> None:
     noise = noise_from(args)
     schema = load_schema(args.schema)
     train = read_parquet(args.train, columns=schema.names)
-    eps, delta = sdgp_budget(args, len(train))
+    eps_stage, delta = sdgp_budget(args, len(train))
+    eps_count = count_epsilon(args, eps_stage)
+    eps = eps_stage - eps_count
     params = {k: v for k, v in (("bins", args.bins), ("structure", args.structure)) if v is not None}
     if args.sdgp in SDGP_KEYS:
         params = {k: getattr(args, f"{args.sdgp}_{k}") for k in SDGP_KEYS[args.sdgp]
@@ -83,19 +99,20 @@ def main(argv: list[str] | None = None) -> None:
 
         torch.set_num_threads(1)  # reproducible, and Snakemake runs jobs side by side
         params.update({k: getattr(args, f"gan_{k}") for k in GAN_KEYS if getattr(args, f"gan_{k}") is not None})
-        params["neighbours"] = dpsgd_neighbours(args.accounting)
+        params["neighbours"] = dpsgd_neighbours(args.accounting, args.neighbours)
     elif args.models_out:
         raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
     gen = make_sdgp(args.sdgp, **params)
     # keyed by everything this invocation privatises (budget share, epsilon, SDGP, data digest, ...)
     who = {**identity(args, inputs=("train", "schema"), outputs=("out", "privacy_out", "models_out")),
            "sdgp_epsilon": eps, "sdgp_delta": delta}
+    rows = stage_rows(args, len(train), eps_count, noise, "synthesize-count", who)
     t0 = time.perf_counter()
-    gen.fit(train, schema, epsilon=eps, delta=delta, rng=noise.rng("synthesize-fit", who))
+    gen.fit(train, schema, epsilon=eps, delta=delta, rng=noise.rng("synthesize-fit", who), rows=rows)
     seconds = time.perf_counter() - t0
-    n_synth = max(1, int(round(args.rows_factor * len(train))))
+    n_synth = max(1, int(round(args.rows_factor * rows.n)))
     synth = gen.sample(n_synth, rng=noise.rng("synthesize-sample", who))
-    record = replace(gen.privacy_, seeding=noise.record())
+    record = replace(with_row_count(gen.privacy_, rows), seeding=noise.record())
     if args.accounting == "paper" and is_gan:
         record = paper_ablation(record)
     if is_gan:

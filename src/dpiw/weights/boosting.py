@@ -4,7 +4,8 @@ Inputs are numbers, not networks: ``d_real[j, i] = D_j(x_i)`` on the n private r
 ``d_synth[j, b] = D_j(b)`` on the synthetic set B, all in [0, 1]. Torch-free.
 
 Score. U(phi, D_j) = mean_i D_j(x_i) + sum_b phi(b) (1 - D_j(b)). Only the first term reads private
-rows. Under replace-one neighbours (n fixed) one row moves it by |D_j(x) - D_j(x')| / n <= 1/n, and the
+rows. Under replace-one neighbours (n = N_D fixed) one row moves it by |D_j(x) - D_j(x')| / n <= 1/n; under
+add/remove the sum is divided by the public noisy count n and one row moves it by D_j(x) / n <= 1/n. The
 second term does not move (phi_t depends on the data only through the earlier, already private,
 selections), so the score's sensitivity is Delta = 1/n. (The paper's footnote states 1, which is
 n times too conservative; its main text says 1/n.)
@@ -25,9 +26,10 @@ from dpiw import DpiwError
 from dpiw.numerics import logsumexp
 
 
-def score_sensitivity(n_private: int) -> float:
-    """Replace-one sensitivity of U(phi, D_j) when every D_j maps into [0, 1]."""
-    return 1.0 / n_private
+def score_sensitivity(n: int) -> float:
+    """Sensitivity of U(phi, D_j) (replace-one or add/remove) when every D_j maps into [0, 1] and the real
+    rows' sum is divided by the public n."""
+    return 1.0 / n
 
 
 def scores(d_real_mean: np.ndarray, d_synth: np.ndarray, phi: np.ndarray) -> np.ndarray:

@@ -3,8 +3,11 @@
 Classifier route (METHOD.md): with p = P(y=1 | x) for real (y=1) versus synthetic (y=0) rows,
 log w(x) = logit p(x) + log(N_G/N_D): a balanced classifier with N_D = N_G gives no shift.
 
-Every estimator takes ``fit(X_real, X_synth, *, epsilon, delta, rng)`` on encoded records in [0, 1]^p
-(no intercept), sets ``privacy_`` and answers ``log_ratio(X)``.
+Every estimator takes ``fit(X_real, X_synth, *, epsilon, delta, rng, rows=None)`` on encoded records in
+[0, 1]^p (no intercept), sets ``privacy_`` and answers ``log_ratio(X)``. ``rows`` (dpiw.neighbours.RowCount)
+is the row count N_D as the mechanism may use it: the exact N_D under replace-one neighbours (the default),
+a noisy count under add/remove, where N_D is private (then N_D in the prior odds, the objective's divisor
+and the sensitivities is that count).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.neighbours import RowCount, changed_terms
 from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
 
@@ -47,7 +51,7 @@ def laplace_bias_correction(X_tilde: np.ndarray, rho: float) -> np.ndarray:
 class NoWeights:
     """w = 1."""
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing", method="none")
         return self
 
@@ -59,7 +63,7 @@ class SplitControl(NoWeights):
     """w = 1 on the rows of the SDGP fitted on the split share: the paired control of the methods that take a
     weight budget (their synthetic rows come from an SDGP with less epsilon than `none`'s). Spends nothing."""
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing (the weight share is left unspent)",
                                  method="none_split")
         return self
@@ -68,7 +72,7 @@ class SplitControl(NoWeights):
 class TrueToyWeights:
     """The analytic ratio for the toy data with the uniform SDGP: w = 2 * 1[x1 + x2 < 1]."""
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="analytic density ratio of the known toy DGP and the "
                                  "data-free uniform SDGP; reads no data", method="true")
         return self
@@ -78,16 +82,19 @@ class TrueToyWeights:
         return np.where(inside, math.log(2.0), -np.inf)
 
 
-def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_target: float) -> float:
-    """The smallest lambda whose Laplace scale rho = sqrt(p) 2R/(n lambda epsilon) equals ``rho_target``.
+def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_target: float,
+                terms: int = 2) -> float:
+    """The smallest lambda whose Laplace scale rho = sqrt(p) terms R/(n lambda epsilon) equals ``rho_target``
+    (terms: 2 under replace-one neighbours, 1 under add/remove).
 
-    It depends only on public quantities (n under replace-one neighbours, p, R, epsilon), so choosing
-    it costs no budget. With rho_target < 1 the BetaDebiased correction always exists on [0, 1]^p.
+    It depends only on public quantities (n: N_D under replace-one, the noisy count under add/remove; p, R,
+    epsilon), so choosing it costs no budget. With rho_target < 1 the BetaDebiased correction always exists
+    on [0, 1]^p.
 
     >>> round(auto_lambda(norm_bound=3 ** 0.5, n=1000, n_coef=3, epsilon=0.1, rho_target=0.5), 6)
     0.12
     """
-    return math.sqrt(n_coef) * 2.0 * norm_bound / (n * epsilon * rho_target)
+    return math.sqrt(n_coef) * terms * norm_bound / (n * epsilon * rho_target)
 
 
 #: BetaNoised/BetaDebiased weights have E[w^2] proportional to prod_j 1/(1 - 4 rho^2 x~_j^2): finite only for
@@ -133,14 +140,17 @@ class LogReg:
     def _auto_lambda(self, *, n_coef: int, epsilon: float, delta: float, n_out: int) -> float:
         """lambda 'auto': the smallest lambda whose noise scale meets ``rho_target`` (public numbers only)."""
         return auto_lambda(norm_bound=self.norm_bound_, n=self.n_sens_, n_coef=n_coef, epsilon=epsilon,
-                           rho_target=self.rho_target)
+                           rho_target=self.rho_target, terms=self.terms_)
 
-    def _fit_beta(self, X_real, X_synth, *, epsilon: float, norm_bound: float | None, delta: float = 0.0):
+    def _fit_beta(self, X_real, X_synth, *, epsilon: float, norm_bound: float | None, delta: float = 0.0,
+                  rows: RowCount | None = None):
         if self.sensitivity_n not in SENSITIVITY_N:
             raise DpiwError(f"weights.beta.sensitivity_n must be one of {SENSITIVITY_N}, got {self.sensitivity_n!r}")
         X = add_intercept(np.vstack([X_real, X_synth]))
         y = np.r_[np.ones(len(X_real)), np.zeros(len(X_synth))]
-        self.n_real_, self.n_synth_ = len(X_real), len(X_synth)
+        self.rows_ = rows or RowCount.exact(len(X_real))
+        self.terms_ = changed_terms(self.rows_.neighbours)
+        self.n_real_, self.n_synth_ = self.rows_.n, len(X_synth)  # N_D: public, or the noisy count
         p = X.shape[1]
         # R over x~ = (x, 1): the caller passes the public bound of ||x||; the intercept adds 1.
         bound_x = norm_bound if norm_bound is not None else math.sqrt(p - 1)
@@ -167,11 +177,14 @@ class LogReg:
                 raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}") from None
             if not (self.lambda_ > 0 and math.isfinite(self.lambda_)):
                 raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}")
-        self.coef_ = fit_l2_logistic(X, y, lam=self.lambda_)
+        # the objective's divisor must be public: len(X) under replace-one; under add/remove the noisy
+        # N~ + N_G, i.e. (1/(N~ + N_G)) sum loss + lambda/2 ||beta||^2 = the solver's objective at this lambda
+        lam_fit = self.lambda_ * (self.n_real_ + self.n_synth_) / len(X) if self.rows_.noisy else self.lambda_
+        self.coef_ = fit_l2_logistic(X, y, lam=lam_fit)
         self.log_prior_odds_ = log_prior_odds(self.n_real_, self.n_synth_)
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
-        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound)
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, rows=rows)
         rule = f"1/(C n), C = {self.C:g}, n = N_D + N_G" if self.C is not None else str(self.lam)
         self.privacy_ = PrivacySpend(
             stage="fit_weights", mechanism="none (non-private logistic regression)", epsilon=None, delta=None,
@@ -195,13 +208,13 @@ class BetaNoised(LogReg):
     method = "beta_noised"
     laplace_noise = True
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
-        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound)
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, rows=rows)
         p, R, n = self.coef_.size, self.norm_bound_, self.n_sens_
-        d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_)
-        d1 = l1_sensitivity(norm_bound=R, n=n, lam=self.lambda_, n_coef=p)
+        d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_, terms=self.terms_)
+        d1 = l1_sensitivity(norm_bound=R, n=n, lam=self.lambda_, n_coef=p, terms=self.terms_)
         self.rho_ = d1 / epsilon
         self.finite_variance_ = self.rho_ < LAPLACE_RHO_LIMIT  # max |x~_j| = 1 (the intercept)
         self.noise_ = rng.laplace(0.0, self.rho_, size=p)
@@ -210,12 +223,12 @@ class BetaNoised(LogReg):
             stage="fit_weights", mechanism="laplace output perturbation of L2 logistic regression",
             epsilon=float(epsilon), delta=0.0,
             sensitivity={"l2": d2, "l1": d1, "norm_bound_R": R, "n": n, "n_coef": p, "lambda": self.lambda_,
-                         "lambda_rule": str(self.lam), "neighbouring": "replace-one",
+                         "lambda_rule": str(self.lam), "changed_loss_terms": self.terms_,
                          "reference": "Chaudhuri et al. 2011, Cor. 8; L1 <= sqrt(p) L2",
                          "noise_rule": self.noise_rule if self.noise_rule == "dpiw" else
                          "paper: rho = 2 sqrt(p)/(n lambda eps), R = 1 assumed (NOT DP here)"},
             noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
-            accountant="closed form (pure epsilon-DP)", reads_private=("train",),
+            accountant="closed form (pure epsilon-DP)", reads_private=("train",), neighbours=self.rows_.neighbours,
             details={"method": self.method, "unused_delta": float(delta),
                      "weights_finite_variance": bool(self.finite_variance_)},
             rdp=({"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the coefficients"},))

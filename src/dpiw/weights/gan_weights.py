@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.neighbours import RowCount
 from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights import boosting
 
@@ -29,7 +30,7 @@ class DiscriminatorWeights:
     constant and self-normalised downstream.
     """
 
-    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng):
+    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         out = discriminators.outputs(synth)[-1]
         self.discriminators_ = discriminators
         self.shift_ = float(out.max()) if discriminators.loss == "wgan" else 0.0
@@ -57,7 +58,7 @@ class DRSWeights:
             raise DpiwError(f"weights.drs.percentile must lie in (0, 100], got {percentile}")
         self.percentile = percentile
 
-    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng):
+    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         o = discriminators.outputs(synth)[-1]
         M = float(np.percentile(o, self.percentile))
         accept = rng.uniform(size=len(o)) < np.exp(np.minimum(o - M, 0.0))
@@ -79,12 +80,15 @@ class PGBWeights:
             raise DpiwError(f"weights.pgb.eta must be 'auto' or a positive number, got {eta!r}")
         self.rounds, self.eta = rounds, eta
 
-    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng):
+    def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         if not (epsilon > 0):
             raise DpiwError("pgb needs a positive weight budget (privacy.weights_epsilon_fraction)")
-        n, B = len(real), len(synth)
-        # probabilities in [0, 1]: sigmoid of the logit (cgan) or of the critic value (wgan; a fixed public map)
-        d_real_mean = _sigmoid(discriminators.outputs(real)).mean(axis=1)
+        rows = rows or RowCount.exact(len(real))
+        n, B = rows.n, len(synth)  # N_D: public under replace-one, the noisy count under add/remove
+        # probabilities in [0, 1]: sigmoid of the logit (cgan) or of the critic value (wgan; a fixed public map).
+        # The real rows' term is their sum over the public n (the mean when n = N_D): one row added, removed or
+        # replaced moves it by at most 1/n.
+        d_real_mean = _sigmoid(discriminators.outputs(real)).sum(axis=1) / n
         d_synth = _sigmoid(discriminators.outputs(synth))
         sens = boosting.score_sensitivity(n)
         eps0, comp = boosting.per_round_epsilon(epsilon, delta, self.rounds)
@@ -100,7 +104,7 @@ class PGBWeights:
             stage="fit_weights", mechanism="exponential mechanism x T (Private Post-GAN Boosting)",
             epsilon=float(min(claimed_eps, epsilon)), delta=float(claimed_delta),
             sensitivity={"score": "U(phi, D_j) = mean_i D_j(x_i) + sum_b phi(b)(1 - D_j(b)), D_j in [0, 1]",
-                         "delta_U": sens, "neighbouring": "replace-one"},
+                         "delta_U": sens}, neighbours=rows.neighbours,
             noise={"distribution": "exponential mechanism", "epsilon_per_round": eps0, "rounds": self.rounds},
             accountant=f"{comp} composition of T exponential mechanisms",
             reads_private=("train",), basis="",

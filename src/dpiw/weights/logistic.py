@@ -47,14 +47,19 @@ def fit_l2_logistic(X: np.ndarray, y: np.ndarray, *, lam: float, tol: float = 1e
     return res.x
 
 
-def l2_sensitivity(*, norm_bound: float, n: int, lam: float) -> float:
+def l2_sensitivity(*, norm_bound: float, n: int, lam: float, terms: int = 2) -> float:
     """Chaudhuri et al. (2011), Corollary 8 scaled to ||x~||_2 <= R: the logistic loss is 1-Lipschitz in
-    the margin, so each row's loss gradient is bounded by R and replacing one row moves the minimiser
-    by at most 2R/(n lambda) in L2."""
-    return 2.0 * norm_bound / (n * lam)
+    the margin, so each row's loss gradient is bounded by R, and a change of ``terms`` loss terms of
+    (1/n) sum_i loss_i + (lambda/2) ||beta||^2 (2 for a replaced row, 1 for an added or removed one) moves
+    the lambda-strongly convex minimiser by at most terms R/(n lambda) in L2.
+
+    >>> l2_sensitivity(norm_bound=1.0, n=100, lam=0.1), l2_sensitivity(norm_bound=1.0, n=100, lam=0.1, terms=1)
+    (0.2, 0.1)
+    """
+    return terms * norm_bound / (n * lam)
 
 
-def l1_sensitivity(*, norm_bound: float, n: int, lam: float, n_coef: int) -> float:
+def l1_sensitivity(*, norm_bound: float, n: int, lam: float, n_coef: int, terms: int = 2) -> float:
     """||v||_1 <= sqrt(p) ||v||_2 turns the L2 bound into the L1 bound that coordinate-wise Laplace
     noise needs."""
-    return math.sqrt(n_coef) * l2_sensitivity(norm_bound=norm_bound, n=n, lam=lam)
+    return math.sqrt(n_coef) * l2_sensitivity(norm_bound=norm_bound, n=n, lam=lam, terms=terms)

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dpiw import DpiwError
+from dpiw.neighbours import RowCount
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp import dpsgd
 from dpiw.weights.estimators import log_prior_odds
@@ -137,11 +138,13 @@ class MLPWeights:
             raise DpiwError(f"weights.mlp.weight_decay must be a number >= 0, got {weight_decay!r}")
         self.lr, self.max_grad_norm, self.accountant = lr, max_grad_norm, accountant
         self.weight_decay = 0.0 if private else float(weight_decay)
-        self.neighbours = neighbours  # DP-SGD's calibration (dpsgd.NEIGHBOURS); add_remove: the paper ablation
+        self.neighbours = neighbours  # DP-SGD's calibration (dpsgd.NEIGHBOURS; privacy.dpsgd_neighbours)
         self.method = "dp_mlp" if private else "mlp"
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound=None):
-        n_d, n_g = len(X_real), len(X_synth)
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound=None, rows: RowCount | None = None):
+        rows = rows or RowCount.exact(len(X_real))
+        n_d, n_g = rows.n, len(X_synth)  # N_D: public under replace-one, the noisy count under add/remove
+        n_rows = len(X_real) + n_g
         n = n_d + n_g
         L = min(self.batch_size, n)
         q = L / n
@@ -163,9 +166,9 @@ class MLPWeights:
                               noise_generator=torch.Generator().manual_seed(int(seeds[2])),
                               weight_decay=self.weight_decay)
         X = dpsgd.as_tensor(np.vstack([X_real, X_synth]))
-        y = torch.cat([torch.ones(n_d), torch.zeros(n_g)])
+        y = torch.cat([torch.ones(len(X_real)), torch.zeros(n_g)])
         for _ in range(T):
-            mask = dpsgd.poisson_mask(n, q, gen)
+            mask = dpsgd.poisson_mask(n_rows, q, gen)
             step.step(X[mask], y[mask])
         self.net_ = step.network.eval()
         self.log_prior_odds_ = log_prior_odds(n_d, n_g)
@@ -176,7 +179,7 @@ class MLPWeights:
             self.privacy_ = PrivacySpend(stage="fit_weights", mechanism="none (non-private MLP classifier)",
                                          epsilon=None, delta=None, dp=False, reads_private=("train",),
                                          basis="non-private baseline: classifier trained on the private rows "
-                                         "without noise", details=details)
+                                         "without noise", details=details, neighbours=rows.neighbours)
             return self
         if step.steps != T:
             raise AssertionError(f"stepped {step.steps} times, accounted for {T}")
@@ -186,8 +189,9 @@ class MLPWeights:
             stage="fit_weights", mechanism="relaxed DP-SGD (Poisson over real + synthetic rows, Gaussian)",
             epsilon=float(eps_ro), delta=float(delta_ro),
             sensitivity={"per_example_clip_norm": self.max_grad_norm,
-                         "neighbouring": "replace-one, from add/remove-one accounting by group privacy (k=2)"
+                         "dpsgd_accounting": "replace-one, from add/remove-one accounting by group privacy (k=2)"
                          if self.neighbours == "replace_one" else "add/remove-one (opacus's accounting as it is)"},
+            neighbours=rows.neighbours,
             noise={"distribution": "gaussian", "noise_multiplier": sigma, "std": sigma * self.max_grad_norm,
                    "per_step": "one draw per step, always", "sample_rate": q, "steps": T},
             accountant=dpsgd.accountant_name(self.accountant, self.neighbours), reads_private=("train",),

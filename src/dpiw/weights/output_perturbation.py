@@ -1,7 +1,8 @@
 """Gaussian BetaDebiased (Supplement B.2.2) and output perturbation of the log weights (Supplement A.1,
 Corollaries 1 and 2), both on the L2 logistic regression of :class:`dpiw.weights.estimators.LogReg`.
 
-Sensitivities (replace-one, ||x~||_2 <= R from the public schema, intercept included, n = N_D by default):
+Sensitivities (replace-one, ||x~||_2 <= R from the public schema, intercept included, n = N_D by default;
+under add/remove neighbours every 2 below is 1 and n is the noisy count, dpiw.neighbours):
 
 - coefficients: ||beta(D) - beta(D')||_2 <= 2R/(n lambda) (Chaudhuri et al. 2011);
 - one log weight beta^T x~: |(beta - beta')^T x~| <= 2R^2/(n lambda);
@@ -48,22 +49,22 @@ class BetaDebiasedGauss(LogReg):
     method = "beta_debiased_gauss"
 
     def _auto_lambda(self, *, n_coef, epsilon, delta, n_out):
-        unit = gaussian_scale(1.0, epsilon, delta)  # s = unit * 2R/(n lambda)
-        return unit * 2.0 * self.norm_bound_ / (self.n_sens_ * self.rho_target)
+        unit = gaussian_scale(1.0, epsilon, delta)  # s = unit * terms R/(n lambda)
+        return unit * self.terms_ * self.norm_bound_ / (self.n_sens_ * self.rho_target)
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
-        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, delta=delta)
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, delta=delta, rows=rows)
         p, R, n = self.coef_.size, self.norm_bound_, self.n_sens_
-        d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_)
+        d2 = l2_sensitivity(norm_bound=R, n=n, lam=self.lambda_, terms=self.terms_)
         self.s_ = gaussian_scale(d2, epsilon, delta)
         self.noisy_coef_ = self.coef_ + rng.normal(0.0, self.s_, size=p)
         self.privacy_ = PrivacySpend(
             stage="fit_weights", mechanism="gaussian output perturbation of L2 logistic regression",
             epsilon=float(epsilon), delta=float(delta),
             sensitivity={"l2": d2, "norm_bound_R": R, "n": n, "n_coef": p, "lambda": self.lambda_,
-                         "lambda_rule": str(self.lam), "neighbouring": "replace-one"},
+                         "lambda_rule": str(self.lam)}, neighbours=self.rows_.neighbours,
             noise={"distribution": "gaussian", "std": self.s_, "coordinates": p},
             accountant="classical Gaussian mechanism (Dwork & Roth Thm A.1)", reads_private=("train",),
             details={"method": self.method, "correction": "b(x) = exp(-s^2 ||x~||^2 / 2)"},
@@ -86,12 +87,12 @@ class _OutputPerturbed(LogReg):
     distribution = ""
 
     def _per_weight(self, lam: float) -> float:
-        return 2.0 * self.norm_bound_**2 / (self.n_sens_ * lam)
+        return self.terms_ * self.norm_bound_**2 / (self.n_sens_ * lam)
 
-    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None):
+    def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
-        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, delta=delta)
+        self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, delta=delta, rows=rows)
         n_s = len(X_synth)
         self.scale_, sens = self._scale(n_s, epsilon, delta)
         self.eta_ = self._draw(rng, n_s)
@@ -101,7 +102,7 @@ class _OutputPerturbed(LogReg):
             epsilon=float(epsilon), delta=float(delta) if self.distribution == "gaussian" else 0.0,
             sensitivity={**sens, "per_weight": self._per_weight(self.lambda_), "n_released": n_s,
                          "norm_bound_R": self.norm_bound_, "n": self.n_sens_, "lambda": self.lambda_,
-                         "lambda_rule": str(self.lam), "neighbouring": "replace-one"},
+                         "lambda_rule": str(self.lam)}, neighbours=self.rows_.neighbours,
             noise={"distribution": self.distribution, "scale": self.scale_, "per_weight": True,
                    "mean_shift": "E[exp(eta)] = 1"},
             accountant=("closed form (pure epsilon-DP, L1 over the N_S weights)" if self.distribution == "laplace"
@@ -129,7 +130,7 @@ class OutputLaplace(_OutputPerturbed):
         if not (0 < self.rho_target < 0.5):
             raise DpiwError(f"output_laplace with lambda 'auto' needs weights.beta.rho_target in (0, 0.5), got "
                             f"{self.rho_target} (the log-Laplace weights have infinite variance for b >= 1/2)")
-        return n_out * 2.0 * self.norm_bound_**2 / (self.n_sens_ * epsilon * self.rho_target)
+        return n_out * self.terms_ * self.norm_bound_**2 / (self.n_sens_ * epsilon * self.rho_target)
 
     def _scale(self, n_s, epsilon, delta):
         l1 = n_s * self._per_weight(self.lambda_)
@@ -157,7 +158,7 @@ class OutputGauss(_OutputPerturbed):
 
     def _auto_lambda(self, *, n_coef, epsilon, delta, n_out):
         unit = gaussian_scale(1.0, epsilon, delta)
-        return unit * math.sqrt(n_out) * 2.0 * self.norm_bound_**2 / (self.n_sens_ * self.rho_target)
+        return unit * math.sqrt(n_out) * self.terms_ * self.norm_bound_**2 / (self.n_sens_ * self.rho_target)
 
     def _scale(self, n_s, epsilon, delta):
         l2 = math.sqrt(n_s) * self._per_weight(self.lambda_)
