@@ -16,13 +16,14 @@ Every DP privacy record lists its elementary mechanisms as *RDP events* (``Priva
     a curve computed where the mechanism ran (DP-SGD: :func:`poisson_gaussian_replace_one`).
 ``{"kind": "failure", "probability": p}``
     no curve: an event of probability at most p under which the other events' curves may not hold (a
-    public lower bound of the private row count that is wrong; dpiw.neighbours). It adds p to delta.
+    public bound of the private row count that is wrong; dpiw.neighbours). It adds p to delta.
 
 The events of one run all hold for one neighbouring relation (the records' ``neighbours``; the ledger
 refuses a mix). The ledger adds the curves order by order (RDP composes additively) and converts to
 an epsilon at the run's delta less the failures' probabilities, with the conversion of Balle et al.
-2020 (Prop. 12 of arXiv:2004.00010), the one Google's dp-accounting and opacus use. This module imports numpy only; the DP-SGD curve needs opacus
-and is computed by the stage that trains (it has opacus loaded anyway).
+2020 (Prop. 12 of arXiv:2004.00010), the one Google's dp-accounting and opacus use. This module imports
+numpy only; the DP-SGD curve needs opacus and is computed by the stage that trains (it has opacus loaded
+anyway).
 """
 
 from __future__ import annotations

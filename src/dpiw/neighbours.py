@@ -9,9 +9,10 @@
     N~ = round(N_D + Laplace(1 / eps_c)) (sensitivity 1) with a share ``count_epsilon_fraction`` of its
     own epsilon, and every later step reads N~, never N_D: N_G = rows_factor N~, the normalisers of the
     objectives and scores, DP-SGD's sampling rate, Private-PGM's total and the prior odds log(N_G / N~).
-    Where a sensitivity shrinks as N_D grows (PrivBayes's mutual information) the mechanism uses the lower
-    bound N~ - 1 - log(1 / (2 delta')) / eps_c, which is below the smaller N_D of any neighbouring pair
-    except with probability delta'; that delta' is part of the record's delta (:meth:`RowCount.lower_bound`).
+    Where a sensitivity grows with N_D (PrivBayes's count-weighted mutual information) the mechanism uses
+    the upper bound N~ + log(1 / (2 delta')) / eps_c, which is above the smaller N_D of any neighbouring
+    pair except with probability delta'; that delta' is part of the record's delta
+    (:meth:`RowCount.upper_bound`).
 
 How the sensitivities change (one table per histogram; R bounds ||x~||_2, lambda the L2 penalty, D the
 objective's public divisor):
@@ -74,25 +75,23 @@ def binary_entropy_bits(t: float) -> float:
     return -t * math.log2(t) - (1 - t) * math.log2(1 - t)
 
 
-def mi_sensitivity_add_remove(n: int, k_min: int) -> float:
-    """Add/remove sensitivity (bits) of the empirical mutual information I(X; Pi) between datasets of n and
-    n + 1 rows, where the smaller of the two domains has ``k_min`` values.
+def count_mi_sensitivity_add_remove(n: int) -> float:
+    """Add/remove sensitivity (bits) of n I(X; Pi), the empirical mutual information times the row count,
+    between datasets of n and n + 1 rows.
 
     With t = 1 / (n + 1) the larger empirical law is the mixture (1 - t) P + t (point mass), and so are its
     margins. Entropy is concave and a two-way mixture adds at most h(t) bits (h the binary entropy):
-    (1 - t) H(P) <= H(P') <= (1 - t) H(P) + h(t). Writing I = H_X + H_Pi - H_XPi,
-    I' - I = -t I + a + b - c with a, b, c in [0, h(t)], and 0 <= I <= log2 k_min, so
-    |I' - I| <= max(2 h(t), h(t) + t log2 k_min). It falls as n grows (n >= 2), so the value at a lower
-    bound of N_D holds for every larger N_D.
+    (1 - t) H(P) <= H(P') <= (1 - t) H(P) + h(t). Writing I = H_X + H_Pi - H_XPi gives
+    I' - I = -t I + a + b - c with a, b, c in [0, h(t)], so (n + 1) I' - n I = (n + 1)(a + b - c) lies in
+    [-(n + 1) h(t), 2 (n + 1) h(t)], and (n + 1) h(1 / (n + 1)) = log2(n + 1) + n log2(1 + 1/n). It grows with
+    n (slowly), so the value at an upper bound of N_D holds for every smaller N_D.
 
-    >>> round(mi_sensitivity_add_remove(455, 2), 5)
-    0.04503
+    >>> round(count_mi_sensitivity_add_remove(455), 3)
+    20.53
     """
-    if n < 2:
-        raise DpiwError("the mutual information's add/remove sensitivity needs at least 2 rows")
-    t = 1.0 / (n + 1)
-    h = binary_entropy_bits(t)
-    return max(2.0 * h, h + t * math.log2(max(k_min, 1)))
+    if n < 1:
+        raise DpiwError("the mutual information's add/remove sensitivity needs at least 1 row")
+    return 2.0 * (n + 1) * binary_entropy_bits(1.0 / (n + 1))
 
 
 @dataclass(frozen=True)
@@ -117,18 +116,19 @@ class RowCount:
     def noisy(self) -> bool:
         return self.neighbours == "add_remove"
 
-    def lower_bound(self, delta: float) -> int:
-        """A public lower bound on the smaller N_D of a neighbouring pair, wrong with probability at most
+    def upper_bound(self, delta: float) -> int:
+        """A public upper bound on the smaller N_D of a neighbouring pair, wrong with probability at most
         ``delta`` (add/remove). Under replace-one both datasets have N_D rows: the exact N_D.
 
-        For the pair (N, N + 1) the bound fails when the Laplace draw exceeds t - 1 with t the margin below
-        N~; P = exp(-(t - 1) / b) / 2 <= delta for t = 1 + b log(1 / (2 delta)).
+        For the pair (N, N + 1) the bound N~ + t fails when the Laplace draw of N's count is below -t
+        (probability exp(-t / b) / 2 = delta for t = b log(1 / (2 delta))) or that of N + 1's is below -t - 1
+        (less likely).
         """
         if not self.noisy:
             return self.n
         if not 0 < delta < 0.5:
-            raise DpiwError(f"a lower bound on the private row count needs 0 < delta < 1/2, got {delta}")
-        return int(math.floor(self.n - 1.0 - self.scale * math.log(1.0 / (2.0 * delta))))
+            raise DpiwError(f"a bound on the private row count needs 0 < delta < 1/2, got {delta}")
+        return int(math.ceil(self.n + self.scale * math.log(1.0 / (2.0 * delta))))
 
     def events(self) -> tuple[dict, ...]:
         """The count's RDP event (dpiw.accounting)."""

@@ -259,6 +259,8 @@ class Ledger:
         """The one neighbouring relation of every record that spends budget (a run that mixes them has no
         guarantee to state; a record that spends nothing holds under either)."""
         relations = sorted({r.neighbours for r in self.records if r.dp and (r.epsilon or r.delta)})
+        if not relations:  # nothing spends (a non-DP benchmark): the relation its stages ran under
+            relations = sorted({r.neighbours for r in self.records} - {NEIGHBOURS[0]})[:1]
         if len(relations) > 1:
             raise DpiwError("the run's records hold for different neighbouring relations: " + ", ".join(
                 f"{r.stage}={r.neighbours}" for r in self.records if r.dp and (r.epsilon or r.delta))

@@ -17,11 +17,10 @@
 
 The release is (eps, 0)-DP under replace-one neighbours (basic composition of d - 1 exponential
 mechanisms and d - k Laplace mechanisms). Under add/remove neighbours (dpiw.neighbours) a count table's
-L1 sensitivity is 1, N_D is private, and the mutual information's sensitivity is
-:func:`dpiw.neighbours.mi_sensitivity_add_remove` at a lower bound of N_D from the stage's noisy count,
-which fails with probability delta / 2: the release is then (eps, delta / 2)-DP. Table sizes are capped by
-``max_cells``: a config that asks
-for more fails before any work.
+L1 sensitivity is 1 and N_D is private; the structure's score is then N_D I (in bits times rows), whose
+sensitivity :func:`dpiw.neighbours.count_mi_sensitivity_add_remove` is taken at an upper bound of N_D from
+the stage's noisy count, which fails with probability delta / 2: the release is (eps, delta / 2)-DP.
+Table sizes are capped by ``max_cells``: a config that asks for more fails before any work.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l1, mi_sensitivity_add_remove
+from dpiw.neighbours import RowCount, count_l1, count_mi_sensitivity_add_remove
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
 
@@ -119,21 +118,19 @@ class PrivBayes:
         _, d = cells.shape
         rows = rows or RowCount.exact(len(train))
         l1 = count_l1(rows.neighbours)
-        # N_D private (add/remove): the MI's sensitivity at a lower bound of it, wrong with probability delta / 2
+        # N_D private (add/remove): the score is N_D I, whose sensitivity grows (slowly) with N_D; it is taken
+        # at an upper bound of N_D from the stage's noisy count, wrong with probability delta / 2
         failure = delta / 2.0 if rows.noisy else 0.0
         if rows.noisy:
-            n_low = rows.lower_bound(failure)
-            if n_low < 2:
-                raise DpiwError(f"PrivBayes (add/remove): the lower bound of the row count is {n_low} < 2; raise "
-                                "epsilon, privacy.count_epsilon_fraction or delta")
+            n_bound, score_weight = rows.upper_bound(failure), float(len(cells))
 
             def sensitivity(x, pa):
-                return mi_sensitivity_add_remove(n_low, min(cards[x], math.prod(cards[j] for j in pa)))
+                return count_mi_sensitivity_add_remove(n_bound)
         else:
-            n_low = rows.n
+            n_bound, score_weight = rows.n, 1.0
 
             def sensitivity(x, pa):
-                return mi_sensitivity(n_low, cards[x] == 2 or math.prod(cards[j] for j in pa) == 2)
+                return mi_sensitivity(n_bound, cards[x] == 2 or math.prod(cards[j] for j in pa) == 2)
         k = min(self.degree, d - 1) if d > 1 else 0
         self.schema_, self.cards_, self.k_ = schema, cards, k
         eps1 = epsilon * self.structure_epsilon_fraction if d > 1 else 0.0
@@ -147,7 +144,7 @@ class PrivBayes:
             V = sorted(order)
             cand = [(x, pa) for x in range(d) if x not in parents
                     for pa in itertools.combinations(V, min(k, len(V)))]
-            scores = np.array([mutual_information(cells, x, pa, cards) for x, pa in cand])
+            scores = score_weight * np.array([mutual_information(cells, x, pa, cards) for x, pa in cand])
             sens = np.array([sensitivity(x, pa) for x, pa in cand])
             logits = eps_step * scores / (2.0 * sens)
             p = np.exp(logits - logits.max())
@@ -175,11 +172,11 @@ class PrivBayes:
         self.specs_ = specs
         names = schema.names
         if rows.noisy:
-            mi_bounds = {"rule": "add/remove mixture bound at a lower bound of N_D", "n_lower_bound": n_low,
-                         "binary": mi_sensitivity_add_remove(n_low, 2),
-                         "lower_bound_failure_probability": failure}
+            mi_bounds = {"score": "N_D I(X; Pi)", "n_upper_bound": n_bound,
+                         "sensitivity": count_mi_sensitivity_add_remove(n_bound),
+                         "bound_failure_probability": failure}
         else:
-            mi_bounds = {"binary": mi_sensitivity(n_low, True), "non_binary": mi_sensitivity(n_low, False)}
+            mi_bounds = {"binary": mi_sensitivity(n_bound, True), "non_binary": mi_sensitivity(n_bound, False)}
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="PrivBayes: exponential mechanism (structure) + Laplace (count tables)",
             epsilon=float(epsilon), delta=failure, neighbours=rows.neighbours,
@@ -194,7 +191,7 @@ class PrivBayes:
                      "network": [{"x": names[x], "parents": [names[j] for j in parents[x]]} for x in order]},
             rdp=({"kind": "pure", "epsilon": eps_step, "count": d - 1, "about": "exponential mechanism"},
                  {"kind": "laplace", "epsilon": l1 / scale, "count": n_tables},
-                 *([{"kind": "failure", "probability": failure, "about": "the row count's lower bound"}]
+                 *([{"kind": "failure", "probability": failure, "about": "the row count's upper bound"}]
                    if rows.noisy else [])))
         return self
 

@@ -87,8 +87,8 @@ class PGBWeights:
         n, B = rows.n, len(synth)  # N_D: public under replace-one, the noisy count under add/remove
         # probabilities in [0, 1]: sigmoid of the logit (cgan) or of the critic value (wgan; a fixed public map).
         # The real rows' term is their sum over the public n (the mean when n = N_D): one row added, removed or
-        # replaced moves it by at most 1/n.
-        d_real_mean = _sigmoid(discriminators.outputs(real)).sum(axis=1) / n
+        # replaced moves it by at most 1/n. Capping it at 1 (a noisy count below N_D) is 1-Lipschitz: the same.
+        d_real_mean = np.minimum(_sigmoid(discriminators.outputs(real)).sum(axis=1) / n, 1.0)
         d_synth = _sigmoid(discriminators.outputs(synth))
         sens = boosting.score_sensitivity(n)
         eps0, comp = boosting.per_round_epsilon(epsilon, delta, self.rounds)
