@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _workdir import ROOT, copy_repo, run_grid
+from _workdir import copy_repo, run_grid
 
 #: (dataset, N_D under the default split: 80% train less a public slice of 10% of all rows, number of columns
 #: incl. the target)
