@@ -9,7 +9,7 @@ export PIP_FIND_LINKS ?= /opt/wheels
 endif
 CORES ?= all
 
-.PHONY: help install run results test lint clean
+.PHONY: help install run results test docs lint clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
@@ -40,6 +40,9 @@ results: install  ## configs/paper.yaml and its NOT-DP ablation, then docs/resul
 test: install  ## the test suite, then the SLURM test (what CI runs)
 	python -m pytest -q -m "not cluster"
 	python -m pytest -q -rs -m cluster tests/cluster
+
+docs: install  ## docs/configuration.md from the config schema and params.yaml
+	python -m dpiw.config_docs > docs/configuration.md
 
 lint: install  ## ruff and snakemake --lint
 	ruff check src tests workflow bench

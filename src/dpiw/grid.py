@@ -261,7 +261,7 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
 #: weights.mlp keys, each passed to the fit_weights stage as --mlp-<key>
 MLP_KEYS = ("hidden", "epochs", "batch_size", "lr", "max_grad_norm", "accountant", "weight_decay")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
-PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells")
+PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells", "root")
 #: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
 MST_KEYS = ("bins", "iters", "max_cells")
 #: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (all of them integers but one)

@@ -116,3 +116,25 @@ def test_evaluation_against_picks_the_rows_the_evaluate_tasks_read(params, again
         compared = t["argv"][t["argv"].index("--test") + 1]
         assert compared.endswith(rows) and compared in t["inputs"]
         assert t["argv"][t["argv"].index("--against") + 1] == against
+
+
+def test_configuration_page_is_generated_from_the_schema_and_params(root):
+    """docs/configuration.md cannot drift: it is the schema's descriptions and params.yaml's values."""
+    from dpiw.config import load_yaml, with_registry
+    from dpiw.config_docs import render
+
+    schema = load_yaml(root / "workflow/schemas/params.schema.yaml")
+    page = render(with_registry(schema), load_yaml(root / "params.yaml"))
+    assert (root / "docs/configuration.md").read_text() == page, "stale: run `make docs`"
+    for key in ("privacy.neighbours", "sdgp.privbayes.root", "weights.mlp.weight_decay", "grid.exclude"):
+        assert f"`{key}`" in page
+
+    def leaves(node, path):
+        props = node.get("properties")
+        if not props or path[-1:] == ["exclude"]:
+            yield ".".join(path), node
+            return
+        for k, v in props.items():
+            yield from leaves(v, [*path, k])
+
+    assert [k for k, n in leaves(schema, []) if not n.get("description")] == []  # every key says what it does

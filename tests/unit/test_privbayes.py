@@ -118,3 +118,15 @@ def test_mi_sensitivity_bounds_random_neighbours():
             worst = max(worst, diff)
         assert worst <= bound + 1e-12
         assert worst > 0.3 * bound  # the search gets near the bound: the test can fail
+
+
+def test_root_target_starts_the_network_at_the_target_and_random_draws_it():
+    data = chain(300, 0)
+    firsts = {PrivBayes(bins=3, root="random").fit(data, SCHEMA3, epsilon=1.0, delta=0,
+                                                   rng=np.random.default_rng(s)).order_[0] for s in range(12)}
+    assert firsts == {0, 1, 2}  # uniform over the columns
+    for s in range(4):
+        pb = PrivBayes(bins=3, root="target").fit(data, SCHEMA3, epsilon=1.0, delta=0, rng=np.random.default_rng(s))
+        assert pb.order_[0] == 2 and pb.privacy_.details["root"] == "target"  # c, the schema's target
+    with pytest.raises(DpiwError, match="root must be one of"):
+        PrivBayes(root="first").fit(data, SCHEMA3, epsilon=1.0, delta=0, rng=np.random.default_rng(0))

@@ -9,7 +9,7 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.data.schema import Schema
 
-SKLEARN_LOADERS = ("load_iris", "load_breast_cancer", "load_digits")
+SKLEARN_LOADERS = ("load_iris", "load_breast_cancer", "load_digits", "load_wine")
 
 
 def toy_triangle(n_rows: int, *, seed: int) -> pd.DataFrame:

@@ -38,6 +38,10 @@ from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
 
 
+#: sdgp.privbayes.root: how the first attribute of the network is chosen (both data-free)
+ROOTS = ("random", "target")
+
+
 def mi_sensitivity(n: int, binary: bool) -> float:
     """Replace-one sensitivity (bits) of the empirical mutual information on n rows (PrivBayes Lemma)."""
     if n < 2:
@@ -81,19 +85,25 @@ class PrivBayes:
     bins : public equal-width bins per numeric column.
     degree : k, the maximum number of parents.
     structure_epsilon_fraction : beta, the share of epsilon for the structure (the paper's 0.3).
+    root : "random" (X_1 drawn uniformly, as in the PrivBayes paper) or "target" (X_1 is the schema's target, a
+        public, data-free choice: every later attribute may then take it as a parent).
     max_cells : refuse any joint table larger than this (memory guard).
     max_candidates : refuse a structure search with more (X, Pi) candidates than this in one step.
     """
 
     def __init__(self, *, bins: int = 4, degree: int = 1, structure_epsilon_fraction: float = 0.3,
-                 max_cells: int = 1_000_000, max_candidates: int = 200_000):
-        self.bins, self.degree = bins, degree
+                 max_cells: int = 1_000_000, max_candidates: int = 200_000, root: str = "random"):
+        self.bins, self.degree, self.root = bins, degree, root
         self.structure_epsilon_fraction = structure_epsilon_fraction
         self.max_cells, self.max_candidates = max_cells, max_candidates
 
     def _check(self, schema: Schema, cards: list[int], epsilon: float) -> None:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
             raise DpiwError(f"sdgp.privbayes.bins must be an integer in [2, 1000], got {self.bins!r}")
+        if self.root not in ROOTS:
+            raise DpiwError(f"sdgp.privbayes.root must be one of {ROOTS}, got {self.root!r}")
+        if self.root == "target" and schema.target is None:
+            raise DpiwError(f"sdgp.privbayes.root: target, but schema '{schema.name}' names no target; set root: random")
         if not (isinstance(self.degree, int) and self.degree >= 1):
             raise DpiwError(f"sdgp.privbayes.degree must be an integer >= 1, got {self.degree!r}")
         if not (0 < self.structure_epsilon_fraction < 1):
@@ -136,7 +146,7 @@ class PrivBayes:
         eps1 = epsilon * self.structure_epsilon_fraction if d > 1 else 0.0
         eps2 = epsilon - eps1
         # -- structure: GreedyBayes with the exponential mechanism
-        first = int(rng.integers(d))
+        first = schema.names.index(schema.target) if self.root == "target" else int(rng.integers(d))
         order, parents = [first], {first: ()}
         eps_step = eps1 / (d - 1) if d > 1 else 0.0
         self.selections_ = []
@@ -186,7 +196,7 @@ class PrivBayes:
                               "n_tables": n_tables}},
             accountant="basic composition (pure epsilon-DP)", reads_private=("train",), basis="",
             details={"generator": "privbayes", "degree": k, "bins": self.bins,
-                     "structure_epsilon": eps1, "tables_epsilon": eps2,
+                     "structure_epsilon": eps1, "tables_epsilon": eps2, "root": self.root,
                      "unused_delta": float(delta) - failure,
                      "network": [{"x": names[x], "parents": [names[j] for j in parents[x]]} for x in order]},
             rdp=({"kind": "pure", "epsilon": eps_step, "count": d - 1, "about": "exponential mechanism"},

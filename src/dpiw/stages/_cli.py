@@ -92,7 +92,7 @@ def noise_from(args) -> Any:
 
 #: flags left out of a stage's identity at these values: options added later, at the behaviour they keep,
 #: so that adding one does not redraw the noise of every run that does not use it
-NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None}
+NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbayes_root": "random"}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:

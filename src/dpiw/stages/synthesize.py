@@ -32,6 +32,10 @@ from dpiw.stages._cli import (
 )
 
 
+#: the sdgp.<name> keys that are not integers
+SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "root": str}
+
+
 def parse_args(argv):
     p = Parser(prog="dpiw.stages.synthesize", description=__doc__)
     p.add_argument("--train", required=True)
@@ -55,7 +59,7 @@ def parse_args(argv):
     for name, keys in SDGP_KEYS.items():
         for key in keys:
             p.add_argument(f"--{name}-{key.replace('_', '-')}", dest=f"{name}_{key}",
-                           type=float if key == "structure_epsilon_fraction" else int, help=f"sdgp.{name}.{key}")
+                           type=SDGP_KEY_TYPES.get(key, int), help=f"sdgp.{name}.{key}")
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
