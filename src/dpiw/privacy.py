@@ -199,7 +199,7 @@ class BudgetSplit:
 
 def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_epsilon_fraction: float,
                  weights_delta_fraction: float) -> BudgetSplit:
-    """Split a run's (epsilon, delta) between the SDGP and the weight estimator (METHOD.md).
+    """Split a run's (epsilon, delta) between the SDGP and the weight estimator (docs/method.md, budget split).
 
     Methods that need no budget of their own leave all of it to the SDGP.
 

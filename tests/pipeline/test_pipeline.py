@@ -88,7 +88,7 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
         else:
             assert ("/logreg/" in str(path) or "/cgan/" in str(path)) and m["verdict"].startswith("NOT DP")
     runs = out / "runs/toy/eps=1/seed=0"
-    # a run that spends nothing on weights gives the whole budget to the SDGP (METHOD.md)
+    # a run that spends nothing on weights gives the whole budget to the SDGP (docs/method.md)
     plain = json.loads((runs / "marginals/none/none/manifest.json").read_text())
     assert plain["run"] == "toy/eps=1/seed=0/marginals/none/none"
     spends = {r["stage"]: r["epsilon"] for r in plain["records"]}

@@ -1,6 +1,6 @@
 """Density-ratio (importance weight) estimators: log w(x) = log p_D(x)/p_G(x) at the synthetic rows.
 
-Classifier route (METHOD.md): with p = P(y=1 | x) for real (y=1) versus synthetic (y=0) rows,
+Classifier route (docs/method.md): with p = P(y=1 | x) for real (y=1) versus synthetic (y=0) rows,
 log w(x) = logit p(x) + log(N_G/N_D): a balanced classifier with N_D = N_G gives no shift.
 
 Every estimator takes ``fit(X_real, X_synth, *, epsilon, delta, rng, rows=None)`` on encoded records in

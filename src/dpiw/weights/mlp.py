@@ -1,6 +1,6 @@
 """MLP and DP-MLP weights: a small real-vs-synthetic classifier, log w = logit + log(N_G/N_D).
 
-DP-MLP is the paper's Algorithm 1 ("relaxed DP-SGD"), as METHOD.md fixes it: every step Poisson-samples
+DP-MLP is the paper's Algorithm 1 ("relaxed DP-SGD"), as docs/method.md describes it: every step Poisson-samples
 each of the N_D + N_G rows with q = L / (N_D + N_G); every sampled row's per-example gradient (synthetic
 rows too) is clipped to C; ONE draw of N(0, sigma^2 C^2 I) is added to the sum, always (not per
 private row); the result is divided by L. Only the private rows make it a privacy question, and the

@@ -1,0 +1,115 @@
+"""Release DP synthetic data and DP importance weights of your own table, in one command (release mode).
+
+Every row of DATA is private. dpiw copies your schema to data/schemas/<name>.yaml (pointing at DATA), writes
+the run's config to configs/release_<name>.yaml (rerun it with Snakemake or edit it later), runs the
+workflow, and prints where the bundle is and what it spent. The noise comes from fresh OS entropy, so two
+releases never share it; the dataset's lifetime ledger (ledgers/<name>.json) refuses a release that would
+take the dataset past --dataset-epsilon. Run it from the repository's root.
+
+    dpiw release data/examples/clinic.csv --schema data/schemas/clinic.yaml --epsilon 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import yaml
+
+from dpiw import DpiwError, registry
+from dpiw.commands.run import snakemake
+from dpiw.commands.show import describe
+from dpiw.io import read_json
+from dpiw.neighbours import NEIGHBOURS
+
+#: the first line of every config this command writes (it overwrites only its own)
+MARK = "# written by `dpiw release`"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", metavar="DATA", help="your private table: a CSV with a header, or a parquet file")
+    p.add_argument("--schema", required=True,
+                   help="its schema (YAML): every column's type and PUBLIC bounds or categories, and the target "
+                        "(start from `dpiw schema infer DATA`)")
+    p.add_argument("--epsilon", type=float, required=True, help="the release's total epsilon (generator + weights)")
+    p.add_argument("--delta", default="paper",
+                   help="the release's delta: 'paper' (1/N_D - 1e-6) or a number below 1/N_D")
+    p.add_argument("--sdgp", default="mst", choices=registry.sdgp_names(dp=True),
+                   help="the DP generator (default mst: MST on Private-PGM)")
+    p.add_argument("--weights", default="beta_debiased",
+                   choices=registry.weight_names(dp=True),
+                   help="the DP weight method (default beta_debiased)")
+    p.add_argument("--post", default="psis", help="the post-processing chain (default psis; e.g. none, temper)")
+    p.add_argument("--dataset-epsilon", type=float, default=10.0,
+                   help="the most epsilon all releases of this dataset may spend together (its lifetime ledger)")
+    p.add_argument("--neighbours", choices=NEIGHBOURS, default="replace_one",
+                   help="replace_one (the row count is public) or add_remove (it is private; needs a numeric "
+                        "--delta)")
+    p.add_argument("--cores", default="all", help="CPU cores for the workflow's jobs")
+
+
+def _schema_for(data: Path, schema_path: Path, root: Path) -> str:
+    """Put the schema where the workflow finds it, pointing at ``data``; return the dataset's name."""
+    from dpiw.data.schema import load_schema
+
+    load_schema(schema_path)  # every field checked, with the field named in the error
+    d = yaml.safe_load(schema_path.read_text())
+    name = d["name"]
+    try:
+        rel = data.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        rel = str(data.resolve())
+    d["source"] = {**{k: v for k, v in (d.get("source") or {}).items() if k == "public_path"},
+                   "kind": "file", "path": rel}
+    target = root / "data/schemas" / f"{name}.yaml"
+    if target.resolve() == schema_path.resolve():
+        if (yaml.safe_load(target.read_text()).get("source") or {}).get("path") != rel:
+            raise DpiwError(f"{schema_path}: its source.path does not name {data}; set source: {{kind: file, path: "
+                            f"{rel}}} in it")
+        return name
+    text = f"{MARK} from {schema_path}\n" + yaml.safe_dump(d, sort_keys=False)
+    if target.exists() and not target.read_text().startswith(MARK) and target.read_text() != text:
+        raise DpiwError(f"data/schemas/{name}.yaml already holds another schema named '{name}': give yours another "
+                        "name (its `name:` field) or pass that file as --schema")
+    target.write_text(text)
+    return name
+
+
+def main(args) -> None:
+    from dpiw.grid import eps_str
+
+    root = Path.cwd()
+    data, schema_path = Path(args.data), Path(args.schema)
+    for flag, path in (("DATA", data), ("--schema", schema_path)):
+        if not path.is_file():
+            raise DpiwError(f"{flag} {path}: no such file")
+    if not (args.epsilon > 0):
+        raise DpiwError(f"--epsilon must be positive, got {args.epsilon}")
+    if not (root / "Snakefile").is_file():
+        raise DpiwError(f"no Snakefile in {root}: run dpiw from the repository's root")
+    name = _schema_for(data, schema_path, root)
+    delta = args.delta if args.delta == "paper" else float(args.delta)
+    config = {"mode": "release",
+              "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
+                       "weights": [args.weights], "posts": [args.post], "exclude": []},
+              "scale": {"public_fraction": 0, "out_of_bounds": "fail"},
+              "privacy": {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
+                          "dataset_epsilon": args.dataset_epsilon, "neighbours": args.neighbours}}
+    path = root / "configs" / f"release_{name}.yaml"
+    if path.exists() and not path.read_text().startswith(MARK):
+        raise DpiwError(f"{path.relative_to(root)} exists and was not written by `dpiw release`: move it away")
+    path.write_text(f"{MARK}; rerun: snakemake --cores all --configfile configs/release_{name}.yaml\n"
+                    + yaml.safe_dump(config, sort_keys=False))
+    snakemake(["--cores", str(args.cores), "--configfile", str(path.relative_to(root))])
+    run_dir = (root / "results" / f"release_{name}" / "runs" / name / f"eps={eps_str(args.epsilon)}" / "seed=0"
+               / args.sdgp / args.weights / args.post)
+    manifest = read_json(run_dir / "manifest.json")
+    print("\n".join(describe(manifest)))
+    bundle = run_dir / "release"
+    if manifest["release"]["fit_to_release"]:
+        files = ", ".join(sorted(p.name for p in bundle.iterdir()))
+        print(f"\nbundle     {os.path.relpath(bundle)}/  ({files})\n"
+              f"ledger     ledgers/{name}.json: keep it; it counts every release of this dataset")
+    else:
+        print(f"\nno bundle to publish: {bundle.relative_to(root)}/ holds the reasons")

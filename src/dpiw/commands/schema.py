@@ -1,0 +1,71 @@
+"""Write a draft schema for a CSV or parquet file: the column names and kinds, with the bounds and category
+lists left for you to fill in.
+
+Only the header and each column's kind (numeric or not) are read. The bounds and categories must be public
+knowledge - units, forms, codebooks, documentation - and never the data's own minimum, maximum or values:
+those would leak the private rows. The draft does not validate until you fill them in.
+
+    dpiw schema infer data/mine.csv --target outcome > data/schemas/mine.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from dpiw import DpiwError
+
+FILL = "FILL IN"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="schema_command", metavar="infer", required=True)
+    infer = sub.add_parser("infer", help="a draft schema for a data file (bounds left for you to fill in)",
+                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    infer.add_argument("data", metavar="DATA", help="the CSV (with a header) or parquet file")
+    infer.add_argument("--name", help="the dataset's name (default: the file's name, lower case)")
+    infer.add_argument("--target", help="the column to predict (default: the last column)")
+    infer.add_argument("--out", help="write the draft here instead of to standard output")
+
+
+def draft(data: str | Path, *, name: str | None = None, target: str | None = None) -> str:
+    """The draft schema's YAML text."""
+    import pandas as pd
+
+    path = Path(data)
+    if not path.is_file():
+        raise DpiwError(f"{path}: no such file")
+    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    if frame.shape[1] < 2:
+        raise DpiwError(f"{path}: {frame.shape[1]} column(s); a schema needs at least a feature and a target")
+    name = name or re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_") or "data"
+    target = target or str(frame.columns[-1])
+    if target not in frame.columns:
+        raise DpiwError(f"--target {target}: no such column; the columns are {list(map(str, frame.columns))}")
+    numeric_target = pd.api.types.is_numeric_dtype(frame[target]) and not pd.api.types.is_bool_dtype(frame[target])
+    lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
+             "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
+             "# with few values (a code) may be better declared categorical.",
+             f"name: {name}",
+             f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
+             f"target: {target}",
+             f"source: {{kind: file, path: {path.as_posix()}}}",
+             "columns:"]
+    for col in frame.columns:
+        s = frame[col]
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}}}")
+        else:
+            lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]}}")
+    return "\n".join(lines) + "\n"
+
+
+def main(args) -> None:
+    text = draft(args.data, name=args.name, target=args.target)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"dpiw: draft schema written to {args.out}; fill in every {FILL}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)

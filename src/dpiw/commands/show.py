@@ -1,0 +1,63 @@
+"""Say what a run spent and whether its bundle may be published: its manifest in words.
+
+Give a run's folder (results/<config>/runs/<dataset>/eps=<e>/seed=<s>/<sdgp>/<weights>/<post>), its release
+bundle (that folder's release/) or a manifest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dpiw import DpiwError
+from dpiw.io import read_json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="RUN|BUNDLE", help="a run's folder, its release/ bundle, or a manifest.json")
+
+
+def find_manifest(path: str | Path) -> Path:
+    p = Path(path)
+    for candidate in (p, p / "manifest.json", p.parent / "manifest.json"):
+        if candidate.is_file() and candidate.name == "manifest.json":
+            return candidate
+    if (p / "refused.json").is_file():
+        raise DpiwError(f"{p}: a refused bundle (no rows, no weights); the reasons are in {p / 'refused.json'}; "
+                        f"the run's manifest is in {p.parent / 'manifest.json'}")
+    raise DpiwError(f"{p}: no manifest.json here (give a run's folder, its release/ folder or a manifest.json)")
+
+
+def _num(x) -> str:
+    return "–" if x is None else f"{x:.4g}"
+
+
+def describe(m: dict) -> list[str]:
+    """The manifest as lines of text."""
+    rel = m.get("neighbours", {}).get("relation", "replace_one")
+    budget, spent, release = m["budget"], m["spent"], m["release"]
+    lines = [f"run        {m['run']}  ({m.get('mode', 'benchmark')} mode)",
+             f"budget     epsilon {_num(budget['epsilon'])}, delta {_num(budget['delta'])}  "
+             f"({ {'replace_one': 'replace-one', 'add_remove': 'add/remove'}.get(rel, rel)} neighbours)"]
+    if m["dp"]:
+        tight = spent.get("tightest", {})
+        rdp = spent.get("rdp", {})
+        lines.append(f"spent      epsilon {_num(spent['epsilon'])}, delta {_num(spent['delta'])} (sum of the stages)"
+                     + (f"; RDP composition: epsilon {_num(rdp.get('epsilon'))} at delta {_num(rdp.get('delta'))}"
+                        if rdp else ""))
+        if tight:
+            lines.append(f"guarantee  ({_num(tight['epsilon'])}, {_num(tight['delta'])})-DP  [{m['verdict']}]")
+    else:
+        lines.append(f"spent      NOT differentially private: {m['verdict']}")
+    lines.append("stages")
+    for r in m["records"]:
+        eps = "not DP" if not r["dp"] else f"epsilon {_num(r['epsilon'])}, delta {_num(r['delta'])}"
+        lines.append(f"  {r['stage']:<20} {eps:<32} {r['mechanism']}")
+    lines.append(f"noise      {m['noise_seeds']['note']}")
+    verdict = "FIT TO RELEASE" if release["fit_to_release"] else "NOT fit to release"
+    lines.append(f"release    {verdict}: " + "; ".join(release["reasons"]))
+    return lines
+
+
+def main(args) -> None:
+    print("\n".join(describe(read_json(find_manifest(args.path)))))

@@ -1,0 +1,93 @@
+"""The `dpiw` console command: every subcommand's flags documented (the parsers introspected), stages reached
+through it, the draft schema reading no private value, and `dpiw show` saying a manifest in words."""
+
+import argparse
+import json
+
+import pandas as pd
+import pytest
+
+from dpiw import DpiwError
+from dpiw.commands import STAGES, build_parser, main
+from dpiw.commands.schema import FILL, draft
+from dpiw.commands.show import describe, find_manifest
+from dpiw.data.schema import parse_schema
+
+
+def _subparsers(parser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+def test_every_subcommand_documents_every_flag():
+    parser = build_parser()
+    seen = []
+    stack = [("dpiw", parser)]
+    while stack:
+        name, p = stack.pop()
+        text = p.format_help()
+        for a in p._actions:
+            if a.option_strings and a.dest != "help":
+                assert a.help, f"{name}: {a.option_strings[0]} has no help"
+                assert a.option_strings[0] in text
+            elif isinstance(a, argparse._SubParsersAction):
+                assert all(c.help for c in a._choices_actions), f"{name}: a subcommand without help"
+        for sub, sp in _subparsers(p):
+            if sub not in STAGES:  # a stage's flags: tests/stages/test_help.py
+                stack.append((f"{name} {sub}", sp))
+        seen.append(name)
+    assert {"dpiw", "dpiw run", "dpiw release", "dpiw show", "dpiw schema", "dpiw schema infer"} <= set(seen)
+    assert {"scale", "synthesize", "fit_weights", "privacy_ledger"} <= set(STAGES)
+
+
+def test_a_stage_runs_through_the_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["synthesize", "--help"])
+    assert exc.value.code == 0 and "--neighbours" in capsys.readouterr().out
+
+
+def test_schema_infer_reads_no_value_and_leaves_the_bounds_to_fill(tmp_path):
+    data = tmp_path / "ward.csv"
+    pd.DataFrame({"age": [23.5, 71.25, 48.0], "unit": ["a", "b", "a"], "ill": ["no", "yes", "no"]}).to_csv(
+        data, index=False)
+    text = draft(data, target="ill")
+    for value in ("23.5", "71.25", "48", "'a'", "yes"):  # no value of the rows appears
+        assert value not in text.replace("path:", "")
+    columns = [line for line in text.splitlines() if line.startswith("  - ")]
+    assert sum(line.count(FILL) for line in columns) == 2 + 1 + 1  # age's two bounds, two category lists
+    assert "target: ill" in text and "task: classification" in text
+    import yaml
+
+    with pytest.raises(DpiwError, match="age"):  # the draft does not validate until filled in
+        parse_schema(yaml.safe_load(text))
+    with pytest.raises(DpiwError, match="no such column"):
+        draft(data, target="outcome")
+
+
+def test_show_says_the_manifest_in_words(tmp_path):
+    m = {"run": "clinic/eps=1/seed=0/mst/beta_debiased/psis", "mode": "release",
+         "neighbours": {"relation": "add_remove"}, "budget": {"epsilon": 1.0, "delta": 1e-5},
+         "spent": {"epsilon": 1.0, "delta": 5e-6, "rdp": {"epsilon": 0.9, "delta": 1e-5},
+                   "tightest": {"epsilon": 0.9, "delta": 1e-5}},
+         "dp": True, "verdict": "within budget",
+         "records": [{"stage": "synthesize", "dp": True, "epsilon": 0.9, "delta": 5e-6, "mechanism": "MST"}],
+         "noise_seeds": {"note": "no noise can be regenerated"},
+         "release": {"fit_to_release": True, "reasons": ["release mode, secret noise"]}}
+    run = tmp_path / "run"
+    (run / "release").mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps(m))
+    assert find_manifest(run / "release") == find_manifest(run) == run / "manifest.json"
+    text = "\n".join(describe(m))
+    assert "(0.9, 1e-05)-DP" in text and "add/remove neighbours" in text and "FIT TO RELEASE" in text
+    with pytest.raises(DpiwError, match="no manifest.json"):
+        find_manifest(tmp_path)
+
+
+def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DpiwError, match="no such file"):
+        main(["release", "missing.csv", "--schema", str(root / "data/schemas/clinic.yaml"), "--epsilon", "1"])
+    (tmp_path / "t.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(DpiwError, match="no Snakefile"):
+        main(["release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"), "--epsilon", "1"])
