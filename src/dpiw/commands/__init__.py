@@ -16,7 +16,6 @@ import pkgutil
 import sys
 
 import dpiw.stages
-
 from dpiw.stages._cli import Parser, run
 
 #: the pipeline stages reachable as `dpiw <stage>`: every module dpiw.stages.<name> (each has main(argv))

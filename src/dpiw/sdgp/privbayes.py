@@ -37,7 +37,6 @@ from dpiw.neighbours import RowCount, count_l1, count_mi_sensitivity_add_remove
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
 
-
 #: sdgp.privbayes.root: how the first attribute of the network is chosen (both data-free)
 ROOTS = ("random", "target")
 
@@ -103,7 +102,8 @@ class PrivBayes:
         if self.root not in ROOTS:
             raise DpiwError(f"sdgp.privbayes.root must be one of {ROOTS}, got {self.root!r}")
         if self.root == "target" and schema.target is None:
-            raise DpiwError(f"sdgp.privbayes.root: target, but schema '{schema.name}' names no target; set root: random")
+            raise DpiwError(f"sdgp.privbayes.root: target, but schema '{schema.name}' names no target; "
+                            "set root: random")
         if not (isinstance(self.degree, int) and self.degree >= 1):
             raise DpiwError(f"sdgp.privbayes.degree must be an integer >= 1, got {self.degree!r}")
         if not (0 < self.structure_epsilon_fraction < 1):

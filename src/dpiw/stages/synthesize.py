@@ -31,7 +31,6 @@ from dpiw.stages._cli import (
     stage_rows,
 )
 
-
 #: the sdgp.<name> keys that are not integers
 SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "root": str}
 
