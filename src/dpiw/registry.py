@@ -3,7 +3,7 @@
 Everything else is derived from here: the privacy classes (dpiw.privacy), the grid's validity rules and
 each stage's flags (dpiw.grid), the choices of the stages' command lines, the enums of params.yaml's
 schema (dpiw.config), the order of the tables and figures (dpiw.evaluate). Adding a weight method is one
-module with its estimator and one entry below (README, "Adding a weight method").
+module with its estimator and one entry below (docs/development.md, "Adding a weight method").
 
 This module imports nothing heavy: the estimators are named as ``module:attribute`` and imported only
 when a stage makes one.

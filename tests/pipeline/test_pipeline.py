@@ -224,7 +224,7 @@ def test_a_user_in_a_git_clone_dvc_repro_edit_and_experiments(snakemake_run, tmp
 
 @pytest.mark.slow
 def test_bring_your_own_data_example_runs_end_to_end(tmp_path, snakemake_run):
-    """The README's worked example: a CSV with categorical columns and its schema, through Snakemake, in
+    """docs/release.md's worked example: a CSV with categorical columns and its schema, through Snakemake, in
     its own output folder (another config's results stay as they were)."""
     wd = workdir(tmp_path, ROOT / "params.yaml")
     sh(["snakemake", "--cores", "2", "--configfile", "configs/clinic_example.yaml"], wd)

@@ -1,4 +1,4 @@
-"""A curator's release, as the README gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
+"""A curator's release, as docs/release.md gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
 (mode: release). Every input row is private data (no test split, no public slice), the noise comes from
 OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs agree byte for byte), the bundle is fit to
 release, and the dataset's lifetime ledger refuses a bundle past privacy.dataset_epsilon and does not

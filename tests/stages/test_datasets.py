@@ -22,7 +22,7 @@ def _scale_args(schema, out, *, dataset="clinic", extra=()):
 
 @pytest.fixture
 def user_data(tmp_path, root):
-    """The README's example (clinic.csv + schema), copied so that each test can break it."""
+    """docs/release.md's example (clinic.csv + schema), copied so that each test can break it."""
     frame = pd.read_csv(root / "data/examples/clinic.csv")
     schema = yaml.safe_load((root / "data/schemas/clinic.yaml").read_text())
 

@@ -261,3 +261,28 @@ def test_tables_never_bold_an_oracle_or_a_non_dp_row():
            if line.startswith("| WST")}
     assert wst["beta_debiased"].startswith("**") and wst["true"].endswith("§") and wst["logreg"].endswith("†")
     assert not any(wst[w].startswith("**") for w in ("true", "logreg", "mlp", "none"))
+
+
+def test_summary_never_picks_or_bolds_an_oracle_or_non_dp_row():
+    """The summary page picks the best DP weight method per cell; `true` (the oracle) and the non-DP references
+    are better here on purpose and must still never be picked or bold; a method failing the k-hat gate neither."""
+    import pandas as pd
+
+    from dpiw.evaluate import summary_table
+
+    rows = []
+    for seed in range(4):
+        for weights, wst, dp, fit in (("none", 0.50, True, True), ("true", 0.01, True, True),
+                                      ("logreg", 0.02, False, True), ("mlp", 0.03, False, True),
+                                      ("dp_mlp", 0.05, True, False), ("beta_debiased", 0.40 + 0.001 * seed, True, True),
+                                      ("beta_noised", 0.45, True, True)):
+            rows.append({"dataset": "toy", "eps": 1.0, "sdgp": "uniform", "post": "none", "seed": seed,
+                         "weights": weights, "wst": wst, "dp": dp, "fit_to_release": fit})
+    runs = pd.DataFrame(rows)
+    table = summary_table.summary_rows(runs)
+    assert table.best.tolist() == ["beta_debiased"]
+    assert table.change.iloc[0] == pytest.approx(-0.0985)
+    text = summary_table.markdown(table)
+    assert "**beta_debiased**" in text and "better, beyond 2 SE" in text
+    for name in ("true", "logreg", "mlp", "dp_mlp"):
+        assert f"**{name}**" not in text and f"| {name} |" not in text

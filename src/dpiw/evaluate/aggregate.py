@@ -51,10 +51,14 @@ def _cell(mean, se) -> str:
     return f"{mean:.4f} ± {se:.4f}" if math.isfinite(se) else f"{mean:.4f}"
 
 
-def markdown(long: pd.DataFrame) -> str:
+def markdown(long: pd.DataFrame, summary_page: str = "") -> str:
     """One table per (dataset, eps, post): rows metric x weights, columns SDGPs; the best DP method per
-    metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger."""
-    lines = ["# dpiw results: mean ± standard error over seeds", "",
+    metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger. ``summary_page``
+    (dpiw.evaluate.summary_table) comes first."""
+    lines = ["# dpiw results: mean ± standard error over seeds", ""]
+    if summary_page:
+        lines += [summary_page, "## Full tables", ""]
+    lines += [
              "† not differentially private (benchmark baseline). ‡ not fit to release: the raw weights' Pareto "
              "k̂ exceeds min(1 − 1/log10 S, 0.7) in at least one seed (PSIS gate). § oracle (the known density "
              "ratio, a reference). Bold: best DP weighting per metric and SDGP among those fit to release (never "

@@ -1,4 +1,5 @@
-"""Stage `aggregate`: tables over seeds (CSV, long form, and Markdown like the paper's Tables 1-3)."""
+"""Stage `aggregate`: tables over seeds (CSV, long form, and Markdown like the paper's Tables 1-3), led by
+a one-page summary (dpiw.evaluate.summary_table): each SDGP's None row and its best DP weight method."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpiw import DpiwError
+from dpiw.evaluate import summary_table
 from dpiw.evaluate.aggregate import long_table, markdown, summary
 from dpiw.io import _atomic, read_json, write_json
 from dpiw.stages._cli import Parser, run
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
     long = long_table(rows)
     write_json(summary(long), args.out_summary)
     _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
-    text = markdown(long)
+    text = markdown(long, summary_table.markdown(summary_table.summary_rows(runs)))
     _atomic(Path(args.out_md), lambda tmp: tmp.write_text(text))
     print(f"aggregate: {len(rows)} runs -> {args.out_csv}, {args.out_md}")
 
