@@ -104,6 +104,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=5)
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--png", default=str(ROOT / "bench/gan_tuning.png"), help="where the plot goes")
     args = p.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -120,7 +121,7 @@ def main() -> int:
             print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
     lines, summary = summarise(results)
     print("\n".join(lines))
-    plot(summary, ROOT / "bench/gan_tuning.png")
+    plot(summary, Path(args.png))
     return 0
 
 

@@ -276,7 +276,7 @@ def test_summary_never_picks_or_bolds_an_oracle_or_non_dp_row():
                                       ("logreg", 0.02, False, True), ("mlp", 0.03, False, True),
                                       ("dp_mlp", 0.05, True, False), ("beta_debiased", 0.40 + 0.001 * seed, True, True),
                                       ("beta_noised", 0.45, True, True)):
-            rows.append({"dataset": "toy", "eps": 1.0, "sdgp": "uniform", "post": "none", "seed": seed,
+            rows.append({"dataset": "toy", "eps": "1", "sdgp": "uniform", "post": "none", "seed": seed,
                          "weights": weights, "wst": wst, "dp": dp, "fit_to_release": fit})
     runs = pd.DataFrame(rows)
     table = summary_table.summary_rows(runs)

@@ -32,6 +32,8 @@ rule aggregate:
         md=out(G.TABLE_MD),
         runs=report(out(G.TABLE_RUNS), caption="../report/tables.rst", category="Tables"),
         summary=out(G.SUMMARY),
+        summary_html=report(out(G.SUMMARY_HTML), caption="../report/summary.rst", category="Summary"),
+        manifests_html=report(out(G.MANIFESTS_HTML), caption="../report/manifests.rst", category="Privacy"),
     log:
         f"{LOGS}/aggregate.log",
     conda:
@@ -39,6 +41,7 @@ rule aggregate:
     shell:
         "python -m dpiw.stages.aggregate --evaluated {input.evaluated} --ledgers {input.ledgers}"
         " --out-csv {output.csv} --out-md {output.md} --out-runs {output.runs} --out-summary {output.summary}"
+        " --out-summary-html {output.summary_html} --out-manifests-html {output.manifests_html}"
         " > {log} 2>&1"
 
 
@@ -68,6 +71,8 @@ rule report:
     input:
         out(G.TABLE_CSV),
         out(G.TABLE_RUNS),
+        out(G.SUMMARY_HTML),
+        out(G.MANIFESTS_HTML),
         out(G.FIG1),
         out(G.FIG2),
     output:

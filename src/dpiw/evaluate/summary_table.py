@@ -76,10 +76,10 @@ def markdown(rows: pd.DataFrame) -> str:
     for r in rows.itertuples():
         none = f"{r.none:.3f} ± {r.none_se:.3f}" if np.isfinite(r.none_se) else f"{r.none:.3f}"
         if not isinstance(r.best, str):  # no DP weight method fit to release in this cell
-            lines.append(f"| {r.dataset} | {r.eps:g} | {r.sdgp} | {none} | – | – | – | – |")
+            lines.append(f"| {r.dataset} | {float(r.eps):g} | {r.sdgp} | {none} | – | – | – | – |")
             continue
         v = verdict(r.change, r.change_se)
         name = f"**{r.best}**" if v.startswith("better") else r.best
         change = f"{r.change:+.3f} ± {r.change_se:.3f}" if np.isfinite(r.change_se) else f"{r.change:+.3f}"
-        lines.append(f"| {r.dataset} | {r.eps:g} | {r.sdgp} | {none} | {name} | {r.best_mean:.3f} | {change} | {v} |")
+        lines.append(f"| {r.dataset} | {float(r.eps):g} | {r.sdgp} | {none} | {name} | {r.best_mean:.3f} | {change} | {v} |")
     return "\n".join(lines) + "\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpiw import DpiwError
-from dpiw.evaluate import summary_table
+from dpiw.evaluate import report_pages, summary_table
 from dpiw.evaluate.aggregate import long_table, markdown, summary
 from dpiw.io import _atomic, read_json, write_json
 from dpiw.stages._cli import Parser, run
@@ -30,6 +30,8 @@ def parse_args(argv):
     p.add_argument("--out-runs", required=True, help="CSV: one row per run with every metric (figures read it)")
     p.add_argument("--out-summary", required=True,
                    help="JSON for `dvc metrics`: mean of each ranked metric per dataset/eps/sdgp/weights/post")
+    p.add_argument("--out-summary-html", help="the summary table as an HTML page (for the report)")
+    p.add_argument("--out-manifests-html", help="every run's manifest in one HTML page (for the report)")
     return p.parse_args(argv)
 
 
@@ -41,9 +43,10 @@ def main(argv: list[str] | None = None) -> None:
         raise DpiwError("no runs to aggregate: give --metrics/--manifests or --evaluated/--ledgers")
     if len(args.metrics) != len(args.manifests):
         raise DpiwError(f"{len(args.metrics)} metrics files but {len(args.manifests)} manifests")
-    rows = []
+    rows, manifests = [], []
     for mpath, fpath in zip(args.metrics, args.manifests, strict=True):
         m, f = read_json(mpath), read_json(fpath)
+        manifests.append(f)
         run_keys = m["run"]
         if Path(fpath).parent != Path(mpath).parent:
             raise DpiwError(f"{mpath} and {fpath} belong to different runs")
@@ -56,6 +59,12 @@ def main(argv: list[str] | None = None) -> None:
     _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
     text = markdown(long, summary_table.markdown(summary_table.summary_rows(runs)))
     _atomic(Path(args.out_md), lambda tmp: tmp.write_text(text))
+    if args.out_summary_html:
+        page = report_pages.summary_html(runs)
+        _atomic(Path(args.out_summary_html), lambda tmp: tmp.write_text(page))
+    if args.out_manifests_html:
+        page_m = report_pages.manifests_html(manifests)
+        _atomic(Path(args.out_manifests_html), lambda tmp: tmp.write_text(page_m))
     print(f"aggregate: {len(rows)} runs -> {args.out_csv}, {args.out_md}")
 
 
