@@ -81,5 +81,6 @@ def markdown(rows: pd.DataFrame) -> str:
         v = verdict(r.change, r.change_se)
         name = f"**{r.best}**" if v.startswith("better") else r.best
         change = f"{r.change:+.3f} ± {r.change_se:.3f}" if np.isfinite(r.change_se) else f"{r.change:+.3f}"
-        lines.append(f"| {r.dataset} | {float(r.eps):g} | {r.sdgp} | {none} | {name} | {r.best_mean:.3f} | {change} | {v} |")
+        lines.append(f"| {r.dataset} | {float(r.eps):g} | {r.sdgp} | {none} | {name} | {r.best_mean:.3f} | {change} "
+                     f"| {v} |")
     return "\n".join(lines) + "\n"
