@@ -77,7 +77,7 @@ def summarise(results: dict[str, pd.DataFrame]) -> tuple[list[str], pd.DataFrame
     return lines, pd.DataFrame(rows)
 
 
-def plot(summary: pd.DataFrame, path: Path) -> None:
+def plot(summary: pd.DataFrame, path: Path, seeds: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -96,7 +96,7 @@ def plot(summary: pd.DataFrame, path: Path) -> None:
     for ax in axes:
         ax.set_xticks(x, variants, rotation=35, ha="right")
         ax.legend(frameon=False)
-    fig.suptitle("GAN defaults on data dpiw never evaluates (wine, ε = 1, 5 seeds, no weights)")
+    fig.suptitle(f"GAN defaults on data dpiw never evaluates (wine, ε = 1, {seeds} seeds, no weights)")
     fig.savefig(path, dpi=120)
 
 
@@ -121,7 +121,7 @@ def main() -> int:
             print(f"{name}: {time.perf_counter() - t:.0f} s", flush=True)
     lines, summary = summarise(results)
     print("\n".join(lines))
-    plot(summary, Path(args.png))
+    plot(summary, Path(args.png), args.seeds)
     return 0
 
 
