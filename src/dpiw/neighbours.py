@@ -87,7 +87,7 @@ def count_mi_sensitivity_add_remove(n: int) -> float:
     n (slowly), so the value at an upper bound of N_D holds for every smaller N_D.
 
     >>> round(count_mi_sensitivity_add_remove(455), 3)
-    20.53
+    20.548
     """
     if n < 1:
         raise DpiwError("the mutual information's add/remove sensitivity needs at least 1 row")
