@@ -74,3 +74,33 @@ def test_discretise_and_guards(rng):
         DPMarginals(bins=100, max_cells=50).fit(data(rng), SCHEMA, epsilon=1, delta=0, rng=rng)
     with pytest.raises(DpiwError, match="unknown SDGP"):
         make_sdgp("gann")
+
+
+def test_every_generator_and_weight_method_documents_parameters_and_returns():
+    """numpydoc: the methods a user calls on every SDGP and weight estimator of the registry say what they take
+    and return (dpiw._docs holds the shared text)."""
+    from dpiw import registry
+
+    missing = []
+    for entry in registry.SDGPS:
+        cls = registry.load(entry.factory)
+        cls = cls if isinstance(cls, type) else type(cls(**({"progress": False} if entry.gan else {})))
+        for name in ("fit", "sample"):
+            doc = getattr(cls, name).__doc__ or ""
+            if "Parameters\n" not in doc or "Returns\n" not in doc:
+                missing.append(f"{entry.name}.{name}")
+    for entry in registry.WEIGHT_METHODS:
+        est = registry.load(entry.estimator)
+        cls = est if isinstance(est, type) else None
+        if cls is None:
+            continue  # a factory (mlp, dp_mlp): its class is checked through MLPWeights below
+        for name in ("fit_gan",) if entry.family == "gan" else ("fit", "log_ratio"):
+            doc = getattr(cls, name).__doc__ or ""
+            if "Parameters\n" not in doc or "Returns\n" not in doc:
+                missing.append(f"{entry.name}.{name}")
+    from dpiw.weights.mlp import MLPWeights
+
+    for name in ("fit", "log_ratio"):
+        if "Parameters\n" not in (getattr(MLPWeights, name).__doc__ or ""):
+            missing.append(f"MLPWeights.{name}")
+    assert missing == []

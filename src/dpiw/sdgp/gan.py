@@ -29,6 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dpiw import DpiwError
+from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l1
 from dpiw.privacy import PrivacySpend
@@ -122,10 +123,10 @@ class GanSDGP:
         return self.steps * (self.n_critic if self.kind == "wgan" else 1)
 
     # -- fitting -----------------------------------------------------------------------------
+    @shared_doc(SDGP_FIT, "``on_generator_step(info)`` (tests) sees each generator step; ``rows.n`` sets the "
+                "Poisson sampling rate q = L / n.")
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, on_generator_step=None, rows: RowCount | None = None) -> GanSDGP:
-        """Train on the scaled private rows. ``on_generator_step(info)`` (tests) sees each generator step.
-        ``rows``: the row count the sampling rate may use (dpiw.neighbours; the exact N_D by default)."""
         n = len(train)
         self._check(n, schema)
         rows = rows or RowCount.exact(n)
@@ -255,8 +256,9 @@ class GanSDGP:
         G.load_state_dict(state)
         return G.eval()
 
+    @shared_doc(SDGP_SAMPLE, "The rows come evenly from the last ``keep_last`` generators (oldest first), "
+                "shuffled.")
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        """n rows, evenly from the last ``keep_last`` generators (oldest first), shuffled."""
         K = len(self.generators_)
         sizes = np.full(K, n // K)
         sizes[: n % K] += 1

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
+from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l1
 from dpiw.privacy import PrivacySpend
@@ -75,6 +76,7 @@ class DPMarginals:
         self.structure = structure
         self.max_cells = max_cells
 
+    @shared_doc(SDGP_FIT)
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, rows: RowCount | None = None) -> DPMarginals:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
@@ -120,6 +122,7 @@ class DPMarginals:
             rdp=({"kind": "laplace", "epsilon": epsilon / n_tables, "count": n_tables},))
         return self
 
+    @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         names = self.schema_.names
         cells = np.zeros((n, len(names)), dtype=np.int64)

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
+from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy import PrivacySpend
@@ -127,9 +128,10 @@ class MST:
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
 
+    @shared_doc(SDGP_FIT, "Measures (:meth:`measure`), then estimates the graphical model from the measurements "
+                "(post-processing).")
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, rows: RowCount | None = None) -> MST:
-        """Measure (:meth:`measure`), then estimate the graphical model from the measurements (post-processing)."""
         self.measure(train, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
         mbi = _mbi()
         measurements = [mbi.LinearMeasurement(y, tuple(map(str, cl)), stddev=sd) for cl, y, sd in self.measurements_]
@@ -216,6 +218,7 @@ class MST:
             scores[a, b] = float(np.abs(joint_counts(cells, (a, b), cards).reshape(-1) - pred).sum())
         return scores
 
+    @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         # mbi draws from numpy's global generator: seed it from ours, and put the global state back
         state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
+from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l1, count_mi_sensitivity_add_remove
 from dpiw.privacy import PrivacySpend
@@ -121,6 +122,7 @@ class PrivBayes:
             raise DpiwError(f"PrivBayes on '{schema.name}': one structure step would score {most} candidates > "
                             f"max_candidates={self.max_candidates}; lower sdgp.privbayes.degree")
 
+    @shared_doc(SDGP_FIT)
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, rows: RowCount | None = None) -> PrivBayes:
         cells, cards = discretise(train, schema, self.bins)
@@ -205,6 +207,7 @@ class PrivBayes:
                    if rows.noisy else [])))
         return self
 
+    @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         d = len(self.cards_)
         cells = np.zeros((n, d), dtype=np.int64)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
 from dpiw.privacy import PrivacySpend, no_spend
 
@@ -17,6 +18,7 @@ class UniformBox:
         self.schema_: Schema | None = None
         self.privacy_: PrivacySpend | None = None
 
+    @shared_doc(SDGP_FIT, "Data-free: reads neither the rows nor the budget.")
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, rows=None) -> UniformBox:
         self.schema_ = schema
@@ -24,6 +26,7 @@ class UniformBox:
                                  "never reads the private rows", generator="uniform")
         return self
 
+    @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         out = {}
         for c in self.schema_.columns:

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
 from dpiw.neighbours import RowCount, changed_terms
 from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
@@ -51,10 +52,12 @@ def laplace_bias_correction(X_tilde: np.ndarray, rho: float) -> np.ndarray:
 class NoWeights:
     """w = 1."""
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing", method="none")
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         return np.zeros(X.shape[0])
 
@@ -63,6 +66,7 @@ class SplitControl(NoWeights):
     """w = 1 on the rows of the SDGP fitted on the split share: the paired control of the methods that take a
     weight budget (their synthetic rows come from an SDGP with less epsilon than `none`'s). Spends nothing."""
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="no weights: reads nothing (the weight share is left unspent)",
                                  method="none_split")
@@ -72,11 +76,13 @@ class SplitControl(NoWeights):
 class TrueToyWeights:
     """The analytic ratio for the toy data with the uniform SDGP: w = 2 * 1[x1 + x2 < 1]."""
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, rows=None):
         self.privacy_ = no_spend("fit_weights", basis="analytic density ratio of the known toy DGP and the "
                                  "data-free uniform SDGP; reads no data", method="true")
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         inside = X[:, 0] + X[:, 1] < 1
         return np.where(inside, math.log(2.0), -np.inf)
@@ -183,6 +189,7 @@ class LogReg:
         self.coef_ = fit_l2_logistic(X, y, lam=lam_fit)
         self.log_prior_odds_ = log_prior_odds(self.n_real_, self.n_synth_)
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         self._fit_beta(X_real, X_synth, epsilon=epsilon, norm_bound=norm_bound, rows=rows)
         rule = f"1/(C n), C = {self.C:g}, n = N_D + N_G" if self.C is not None else str(self.lam)
@@ -193,6 +200,7 @@ class LogReg:
                                                    "lambda_rule": rule})
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         return add_intercept(X) @ self.coef_ + self.log_prior_odds_
 
@@ -208,6 +216,7 @@ class BetaNoised(LogReg):
     method = "beta_noised"
     laplace_noise = True
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
@@ -234,6 +243,7 @@ class BetaNoised(LogReg):
             rdp=({"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the coefficients"},))
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         return add_intercept(X) @ self.noisy_coef_ + self.log_prior_odds_
 
@@ -247,6 +257,7 @@ class BetaDebiased(BetaNoised):
 
     method = "beta_debiased"
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         Xt = add_intercept(X)
         return Xt @ self.noisy_coef_ + laplace_bias_correction(Xt, self.rho_) + self.log_prior_odds_

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw._docs import GAN_WEIGHTS_FIT, shared_doc
 from dpiw.neighbours import RowCount
 from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights import boosting
@@ -30,6 +31,7 @@ class DiscriminatorWeights:
     constant and self-normalised downstream.
     """
 
+    @shared_doc(GAN_WEIGHTS_FIT)
     def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         out = discriminators.outputs(synth)[-1]
         self.discriminators_ = discriminators
@@ -58,6 +60,7 @@ class DRSWeights:
             raise DpiwError(f"weights.drs.percentile must lie in (0, 100], got {percentile}")
         self.percentile = percentile
 
+    @shared_doc(GAN_WEIGHTS_FIT)
     def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         o = discriminators.outputs(synth)[-1]
         M = float(np.percentile(o, self.percentile))
@@ -80,6 +83,7 @@ class PGBWeights:
             raise DpiwError(f"weights.pgb.eta must be 'auto' or a positive number, got {eta!r}")
         self.rounds, self.eta = rounds, eta
 
+    @shared_doc(GAN_WEIGHTS_FIT)
     def fit_gan(self, discriminators, real, synth, *, epsilon, delta, rng, rows=None):
         if not (epsilon > 0):
             raise DpiwError("pgb needs a positive weight budget (privacy.weights_epsilon_fraction)")

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from dpiw import DpiwError
+from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
 from dpiw.neighbours import RowCount
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp import dpsgd
@@ -141,6 +142,7 @@ class MLPWeights:
         self.neighbours = neighbours  # DP-SGD's calibration (dpsgd.NEIGHBOURS; privacy.dpsgd_neighbours)
         self.method = "dp_mlp" if private else "mlp"
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound=None, rows: RowCount | None = None):
         rows = rows or RowCount.exact(len(X_real))
         n_d, n_g = rows.n, len(X_synth)  # N_D: public under replace-one, the noisy count under add/remove
@@ -198,6 +200,7 @@ class MLPWeights:
             details=details, rdp=(dpsgd.rdp_event(q, sigma, T, self.neighbours),))
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         with torch.no_grad():
             logits = self.net_(dpsgd.as_tensor(X))[:, 0].numpy().astype(float)

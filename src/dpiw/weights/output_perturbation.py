@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
 from dpiw.mechanisms import analytic_gaussian_sigma
 from dpiw.privacy import PrivacySpend
 from dpiw.weights.estimators import LogReg
@@ -52,6 +53,7 @@ class BetaDebiasedGauss(LogReg):
         unit = gaussian_scale(1.0, epsilon, delta)  # s = unit * terms R/(n lambda)
         return unit * self.terms_ * self.norm_bound_ / (self.n_sens_ * self.rho_target)
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
@@ -71,6 +73,7 @@ class BetaDebiasedGauss(LogReg):
             rdp=({"kind": "gaussian", "noise_multiplier": self.s_ / d2},))
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         Xt = add_intercept(X)
         return Xt @ self.noisy_coef_ + gaussian_log_correction(Xt, self.s_) + self.log_prior_odds_
@@ -89,6 +92,7 @@ class _OutputPerturbed(LogReg):
     def _per_weight(self, lam: float) -> float:
         return self.terms_ * self.norm_bound_**2 / (self.n_sens_ * lam)
 
+    @shared_doc(WEIGHTS_FIT)
     def fit(self, X_real, X_synth, *, epsilon, delta, rng, norm_bound: float | None = None, rows=None):
         if not (epsilon > 0):
             raise DpiwError(f"{self.method} needs a positive weight budget epsilon, got {epsilon}")
@@ -111,6 +115,7 @@ class _OutputPerturbed(LogReg):
             rdp=(self._rdp_event(sens, epsilon),))
         return self
 
+    @shared_doc(WEIGHTS_LOG_RATIO)
     def log_ratio(self, X):
         X = np.asarray(X)
         if X.shape != self.X_released_.shape or not np.array_equal(X, self.X_released_):
