@@ -199,23 +199,22 @@ def hmc(log_density: LogDensity, dim: int, *, rng: np.random.Generator, n_sample
 
 
 def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """Binary ROC-AUC by the rank-sum (Mann-Whitney) formula, ties counted half; NaN with one class.
+    """Binary ROC-AUC (scikit-learn's ``roc_auc_score``); NaN when y holds one class (scikit-learn raises).
 
     >>> roc_auc(np.array([0, 0, 1, 1]), np.array([0.1, 0.4, 0.35, 0.8]))
     0.75
     """
-    from scipy.stats import rankdata
+    from sklearn.metrics import roc_auc_score
 
     y = np.asarray(y).astype(bool)
-    n1, n0 = int(y.sum()), int((~y).sum())
-    if n1 == 0 or n0 == 0:
+    if y.all() or not y.any():
         return math.nan
-    r = rankdata(score)
-    return float((r[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    return float(roc_auc_score(y, score))
 
 
 def multiclass_auc(y: np.ndarray, proba: np.ndarray) -> float:
-    """Binary AUC, or the macro one-vs-rest average over the classes present in y."""
+    """Binary AUC, or the macro one-vs-rest average over the classes present in y (scikit-learn's own
+    ``multi_class="ovr"`` refuses a test split that lacks one of the classes the scores cover)."""
     y = np.asarray(y).astype(np.int64)
     if proba.ndim == 1:
         return roc_auc(y, proba)
