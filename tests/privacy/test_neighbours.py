@@ -191,6 +191,23 @@ def test_gaussian_beta_scale_is_the_analytic_gaussian(relation):
     assert est.s_ == pytest.approx(analytic_gaussian_sigma(0.5, 1e-5, terms * math.sqrt(3) / (rows.n * 0.5)))
 
 
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_output_perturbation_scales(relation):
+    from dpiw.weights.output_perturbation import OutputGauss, OutputLaplace
+
+    X_real, X_synth = _logistic_data(n=400, m=40)
+    rows = _rows(relation, len(X_real))
+    terms = 2 if relation == "replace_one" else 1
+    per_weight = terms * 3.0 / (rows.n * 20.0)  # R^2 = 3 for two columns and the intercept, lambda = 20
+    lap = OutputLaplace(lam=20.0).fit(X_real, X_synth, epsilon=1.0, delta=0.0, rng=np.random.default_rng(0),
+                                      rows=rows)
+    assert lap.scale_ == pytest.approx(len(X_synth) * per_weight / 1.0)
+    gauss = OutputGauss(lam=20.0).fit(X_real, X_synth, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0),
+                                      rows=rows)
+    assert gauss.scale_ == pytest.approx(analytic_gaussian_sigma(1.0, 1e-5, math.sqrt(len(X_synth)) * per_weight))
+    assert lap.privacy_.neighbours == gauss.privacy_.neighbours == relation
+
+
 def _objective(beta, X, y, divisor, lam):
     z = X @ beta
     return (np.logaddexp(0, z) - y * z).sum() / divisor + 0.5 * lam * beta @ beta
