@@ -3,6 +3,17 @@ with :func:`shared_doc` (each class's own docstring says what is particular to i
 
 from __future__ import annotations
 
+#: the parameters every mechanism's fit takes after its data
+_BUDGET = """epsilon, delta : float
+    This mechanism's share of the run's budget (0 for a method that spends nothing).
+rng : numpy.random.Generator
+    The stage's noise stream (never shared with another invocation).
+"""
+#: N_D as a mechanism may use it (dpiw.neighbours)
+_ROWS = """rows : dpiw.neighbours.RowCount, optional
+    N_D as the mechanism may use it: exact (replace-one, the default) or the stage's noisy count (add/remove).
+"""
+
 SDGP_FIT = """Fit the generator on the scaled private rows and record what it spent in ``privacy_``.
 
 Parameters
@@ -11,13 +22,7 @@ train : pandas.DataFrame
     The private rows D, scaled to [0, 1] with the schema's public bounds (categorical columns as codes).
 schema : dpiw.data.schema.Schema
     The columns, their public bounds or categories, and the target.
-epsilon, delta : float
-    The generator's share of the run's budget.
-rng : numpy.random.Generator
-    The stage's noise stream (every mechanism draws from it; never shared with another invocation).
-rows : dpiw.neighbours.RowCount, optional
-    N_D as the mechanism may use it: exact (replace-one, the default) or the stage's noisy count (add/remove).
-
+""" + _BUDGET + _ROWS + """
 Returns
 -------
 self
@@ -45,15 +50,9 @@ Parameters
 ----------
 X_real, X_synth : numpy.ndarray
     The encoded private rows D and synthetic rows G (dpiw.data.encode: [0, 1]^p, one-hot categories).
-epsilon, delta : float
-    The method's share of the run's budget (0 for methods that spend nothing).
-rng : numpy.random.Generator
-    The stage's noise stream.
-norm_bound : float, optional
+""" + _BUDGET + """norm_bound : float, optional
     A public bound on ||x||_2 from the schema (the logistic methods' sensitivity).
-rows : dpiw.neighbours.RowCount, optional
-    N_D as the mechanism may use it: exact (replace-one, the default) or the stage's noisy count (add/remove).
-
+""" + _ROWS + """
 Returns
 -------
 self

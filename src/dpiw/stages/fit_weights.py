@@ -135,12 +135,11 @@ def main(argv: list[str] | None = None) -> None:
         eps_w, delta_w = split.weights_epsilon, split.weights_delta
     # one stream per invocation: method, epsilon, share, inputs' digests... (never shared between two
     # weight files that could be released side by side: their difference would cancel the noise)
-    rng = noise.rng("fit_weights", {**identity(args, inputs=("real", "synth", "public", "schema", "models"),
-                                               outputs=("out", "public_out", "privacy_out")),
-                                    "weights_epsilon": eps_w, "weights_delta": delta_w})
-    eps_count = count_epsilon(args, eps_w)
-    rows = stage_rows(args, len(real), eps_count, noise, "fit_weights-count", identity(
-        args, inputs=("real", "synth", "public", "schema", "models"), outputs=("out", "public_out", "privacy_out")))
+    who = identity(args, inputs=("real", "synth", "public", "schema", "models"),
+                   outputs=("out", "public_out", "privacy_out"))
+    rng = noise.rng("fit_weights", {**who, "weights_epsilon": eps_w, "weights_delta": delta_w})
+    eps_count = count_epsilon(args, eps_w)  # add/remove: the noisy row count's part of the weights' share
+    rows = stage_rows(args, len(real), eps_count, noise, "fit_weights-count", who)
     eps_w -= eps_count
     fit_rows = {} if rows is None else {"rows": rows}
     if args.method in GAN_WEIGHT_METHODS:
