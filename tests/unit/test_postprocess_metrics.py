@@ -3,7 +3,7 @@ import pytest
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from dpiw.evaluate import kish_ess, weighted_wasserstein
-from dpiw.evaluate.metrics import beta_mse, fit_linear_model
+from dpiw.evaluate.metrics import BETA_MSE_L2, beta_mse, fit_linear_model
 from dpiw.postprocess import apply_step, self_normalise, temper
 
 
@@ -41,8 +41,30 @@ def test_downstream_logistic_matches_scikit_learn(rng, k):
     y[X[:, 0] > 0.7] = 0
     w = rng.exponential(size=300)
     ours = fit_linear_model(X, y, w, task="classification", n_classes=k)
-    m = LogisticRegression(max_iter=10_000, tol=1e-10).fit(X, y, sample_weight=w)
+    # the mean loss with penalty l2 is scikit-learn's summed loss with C = 1 / (l2 * sum(w))
+    m = LogisticRegression(C=1 / (BETA_MSE_L2 * w.sum()), max_iter=10_000, tol=1e-10).fit(X, y, sample_weight=w)
     assert np.allclose(ours, np.hstack([m.coef_, m.intercept_[:, None]]).ravel(), atol=1e-4)
+
+
+def test_beta_mse_measures_bias_not_sample_size(rng):
+    """One distribution, samples of 1,000 and 250 rows: with the mean loss both fits estimate the same
+    coefficients, so beta-MSE is sampling noise only; with the summed loss (scikit-learn's C = 1) the penalty
+    weighs four times more on the small sample and beta-MSE grows with the size gap instead."""
+    def sample(n):
+        X = rng.uniform(size=(n, 3))
+        y = (X @ [6.0, -6.0, 3.0] - 1.5 + rng.logistic(size=n) > 0).astype(int)
+        return X, y
+
+    (Xa, ya), (Xb, yb) = sample(1000), sample(250)
+    ours = beta_mse(Xa, ya, np.ones(1000), Xb, yb, task="classification", n_classes=2)
+    summed = [LogisticRegression(max_iter=10_000).fit(X, y) for X, y in ((Xa, ya), (Xb, yb))]
+    old = np.mean((np.r_[summed[0].coef_[0], summed[0].intercept_] - np.r_[summed[1].coef_[0],
+                                                                           summed[1].intercept_]) ** 2)
+    # 4x the rows of the same size: the same penalty's share, and the same target
+    Xc, yc = sample(1000)
+    same_size = beta_mse(Xa, ya, np.ones(1000), Xc, yc, task="classification", n_classes=2)
+    assert ours < old
+    assert ours < 3 * same_size + 0.05
 
 
 def test_weighted_least_squares_and_beta_mse(rng):

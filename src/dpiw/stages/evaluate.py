@@ -2,7 +2,12 @@
 split: WST, beta-MSE, MLP ROC-AUC (or MSE), the importance-weighted Bayesian posterior's predictive
 ROC-AUC (or MSE), pMSE, the effective sample sizes (Kish; Eq. 16 of Supplement B.5.1), the Pareto
 k-hat and, where the cell has non-private LogReg weights on the same rows, the MSE of the log weights
-against them. The metrics are the curator's benchmark, not part of the release."""
+against them. The metrics are the curator's benchmark, not part of the release.
+
+Common random numbers: every random draw of a metric (the MLP's initial parameters and batches, the HMC
+chain of the Bayesian metric) comes from a stream keyed by the run's seed, dataset and evaluation split
+alone, never by the SDGP, epsilon, weight method or post chain. Two weightings of the same rows are
+therefore evaluated under the same draws, and their paired difference measures the weights alone."""
 
 from __future__ import annotations
 
@@ -41,8 +46,24 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def evaluate(synth, log_w, test, schema, *, rng: np.random.Generator | None = None, reference=None) -> dict:
-    rng = np.random.default_rng(0) if rng is None else rng
+#: the metrics that draw random numbers, each from its own stream (so one metric's draws never shift another's)
+RANDOM_METRICS = ("mlp", "bayes")
+
+
+def metric_rngs(seed: int, dataset: str, against: str) -> dict[str, np.random.Generator]:
+    """One generator per random metric, keyed by the split alone (the run's seed and dataset, and which real
+    rows are compared with): common random numbers for every SDGP, epsilon, weight method and post chain.
+
+    >>> a, b = metric_rngs(3, "iris", "test"), metric_rngs(3, "iris", "test")
+    >>> float(a["mlp"].uniform()) == float(b["mlp"].uniform())
+    True
+    """
+    return {purpose: rng_for(seed, "evaluate", dataset, against, purpose) for purpose in RANDOM_METRICS}
+
+
+def evaluate(synth, log_w, test, schema, *, rngs: dict[str, np.random.Generator] | None = None,
+             reference=None) -> dict:
+    rngs = metric_rngs(0, schema.name, "test") if rngs is None else rngs
     w = np.exp(log_w - np.max(log_w))  # rescaling is harmless: every metric normalises the weights
     X_s, X_t = encode(synth, schema), encode(test, schema)
     gate = diagnose(log_w)
@@ -58,8 +79,8 @@ def evaluate(synth, log_w, test, schema, *, rng: np.random.Generator | None = No
         if schema.task == "classification" and np.unique(ys[keep]).size < schema.n_classes:
             raise DpiwError(f"the weighted synthetic data hold only classes {np.unique(ys[keep]).tolist()} "
                             f"of {schema.n_classes}")
-        out.update(mlp_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rng, **task))
-        out.update(bayes_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rng, **task))
+        out.update(mlp_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rngs["mlp"], **task))
+        out.update(bayes_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rngs["bayes"], **task))
         out["downstream_note"] = ""
     except DpiwError as exc:
         for key in (("mlp_auc", "bayes_auc") if schema.task == "classification" else ("mlp_mse", "bayes_mse")):
@@ -91,8 +112,8 @@ def main(argv: list[str] | None = None) -> None:
         reference = read_log_weights(args.reference_log_ratios, "log_ratio")
         if reference.size != log_w.size:
             raise DpiwError(f"{args.reference_log_ratios}: {reference.size} reference weights for {log_w.size} rows")
-    rng = rng_for(args.seed, "evaluate", args.dataset, args.eps, args.sdgp, args.weights, args.post)
-    metrics = evaluate(synth, log_w, test, schema, rng=rng, reference=reference)
+    rngs = metric_rngs(args.seed, args.dataset, args.against)
+    metrics = evaluate(synth, log_w, test, schema, rngs=rngs, reference=reference)
     metrics.update(run={"dataset": args.dataset, "eps": args.eps, "seed": args.seed, "sdgp": args.sdgp,
                         "weights": args.weights, "post": args.post}, against=args.against)
     write_json(metrics, args.out)
