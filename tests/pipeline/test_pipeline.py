@@ -119,7 +119,31 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
         "beta_debiased/calibrate+psis/log_weights.parquet")
     summary = json.loads((out / "summary.json").read_text())
     assert 5 <= len(summary) <= 20 and sum(len(v) for v in summary.values()) < 200  # readable in `dvc metrics`
+    _summaries_agree(table, (out / "tables/summary.html").read_text())
     assert _dry_run_jobs(wd) == []  # nothing left to do
+
+
+def _summaries_agree(metrics_md: str, summary_html: str) -> None:
+    """The summary that leads metrics.md and the report's summary page: the same rule, headline, rows and
+    verdicts; each DP method against its matched control, none picked as "best"."""
+    import html
+
+    from dpiw import registry
+    from dpiw.evaluate import summary_table
+
+    head = metrics_md.split("## Full tables")[0]
+    assert summary_table.RULE in head and html.escape(summary_table.RULE) in summary_html
+    headline = re.search(r'<p id="headline">(.*?)</p>', summary_html).group(1)
+    assert html.unescape(headline) in head and "best" not in head.lower()
+    md = [[c.strip() for c in line.strip().strip("|").split("|")] for line in head.splitlines()
+          if line.startswith("| ") and not line.startswith("| dataset")]
+    page = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr><td>.*?</tr>", summary_html)]
+    assert md and len(md) == len(page)
+    for a, b in zip(md, page, strict=True):
+        assert (a[0], a[2], a[4].strip("*").replace("** ", " "), a[7], a[9]) == (b[0], b[2], b[4], b[7], b[9])
+        assert a[7] in ("better", "worse", "no clear difference", "–")
+        assert ("vs none_split" in a[6]) == (b[4].split()[0] in registry.weight_names(own_budget=True))
 
 
 @pytest.mark.slow

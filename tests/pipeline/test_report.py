@@ -35,7 +35,7 @@ def test_report_shows_summary_figures_and_manifests(snakemake_run, page):
     url = (wd / "results/default/report.html").as_uri()
     _show(page, url, "Summary", "summary.html")
     summary = page.frame_text("data:text/html")
-    assert "Summary: does weighting help?" in summary and "best DP weights" in summary
+    assert "Summary: does weighting help?" in summary and "vs matched control" in summary
     assert "\ttoy\t" in "\t" + summary.replace("\n", "\t")  # a row of the tiny grid's toy data
     for fig in ("fig1_toy_weights.png", "fig2_bayes.png"):
         _show(page, url, "Figures", fig)

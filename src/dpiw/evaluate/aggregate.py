@@ -14,9 +14,8 @@ METRICS = {"wst": "WST ↓", "beta_mse": "βMSE ↓", "mlp_auc": "MLP AUC ↑", 
            "bayes_auc": "Bayes AUC ↑", "bayes_mse": "Bayes MSE ↓", "pmse_ratio": "pMSE ratio ↓",
            "logreg_log_weight_mse": "log w MSE vs LogReg ↓", "ess_fraction": "ESS/N",
            "ess_synthetic_fraction": "ESS₁₆/N", "pareto_k": "k̂"}
-#: scores: lower is better, except those in HIGHER; ESS and k-hat are diagnostics, not scores
+#: scores (dpiw.evaluate.compare.LOWER_IS_BETTER says which way); ESS and k-hat are diagnostics, not scores
 RANKED = ("wst", "beta_mse", "mlp_auc", "mlp_mse", "bayes_auc", "bayes_mse", "pmse_ratio", "logreg_log_weight_mse")
-HIGHER = ("mlp_auc", "bayes_auc")
 KEYS = ["dataset", "eps", "sdgp", "weights", "post"]
 WEIGHT_ORDER = list(registry.weight_names())  # table order (dpiw.registry)
 #: oracle weights (the known density ratio of the toy setting): a reference no curator has, never bold
@@ -51,20 +50,46 @@ def _cell(mean, se) -> str:
     return f"{mean:.4f} ± {se:.4f}" if math.isfinite(se) else f"{mean:.4f}"
 
 
-def markdown(long: pd.DataFrame, summary_page: str = "") -> str:
-    """One table per (dataset, eps, post): rows metric x weights, columns SDGPs; the best DP method per
-    metric and SDGP in bold; non-DP cells (baseline weights or SDGP) marked with a dagger. ``summary_page``
-    (dpiw.evaluate.summary_table) comes first."""
+def better_than_control(runs: pd.DataFrame) -> set[tuple]:
+    """(dataset, eps, post, sdgp, metric, weights) of every DP weighting fit to release that is better than its
+    matched control under the rules of dpiw.evaluate.compare (paired, 2 SE and the margin, Holm over the DP
+    methods of one SDGP, metric and post chain). The controls are unit weights at post none on the same rows."""
+    from dpiw.evaluate.compare import CONTROLS, holm, matched_control, paired_in, seed_table
+
+    if runs is None or runs.empty:
+        return set()
+    allowed = set(registry.weight_names(dp=True)) - set(CONTROLS) - set(ORACLE_WEIGHTS)
+    out = set()
+    for (dataset, eps, sdgp), cell in runs.groupby(["dataset", "eps", "sdgp"], sort=False):
+        controls = cell[(cell.post == "none") & cell.weights.isin(CONTROLS)]
+        ok = cell[cell.weights.isin(allowed) & cell.dp.astype(bool)]
+        ok = ok[ok.groupby(["weights", "post"]).fit_to_release.transform("all").astype(bool)]
+        for post, sub in ok.groupby("post", sort=False):
+            both = pd.concat([sub, controls])
+            for metric in RANKED:
+                table = seed_table(both, metric)
+                tested = {m: paired_in(table, metric=metric, method=m, control=matched_control(m))
+                          for m in sub.weights.unique()}
+                out |= {(dataset, str(eps), post, sdgp, metric, m) for m in holm(tested)}
+    return out
+
+
+def markdown(long: pd.DataFrame, summary_page: str = "", runs: pd.DataFrame | None = None) -> str:
+    """One table per (dataset, eps, post): rows metric x weights, columns SDGPs; in bold the DP methods better
+    than their matched control (:func:`better_than_control`, from the per-seed ``runs``); non-DP cells (baseline
+    weights or SDGP) marked with a dagger. ``summary_page`` (dpiw.evaluate.summary_table) comes first."""
     lines = ["# dpiw results: mean ± standard error over seeds", ""]
     if summary_page:
         lines += [summary_page, "## Full tables", ""]
     lines += [
              "† not differentially private (benchmark baseline). ‡ not fit to release: the raw weights' Pareto "
              "k̂ exceeds min(1 − 1/log10 S, 0.7) in at least one seed (PSIS gate). § oracle (the known density "
-             "ratio, a reference). Bold: best DP weighting per metric and SDGP among those fit to release (never "
-             "an oracle or a † row).",
+             "ratio, a reference). Bold: a DP weighting fit to release that is better than its matched control "
+             "(unit weights on its own rows), paired on the seeds, beyond 2 SE and 1% of the control's mean, "
+             "Holm-adjusted over the DP methods of the column (never an oracle or a † row; no best is picked).",
              ""]
     order = {w: i for i, w in enumerate(WEIGHT_ORDER)}
+    bold = better_than_control(runs)
     for (dataset, eps, post), grp in long.groupby(["dataset", "eps", "post"], sort=True):
         sdgps = sorted(grp["sdgp"].unique())
         lines += [f"## {dataset}, ε = {eps}, post = {post}", "",
@@ -74,13 +99,6 @@ def markdown(long: pd.DataFrame, summary_page: str = "") -> str:
             m = grp[(grp.metric == metric) & (grp.n_seeds > 0)]
             if m.empty:
                 continue
-            best = {}
-            for sdgp in sdgps if metric in RANKED else []:
-                cand = m[(m.sdgp == sdgp) & m.dp & m.fit_to_release & np.isfinite(m["mean"])
-                         & ~m.weights.isin(ORACLE_WEIGHTS)]
-                if len(cand):
-                    pick = cand["mean"].idxmax() if metric in HIGHER else cand["mean"].idxmin()
-                    best[sdgp] = cand.loc[pick, "weights"]
             weights = sorted(m["weights"].unique(), key=lambda w: order.get(w, 99))
             for w in weights:
                 cells = []
@@ -90,7 +108,7 @@ def markdown(long: pd.DataFrame, summary_page: str = "") -> str:
                         cells.append("")
                         continue
                     text = _cell(r["mean"].iloc[0], r["se"].iloc[0])
-                    text = f"**{text}**" if best.get(sdgp) == w else text
+                    text = f"**{text}**" if (dataset, str(eps), post, sdgp, metric, w) in bold else text
                     text = text if r["dp"].iloc[0] else text + " †"
                     text = text + " §" if w in ORACLE_WEIGHTS else text
                     cells.append(text if r["fit_to_release"].iloc[0] else text + " ‡")

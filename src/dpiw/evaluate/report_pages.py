@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 import math
 
-import numpy as np
 import pandas as pd
 
 from dpiw.evaluate import summary_table
@@ -35,24 +34,32 @@ def _num(x, fmt=".3f") -> str:
 
 
 def summary_html(runs: pd.DataFrame) -> str:
-    """The summary table (dpiw.evaluate.summary_table) as a page."""
+    """The summary table (dpiw.evaluate.summary_table) as a page: the same rows, rule and verdicts as metrics.md."""
     rows = summary_table.summary_rows(runs)
     body = ["<h1>Summary: does weighting help?</h1>",
             "<p>Per dataset, ε and SDGP (post chain none): the Wasserstein distance to the real rows (WST, lower is "
-            "better) without weights, the DP weight method with the lowest mean WST among those fit to release "
-            "(never the oracle <code>true</code> or a non-DP reference), and the change it makes, paired on the "
-            "seeds. Bold green: better beyond 2 standard errors of the paired change.</p>",
+            "better) without weights, and every DP weight method (never the oracle <code>true</code> or a non-DP "
+            "reference) against its matched control (unit weights on exactly its own rows) and against None on the "
+            f"whole ε. Rule: {html.escape(summary_table.RULE)}. Bold green: better than its control; ‡: a seed's "
+            "weights fail the PSIS release gate.</p>",
+            f"<p id=\"headline\">{html.escape(summary_table.headline(rows))}</p>",
             "<table id=\"summary\"><thead><tr><th>dataset</th><th>ε</th><th>SDGP</th><th>no weights</th>"
-            "<th>best DP weights</th><th>its WST</th><th>change (paired)</th><th>verdict</th></tr></thead><tbody>"]
+            "<th>DP weights</th><th>its WST</th><th>vs matched control</th><th>verdict</th>"
+            "<th>vs None on the whole ε</th><th>verdict</th></tr></thead><tbody>"]
+
+    def cls(v: str) -> str:
+        return "better" if v == "better" else "worse" if v == "worse" else ""
+
     for r in rows.itertuples():
-        v = summary_table.verdict(r.change, r.change_se)
-        cls = "better" if v.startswith("better") else "worse" if v.startswith("worse") else ""
-        best = html.escape(r.best) if isinstance(r.best, str) else "–"
-        change = f"{r.change:+.3f} ± {_num(r.change_se)}" if np.isfinite(r.change) else "–"
+        name = html.escape(r.weights) + ("" if r.fit_to_release else " ‡")
+        matched = summary_table.change_text(r.matched_change, r.matched_se)
         body.append(f"<tr><td>{html.escape(str(r.dataset))}</td><td class=\"num\">{float(r.eps):g}</td>"
                     f"<td>{html.escape(str(r.sdgp))}</td><td class=\"num\">{_num(r.none)} ± {_num(r.none_se)}</td>"
-                    f"<td class=\"{cls}\">{best}</td><td class=\"num\">{_num(r.best_mean)}</td>"
-                    f"<td class=\"num\">{change}</td><td class=\"{cls}\">{v}</td></tr>")
+                    f"<td class=\"{cls(r.matched_verdict)}\">{name}</td><td class=\"num\">{_num(r.mean)}</td>"
+                    f"<td class=\"num\">{matched} (vs {html.escape(r.control)})</td>"
+                    f"<td class=\"{cls(r.matched_verdict)}\">{r.matched_verdict}</td>"
+                    f"<td class=\"num\">{summary_table.change_text(r.none_change, r.none_se)}</td>"
+                    f"<td class=\"{cls(r.none_verdict)}\">{r.none_verdict}</td></tr>")
     body.append("</tbody></table>")
     return _page("dpiw summary", body)
 

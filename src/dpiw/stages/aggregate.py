@@ -1,5 +1,6 @@
 """Stage `aggregate`: tables over seeds (CSV, long form, and Markdown like the paper's Tables 1-3), led by
-a one-page summary (dpiw.evaluate.summary_table): each SDGP's None row and its best DP weight method."""
+a one-page summary (dpiw.evaluate.summary_table): each DP weight method against its matched control and
+against None on the whole epsilon, under the rules of dpiw.evaluate.compare."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     long = long_table(rows)
     write_json(summary(long), args.out_summary)
     _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
-    text = markdown(long, summary_table.markdown(summary_table.summary_rows(runs)))
+    text = markdown(long, summary_table.markdown(summary_table.summary_rows(runs)), runs)
     _atomic(Path(args.out_md), lambda tmp: tmp.write_text(text))
     if args.out_summary_html:
         page = report_pages.summary_html(runs)

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import math
 
+from dpiw.paper_compare import NAMES
 from dpiw.stages._cli import Parser, run
 
 TABLE_DATASETS = {1: ("breast", "banknote"), 2: ("housing",)}
-NAMES = {"none": "None", "none_split": "None (split share)", "beta_noised": "BetaNoised",
-         "beta_debiased": "BetaDebiased", "dp_mlp": "DP-MLP", "discriminator": "Discriminator", "logreg": "LogReg †",
-         "mlp": "MLP †"}
 METRIC_NAMES = {"wst": "WST ↓", "beta_mse": "β-MSE ↓", "mlp_auc": "MLP ROC-AUC ↑", "mlp_mse": "MLP MSE ↓",
                 "bayes_auc": "posterior predictive ROC-AUC ↑"}
 
@@ -28,9 +26,15 @@ DEFINITIONS = """\
   (`scale.public_fraction`), so N_D is 72% of the rows (the paper: 80%).
 - WST: Wasserstein-1 distance between the weighted synthetic rows and the test rows on the encoded
   records (numeric columns in [0, 1], categorical one-hot), target included. β-MSE: mean squared
-  difference between the coefficients of the linear model (L2 logistic regression with C = 1, or least
-  squares) fitted on the weighted synthetic rows and on the test rows. MLP ROC-AUC / MSE: a one-hidden-layer
-  MLP trained on the weighted synthetic rows, scored on the test split.
+  difference between the coefficients of the linear model fitted on the weighted synthetic rows and on the
+  test rows: logistic regression on the *mean* loss with one penalty (λ = 0.01) for both fits, or least
+  squares. The paper's fit (scikit-learn's C = 1 on the summed loss) penalises a 1,000-row fit less than a
+  270-row one, so it measured the two sample sizes as much as bias: banknote's own real training split
+  scored 13-15 against its test split; it now scores 0.01-0.1 (bench/beta_mse_reference.py). MLP ROC-AUC /
+  MSE: a one-hidden-layer MLP trained on the weighted synthetic rows, scored on the test split.
+- Common random numbers: the MLP's initial parameters and batches and the Bayesian metric's HMC chain are
+  drawn from streams keyed by the dataset, seed and split alone, so every weighting of a cell is scored
+  under the same draws and a paired difference measures the weights, not the evaluation's noise.
 - Accounting (correct in dpiw, see the privacy docs): coordinate-wise Laplace noise on the logistic
   coefficients uses the L1 sensitivity √p · 2R/(nλ) (the paper's scale is the L2 bound, √p too small);
   neighbours are replace-one (the paper's DP-SGD accounting is most likely add/remove, about a factor 2
@@ -39,10 +43,11 @@ DEFINITIONS = """\
   ε = 9.64 in the paper; dpiw has no MNIST offline and runs sklearn's 8x8 digits at ε = 6 instead (an
   analogue, not a reproduction).
 - † non-private references (LogReg with its own regularisation C = 1, MLP): never bold, never released.
-- Paired: each method minus its control on the same seeds (same private split); "beats" = the mean paired
-  difference favours the method; "> 2 SE" = by more than twice its standard error. A "beats" without
-  "> 2 SE" moves with the noise draws (a rerun with other noise streams can flip it, and flips whole
-  small claims such as Figure 2's five methods): the > 2 SE counts are the findings.
+- Paired: each method minus its control on the same seeds (same private split, same evaluation draws);
+  "beats" = the mean paired difference favours the method; "> 2 SE" = by more than twice its standard
+  error; a win (or loss) is beyond 2 SE and beyond 1% of the control's mean. A "beats" without a win moves
+  with the noise draws (a rerun with other noise streams can flip it, and flips whole small claims such as
+  Figure 2's five methods): the wins are the findings.
 """
 
 
@@ -64,20 +69,28 @@ def _fmt(m, se) -> str:
     return f"{m:.3f} ± {se:.3f}" if se is not None and not math.isnan(se) else f"{m:.3f}"
 
 
-def _verdict(claim, control: str) -> str:
-    """Reproduced when the share of compared cells where the claim holds in dpiw is within 0.1 of the paper's
-    share (or below it, for the housing x PrivBayes claim, which says that IW does not help)."""
-    n = claim.compared.get(control, 0)
-    if n == 0:
+def _verdict(claim) -> str:
+    """Against the matched control: "holds" when dpiw's share of wins (beyond 2 SE and the margin) is within 0.1 of
+    the paper's share of cells where its printed means point the claim's way; "direction only" when just the means
+    do; else "not reproduced". For the housing x PrivBayes claim (IW does not help) the inverse: at most 0.1 above
+    the paper's share of wins."""
+    from dpiw.paper_compare import VS_MATCHED
+
+    t = claim.tallies.get(VS_MATCHED) or next(iter(claim.tallies.values()), None)
+    if t is None or t.compared == 0:
         return "no dpiw runs"
-    ours, theirs = claim.holds[control] / n, claim.paper_holds / claim.total
-    ok = ours <= theirs + 0.1 if claim.key == "housing_privbayes" else ours >= theirs - 0.1
-    partly = f" ({n} of {claim.total} cells compared)" if n < claim.total else ""
-    return ("reproduced" if ok else "not reproduced") + partly
+    theirs = claim.paper_holds / claim.total
+    partly = f" ({t.compared} of {claim.total} cells compared)" if t.compared < claim.total else ""
+    if claim.key == "housing_privbayes":
+        return ("reproduced" if t.wins / t.compared <= theirs + 0.1 else "not reproduced") + partly
+    if t.wins / t.compared >= theirs - 0.1:
+        return "holds" + partly
+    return ("direction only" if t.beats / t.compared >= theirs - 0.1 else "not reproduced") + partly
 
 
 def claims_section(runs, paper) -> list[str]:
-    from dpiw.paper_compare import PAPER_DP, count_claims, weight_flatness
+    from dpiw.evaluate.compare import ALPHA, MARGIN
+    from dpiw.paper_compare import PAPER_DP, VS_MATCHED, VS_NONE, count_claims, weight_flatness
 
     claims = count_claims(runs, paper)
     flat = weight_flatness(runs, datasets=("breast", "banknote", "housing"), eps=1.0)
@@ -85,35 +98,43 @@ def claims_section(runs, paper) -> list[str]:
                                                                        "discriminator", "logreg", "mlp") if m in flat)
     causes = {
         "iw_beats_none": f"weights near 1 change little: median Kish ESS/N over the Tables 1-2 runs: {flat_text}",
-        "best_dp_beats_none": "the DP weights are nearly flat at ε_w = 0.1 (see ESS/N), and where a method moves "
+        "some_dp_beats_none": "the DP weights are nearly flat at ε_w = 0.1 (see ESS/N), and where a method moves "
                               "the weights its noise costs as much as it corrects",
         "debiased_beats_noised": "BetaDebiased multiplies BetaNoised's weights by Π(1 − ρ²x̃_j²), close to 1 at "
                                  "small ρ, on the same noisy coefficients: the effect is small either way",
-        "discriminator_beats_none": "the DP discriminators are near-constant (noise multipliers in the tens, few "
-                                    "generator steps), so their weights are flat "
-                                    f"(median ESS/N {flat.get('discriminator', math.nan):.2f})",
-        "housing_privbayes": "",
+        "named:discriminator": "the DP discriminators are near-constant (noise multipliers in the tens, few "
+                               "generator steps), so their weights are flat "
+                               f"(median ESS/N {flat.get('discriminator', math.nan):.2f})",
+        "named:dp_mlp": f"DP-MLP's weights are flat (median ESS/N {flat.get('dp_mlp', math.nan):.2f})",
     }
     lines = ["## The paper's claims, counted as its tables count", "",
              "Cells are (dataset, SDGP, metric) of Tables 1-2 at ε = 1 (× method where the claim is per method). "
-             "The paper's count comes from its printed means; dpiw's from paired differences over 10 seeds, "
-             "against None (the SDGP on the whole ε) and against None on the split share (the rows the "
-             "budgeted methods actually weight).", "",
-             "| claim | paper | dpiw vs None: beats (> 2 SE) | dpiw vs None on split rows: beats (> 2 SE) | verdict | "
-             "known cause |", "|---|---|---|---|---|---|"]
-    def col(c, control):
-        n = c.compared.get(control, 0)
-        return f"{c.holds[control]}/{n} ({c.beyond[control]})" if n else "–"
-
+             "The paper's count is of cells where its printed means point the claim's way. dpiw's counts are paired "
+             "over 10 seeds, each method against its **matched control**, unit weights on exactly the rows it "
+             "weights (None on the split share for the methods with a budget of their own, None for the "
+             "discriminator, which spends nothing), and separately against **None on the whole ε**, what a curator "
+             "gives up by spending budget on weights.", "",
+             f"Each dpiw entry reads `beats/compared (> 2 SE; **wins** / losses)`: beats = the mean paired difference "
+             f"favours the method; > 2 SE = beyond twice its standard error; **wins** and losses = beyond 2 SE *and* "
+             f"beyond a practical margin of {MARGIN:.0%} of the control's mean, the only count that is a finding. The "
+             f"\"some DP method\" claim picks no best: its wins and losses are Holm-adjusted over the cell's DP "
+             f"methods (paired one-sided t-tests, family-wise level {ALPHA}) and its beats and > 2 SE say whether any "
+             "method does, unadjusted, for contrast. Verdict (against the matched control): *holds* when the share "
+             "of wins is within 0.1 of the paper's share, *direction only* when only the means are.", "",
+             "| claim | paper | dpiw vs matched control | dpiw vs None on the whole ε | verdict | known cause |",
+             "|---|---|---|---|---|---|"]
     for c in claims:
-        controls = list(c.holds)
-        first = controls[0]
-        col1 = col(c, first) if first != "beta_noised" else f"vs BetaNoised: {col(c, first)}"
-        col2 = col(c, controls[1]) if len(controls) > 1 else "–"
-        verdict = _verdict(c, first)
+        if VS_MATCHED in c.tallies:
+            col1, col2 = c.tallies[VS_MATCHED].text(), c.tallies[VS_NONE].text()
+        else:  # a claim with a control of its own (BetaDebiased against BetaNoised, on the same rows)
+            (control, t), = c.tallies.items()
+            col1, col2 = f"vs {NAMES.get(control, control)}: {t.text()}", "–"
+        verdict = _verdict(c)
         lines.append(f"| {c.text} | {c.paper_holds}/{c.total} | {col1} | {col2} | {verdict} | "
-                     f"{causes.get(c.key, '') if not verdict.startswith('reproduced') else ''} |")
-    lines += ["", f"DP methods of the paper's bold: {', '.join(NAMES[m] for m in PAPER_DP)}.", ""]
+                     f"{causes.get(c.key, '') if verdict != 'holds' else ''} |")
+    lines += ["", f"The four DP methods ({', '.join(NAMES[m] for m in PAPER_DP)}) were named as claims before any "
+              "dpiw number was seen; the paper's own bold (best DP method by its mean) is replaced by the "
+              "Holm-adjusted \"some DP method\" count.", ""]
     return lines
 
 
@@ -140,56 +161,82 @@ def side_by_side(runs, paper) -> list[str]:
     return lines
 
 
+def _marks(runs, method: str, **key) -> str:
+    """'vs matched / vs None' for one method: 'win', 'loss', 'beats', 'no' (dpiw.evaluate.compare rules)."""
+    from dpiw.paper_compare import matched_control, paired
+
+    out = []
+    for control in dict.fromkeys((matched_control(method), "none")):
+        r = paired(runs, method=method, control=control, **key)
+        out.append("–" if r.n == 0 else "**win**" if r.win() else "loss" if r.loss() else
+                   "beats" if r.beats else "no")
+    return " / ".join(out) if len(out) == 2 else f"{out[0]} (same)"
+
+
 def table3_and_figure2(runs, paper) -> list[str]:
     from dpiw.paper_compare import PAPER_IW, mean_se, paired
 
     lines = ["## Table 3 analogue: digits with DPCGAN at ε = 6 (the paper: MNIST, ε = 9.64)", "",
+             "Last columns: against the matched control / against None on the whole ε (\"(same)\" where the two "
+             "are one); **win** and loss beyond 2 SE and the margin, \"beats\" the mean only.", "",
              "| IW | β-MSE ↓ paper (MNIST) | β-MSE ↓ dpiw (digits) | MLP ROC-AUC ↑ paper (MNIST) | "
-             "MLP ROC-AUC ↑ dpiw (digits) | dpiw beats None (paired, β-MSE / AUC) |", "|---|---|---|---|---|---|"]
+             "MLP ROC-AUC ↑ dpiw (digits) | dpiw β-MSE vs controls | dpiw AUC vs controls |",
+             "|---|---|---|---|---|---|---|"]
     t3 = paper[paper.table == 3]
-    held = total = 0
-    for m in ("none", *PAPER_IW):
+    held = wins = total = 0
+    for m in ("none", "none_split", *PAPER_IW):
         row = [NAMES.get(m, m)]
-        verdicts = []
+        marks = []
         for metric in ("beta_mse", "mlp_auc"):
             hit = t3[(t3.metric == metric) & (t3.weights == m)]
             row.append(_fmt(float(hit["mean"].iloc[0]), float(hit["se"].iloc[0])) if len(hit) else "–")
             ours = mean_se(runs, dataset="digits", eps=6.0, sdgp="dpcgan", metric=metric, method=m)
             row.append(_fmt(ours[0], ours[1]))
-            if m != "none":
-                r = paired(runs, dataset="digits", eps=6.0, sdgp="dpcgan", metric=metric, method=m, control="none")
-                verdicts.append("yes" if r.beats else ("–" if r.n == 0 else "no"))
+            if m not in ("none", "none_split"):
+                key = dict(dataset="digits", eps=6.0, sdgp="dpcgan", metric=metric)
+                marks.append(_marks(runs, m, **key))
+                r = paired(runs, method=m, control="none", **key)
                 held += r.beats
-                total += 1
-        lines.append("| " + " | ".join(row) + f" | {' / '.join(verdicts) if verdicts else ''} |")
-    lines += ["", f"The paper: every IW method beats None on both metrics (12/12). dpiw on digits: {held}/{total}.",
+                wins += r.win()
+                total += r.n > 0
+            else:
+                marks.append("")
+        lines.append("| " + " | ".join(row + marks) + " |")
+    lines += ["", f"The paper: every IW method beats None on both metrics (12/12). dpiw on digits, against None on "
+              f"the whole ε: the mean beats it in {held}/{total}, a win beyond 2 SE and the margin in {wins}/{total}.",
               "", "## Figure 2: posterior predictive ROC-AUC under PrivBayes (banknote, ε = 1)", "",
-              "| IW | dpiw mean ± SE | beats None (paired) |", "|---|---|---|"]
-    held = total = 0
-    for m in ("none", *PAPER_IW):
-        ours = mean_se(runs, dataset="banknote", eps=1.0, sdgp="privbayes", metric="bayes_auc", method=m)
+              "| IW | dpiw mean ± SE | vs matched control / vs None on the whole ε |", "|---|---|---|"]
+    held = wins = total = 0
+    for m in ("none", "none_split", *PAPER_IW):
+        key = dict(dataset="banknote", eps=1.0, sdgp="privbayes", metric="bayes_auc")
+        ours = mean_se(runs, method=m, **key)
         if ours[2] == 0:
             continue
-        r = paired(runs, dataset="banknote", eps=1.0, sdgp="privbayes", metric="bayes_auc", method=m, control="none")
-        if m != "none":
+        if m not in ("none", "none_split"):
+            r = paired(runs, method=m, control="none", **key)
             held += r.beats
+            wins += r.win()
             total += 1
         lines.append(f"| {NAMES.get(m, m)} | {_fmt(ours[0], ours[1])} | "
-                     f"{'' if m == 'none' else ('yes' if r.beats else 'no') + (' (> 2 SE)' if r.beyond_2se else '')} |")
-    lines += ["", f"The paper: every IW method improves it under PrivBayes. dpiw: {held}/{total} methods.", ""]
+                     f"{'' if m in ('none', 'none_split') else _marks(runs, m, **key)} |")
+    lines += ["", "The paper: every IW method improves it under PrivBayes. dpiw, against None on the whole ε: the "
+              f"mean in {held}/{total} methods, a win in {wins}/{total}.", ""]
     return lines
 
 
 def _closer_sentence(any_iw, best) -> str:
-    """Which of the two comparisons comes closer to the paper's counts, said as the counts say it."""
-    def gap(claim, control):
-        return abs(claim.holds[control] / claim.compared[control] - claim.paper_holds / claim.total)
+    """Which of the two comparisons comes closer to the paper's counts (of the means), said as the counts say it."""
+    from dpiw.paper_compare import VS_MATCHED, VS_NONE
 
-    closer = all(gap(c, "none_split") < gap(c, "none") for c in (any_iw, best))
+    def gap(claim, comparison):
+        t = claim.tallies[comparison]
+        return abs(t.beats / t.compared - claim.paper_holds / claim.total)
+
+    closer = all(gap(c, VS_MATCHED) < gap(c, VS_NONE) for c in (any_iw, best))
     if not closer:
         return "Neither comparison is consistently closer to the paper's counts. "
-    return ("The first comparison comes much closer to the paper's counts: consistent with its None row having been "
-            "computed on the same synthetic rows as the weighted ones. ")
+    return ("The comparison with the matched control comes closer to the paper's counts: consistent with its None "
+            "row having been computed on the same synthetic rows as the weighted ones. ")
 
 
 def _noise_scales(schemas: str, runs) -> list[str]:
@@ -213,40 +260,42 @@ def _noise_scales(schemas: str, runs) -> list[str]:
 
 
 def ablation_section(runs, ablation, paper, schemas: str) -> list[str]:
-    from dpiw.paper_compare import count_claims
+    from dpiw.paper_compare import VS_MATCHED, VS_NONE, count_claims
 
     ours = {c.key: c for c in count_claims(runs, paper)}
     abl = count_claims(ablation, paper)
 
-    def col(c, control):
-        n = c.compared.get(control, 0)
-        return f"{c.holds[control]}/{n} ({c.beyond[control]})" if n else "–"
+    def col(c, comparison):
+        if c is None:
+            return "–"
+        t = c.tallies.get(comparison) or next(iter(c.tallies.values()))
+        return t.text()
 
     lines = ["## The paper-accounting ablation (NOT DP, never releasable)", "",
              "configs/paper_accounting.yaml reruns the Tables 1-2 cells with the paper's own noise scales "
              "(`privacy.accounting: paper`): BetaNoised/BetaDebiased get ρ = 2√p/(N_D λ ε_w) with the paper's "
              "λ = 0.1, DP-SGD (DPGAN, DPCGAN, DP-MLP) is calibrated for add/remove neighbours without the "
              "replace-one conversion, and the weights get 90% of ε (the paper's text read literally: \"10% of the "
-             "ε-budget on fitting the SDGP\"). Each of these records is marked NOT DP. Counts as above: beats "
-             "(> 2 SE), paired over 10 seeds.", "",
-             "| claim | paper | dpiw, correct accounting, vs None | paper accounting, vs None | "
-             "paper accounting, vs None on split rows |", "|---|---|---|---|---|"]
+             "ε-budget on fitting the SDGP\"). Each of these records is marked NOT DP. Counts as above, paired over "
+             "10 seeds.", "",
+             "| claim | paper | dpiw, correct accounting, vs None on the whole ε | paper accounting, vs None on the "
+             "whole ε | paper accounting, vs matched control |", "|---|---|---|---|---|"]
     for c in abl:
-        mine = ours.get(c.key)
-        controls = list(c.holds)
-        lines.append(f"| {c.text} | {c.paper_holds}/{c.total} | {col(mine, controls[0]) if mine else '–'} | "
-                     f"{col(c, controls[0])} | {col(c, controls[1]) if len(controls) > 1 else '–'} |")
+        lines.append(f"| {c.text} | {c.paper_holds}/{c.total} | {col(ours.get(c.key), VS_NONE)} | {col(c, VS_NONE)} | "
+                     f"{col(c, VS_MATCHED) if VS_MATCHED in c.tallies else '–'} |")
     by_key = {c.key: c for c in abl}
-    any_iw, best = by_key.get("iw_beats_none"), by_key.get("best_dp_beats_none")
-    if any_iw and best and "none_split" in any_iw.holds:
+    any_iw, some = by_key.get("iw_beats_none"), by_key.get("some_dp_beats_none")
+    if any_iw and some and any_iw.tallies[VS_MATCHED].compared and some.tallies[VS_MATCHED].compared:
+        m_iw, n_iw = any_iw.tallies[VS_MATCHED], any_iw.tallies[VS_NONE]
+        m_dp, n_dp = some.tallies[VS_MATCHED], some.tallies[VS_NONE]
         lines += ["", f"Reading: under the paper's accounting the weights do move the estimates. Against unit weights "
-                  f"on the same rows (the SDGP with 10% of ε) an IW method wins {any_iw.holds['none_split']}/"
-                  f"{any_iw.compared['none_split']} cells and the best DP method "
-                  f"{best.holds['none_split']}/{best.compared['none_split']} (the paper: "
-                  f"{any_iw.paper_holds}/{any_iw.total} and {best.paper_holds}/{best.total}); against None on the "
-                  f"whole ε they win only {any_iw.holds['none']}/{any_iw.compared['none']} and "
-                  f"{best.holds['none']}/{best.compared['none']}, because an SDGP on a tenth of ε is much worse. "
-                  + _closer_sentence(any_iw, best)
+                  f"on the same rows (the SDGP with 10% of ε) an IW method's mean beats them in {m_iw.beats}/"
+                  f"{m_iw.compared} cells ({m_iw.wins} wins beyond 2 SE and the margin) and some DP method in "
+                  f"{m_dp.beats}/{m_dp.compared} ({m_dp.wins} Holm-adjusted wins; the paper: "
+                  f"{any_iw.paper_holds}/{any_iw.total} and {some.paper_holds}/{some.total}); against None on the "
+                  f"whole ε they beat it only in {n_iw.beats}/{n_iw.compared} and {n_dp.beats}/{n_dp.compared} "
+                  f"({n_iw.wins} and {n_dp.wins} wins), because an SDGP on a tenth of ε is much worse. "
+                  + _closer_sentence(any_iw, some)
                   + "That comparison isolates what the weights add, but a curator who releases no weights gives the "
                   "SDGP the whole ε: None on the whole ε is the release the weights have to beat, and the paper's "
                   "noise scales are not DP."]
