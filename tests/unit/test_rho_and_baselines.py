@@ -109,3 +109,29 @@ def test_mlp_reference_has_its_own_weight_decay_and_dp_mlp_does_not_take_it():
     assert dp.weight_decay == 0.0
     with pytest.raises(DpiwError, match="weights.mlp.weight_decay"):
         MLPWeights(weight_decay=-1.0)
+
+
+@pytest.mark.parametrize("method", ["beta_debiased", "beta_debiased_gauss"])
+def test_lambda_rate_noise_falls_like_one_over_sqrt_n_and_never_exceeds_the_cap(method):
+    """lambda 'rate': at few rows it is lambda 'auto' (noise = rho_target); past that the noise scale falls like
+    1/sqrt(N eps) (the bound's minimiser), so 100x the rows give a tenth of the noise; the record names the rule."""
+    from dpiw.weights.estimators import RATE_COEF_NORM, RATE_CURVATURE
+
+    def scale(n, lam, eps=0.1):
+        rng = np.random.default_rng(0)
+        real, synth = rng.uniform(size=(n, 2)), rng.uniform(size=(n, 2))
+        est = make_estimator(method, lam=lam, sensitivity_n="private", rho_target=0.3)
+        est.fit(real, synth, epsilon=eps, delta=1e-6, rng=rng, norm_bound=math.sqrt(2))
+        return (est.rho_ if hasattr(est, "rho_") else est.s_), est
+
+    small_auto, _ = scale(100, "auto")
+    small_rate, _ = scale(100, "rate")
+    assert small_rate == pytest.approx(small_auto) == pytest.approx(0.3)
+    big, est = scale(100_000, "rate")
+    bigger, _ = scale(1_000_000, "rate")
+    assert big < 0.3 and bigger == pytest.approx(big / math.sqrt(10), rel=1e-6)
+    assert est.privacy_.sensitivity["lambda_rule"] == "rate"
+    # the closed form: scale = sqrt(K b / (sqrt(v) kappa)), K = rho_target * lambda_auto
+    _, auto = scale(100_000, "auto")
+    v = 2.0 if method == "beta_debiased" else 1.0
+    assert big == pytest.approx(math.sqrt(0.3 * auto.lambda_ * RATE_COEF_NORM / (math.sqrt(v) * RATE_CURVATURE)))

@@ -46,13 +46,14 @@ from dpiw.stages._cli import (
     stage_rows,
 )
 from dpiw.weights import make_estimator
+from dpiw.weights.estimators import LAMBDA_RULES
 
 #: the weight methods whose noise privacy.accounting 'paper' changes (the rest keep dpiw's accounting)
 PAPER_ABLATED = ("beta_noised", "beta_debiased", "dp_mlp")
 
 
 def lambda_arg(text: str) -> str | float:
-    return text if text == "auto" else positive_float(text)
+    return text if text in LAMBDA_RULES else positive_float(text)
 
 
 def parse_args(argv):
@@ -68,7 +69,9 @@ def parse_args(argv):
     p.add_argument("--delta", type=delta_arg, default="paper")
     p.add_argument("--weights-epsilon-fraction", type=float)
     p.add_argument("--weights-delta-fraction", type=float)
-    p.add_argument("--lambda", dest="lam", type=lambda_arg, help="'auto' or a positive number")
+    p.add_argument("--lambda", dest="lam", type=lambda_arg,
+                   help="'auto' (noise scale = --rho-target), 'rate' (noise falling like 1/sqrt(N eps), capped "
+                        "there) or a positive number")
     p.add_argument("--rho-target", type=float, default=0.3,
                    help="Laplace scale (below 0.5) or Gaussian std that lambda 'auto' aims at")
     p.add_argument("--logreg-c", type=positive_float,

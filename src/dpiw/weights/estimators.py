@@ -23,6 +23,8 @@ from dpiw.privacy import PrivacySpend, no_spend
 from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
 
 SENSITIVITY_N = ("private", "total")
+#: the public rules that choose lambda (weights.beta.lambda, besides a number)
+LAMBDA_RULES = ("auto", "rate")
 #: how the coefficients' noise scale is set: dpiw's (R from the public bounds) or the paper's (R = 1: NOT DP)
 NOISE_RULES = ("dpiw", "paper")
 
@@ -103,6 +105,33 @@ def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_t
     return math.sqrt(n_coef) * terms * norm_bound / (n * epsilon * rho_target)
 
 
+#: lambda 'rate': the public assumptions of its error bound (:func:`rate_lambda`): the logistic loss's curvature at
+#: balanced classes, and a bound on the norm of the true coefficients
+RATE_CURVATURE, RATE_COEF_NORM = 0.25, 1.0
+
+
+def rate_lambda(*, auto: float, rho_target: float, variance_factor: float) -> float:
+    """lambda 'rate': noise that shrinks with the data, never above lambda 'auto''s.
+
+    Every coefficient's noise scale is K / lambda with K = rho_target * auto (public: N_D or the noisy count, p,
+    R, epsilon; K falls like 1/(N eps)). The log weight's error at x~ (||x~|| <= R) is bounded by
+    R^2 [(lambda b / kappa)^2 + v K^2 / lambda^2]: the L2 penalty's bias on the coefficients (at most
+    lambda ||beta*|| / kappa for a loss of curvature kappa; b = RATE_COEF_NORM bounds ||beta*||, kappa =
+    RATE_CURVATURE) and the noise's variance (v = 2 for Laplace, 1 for Gaussian noise of that scale). The
+    bound's minimiser is lambda* = sqrt(sqrt(v) K kappa / b), so the noise scale sqrt(K b / (sqrt(v) kappa)) falls
+    like 1/sqrt(N eps) and the weights converge to the non-private ones. lambda 'rate' is max(auto, lambda*): the
+    noise never exceeds rho_target (finite-variance weights) where the data are too few for the bound.
+
+    >>> rate_lambda(auto=2.0, rho_target=0.3, variance_factor=2.0)  # few rows: the cap binds, lambda 'auto'
+    2.0
+    >>> lam = rate_lambda(auto=2e-4, rho_target=0.3, variance_factor=2.0)  # many rows: noise below the cap
+    >>> round(0.3 * 2e-4 / lam, 4), round((0.3 * 2e-4 * 1.0 / (2 ** 0.5 * 0.25)) ** 0.5, 4)  # = sqrt(K b/(sqrt(v) k))
+    (0.013, 0.013)
+    """
+    k = rho_target * auto
+    return max(auto, math.sqrt(math.sqrt(variance_factor) * k * RATE_CURVATURE / RATE_COEF_NORM))
+
+
 #: BetaNoised/BetaDebiased weights have E[w^2] proportional to prod_j 1/(1 - 4 rho^2 x~_j^2): finite only for
 #: rho max|x~_j| < 1/2, and the intercept coordinate is 1 (bench/rho_target.py chose the default below it)
 LAPLACE_RHO_LIMIT = 0.5
@@ -113,9 +142,10 @@ class LogReg:
 
     Parameters
     ----------
-    lam : float or "auto"
+    lam : float, "auto" or "rate"
         The penalty lambda of (1/n) sum_i loss_i + (lambda/2) ||beta||^2 (intercept penalised too). "auto":
-        :func:`auto_lambda`, the lambda whose DP noise scale is ``rho_target`` (the private methods).
+        :func:`auto_lambda`, the lambda whose DP noise scale is ``rho_target`` (the private methods), so the
+        noise never shrinks with N. "rate": :func:`rate_lambda`, noise that falls like 1/sqrt(N eps) below that cap.
     sensitivity_n : {"private", "total"}
         The n of the sensitivity 2R/(n lambda) (private methods).
     rho_target : float
@@ -132,6 +162,8 @@ class LogReg:
     """
 
     method = "logreg"
+    #: the variance of the coefficient noise in units of its scale squared (Laplace: 2 b^2)
+    noise_variance_factor = 2.0
 
     def __init__(self, *, lam: float | str = "auto", sensitivity_n: str = "private", rho_target: float = 0.3,
                  C: float | None = None, noise_rule: str = "dpiw"):
@@ -166,7 +198,7 @@ class LogReg:
             if not (isinstance(self.C, int | float) and self.C > 0 and math.isfinite(self.C)):
                 raise DpiwError(f"weights.logreg.C must be a number > 0, got {self.C!r}")
             self.lambda_ = 1.0 / (float(self.C) * len(X))
-        elif self.lam == "auto":
+        elif self.lam in LAMBDA_RULES:
             if not (0 < self.rho_target < 1):
                 raise DpiwError(f"weights.beta.rho_target must be in (0, 1), got {self.rho_target}")
             if getattr(self, "laplace_noise", False) and self.rho_target >= LAPLACE_RHO_LIMIT:
@@ -176,13 +208,17 @@ class LogReg:
             if not (epsilon > 0):
                 raise DpiwError("weights.beta.lambda 'auto' needs the weight budget epsilon > 0")
             self.lambda_ = self._auto_lambda(n_coef=p, epsilon=epsilon, delta=delta, n_out=len(X_synth))
+            if self.lam == "rate":
+                self.lambda_ = rate_lambda(auto=self.lambda_, rho_target=self.rho_target,
+                                           variance_factor=self.noise_variance_factor)
         else:
             try:
                 self.lambda_ = float(self.lam)
             except (TypeError, ValueError):
-                raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}") from None
+                raise DpiwError(f"weights.beta.lambda must be 'auto', 'rate' or a positive number, got "
+                                f"{self.lam!r}") from None
             if not (self.lambda_ > 0 and math.isfinite(self.lambda_)):
-                raise DpiwError(f"weights.beta.lambda must be 'auto' or a positive number, got {self.lam!r}")
+                raise DpiwError(f"weights.beta.lambda must be 'auto', 'rate' or a positive number, got {self.lam!r}")
         # the objective's divisor must be public: len(X) under replace-one; under add/remove the noisy
         # N~ + N_G, i.e. (1/(N~ + N_G)) sum loss + lambda/2 ||beta||^2 = the solver's objective at this lambda
         lam_fit = self.lambda_ * (self.n_real_ + self.n_synth_) / len(X) if self.rows_.noisy else self.lambda_

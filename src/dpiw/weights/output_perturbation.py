@@ -48,6 +48,7 @@ class BetaDebiasedGauss(LogReg):
     lambda 'auto' makes s = rho_target."""
 
     method = "beta_debiased_gauss"
+    noise_variance_factor = 1.0
 
     def _auto_lambda(self, *, n_coef, epsilon, delta, n_out):
         unit = gaussian_scale(1.0, epsilon, delta)  # s = unit * terms R/(n lambda)
