@@ -72,6 +72,34 @@ numpy.ndarray
     One log weight per row (-inf where the weight is 0).
 """
 
+FRAMES_WEIGHTS_FIT = """Weights from the scaled rows themselves (a method that discretises them into public cells).
+
+Parameters
+----------
+real, synth : pandas.DataFrame
+    The scaled private rows D and the synthetic rows G (categorical columns as codes).
+schema : dpiw.data.schema.Schema
+    The columns, their public bounds or categories, and the target.
+""" + _BUDGET + _ROWS + """
+Returns
+-------
+self
+    With ``privacy_`` and ``log_ratio_`` (one log weight per synthetic row) set.
+"""
+
+FRAMES_WEIGHTS_REWEIGHT = """The log weights of synthetic rows from the released measurements alone (post-processing).
+
+Parameters
+----------
+synth : pandas.DataFrame
+    Scaled synthetic rows.
+
+Returns
+-------
+self
+    With ``log_ratio_`` (one log weight per row of ``synth``) set.
+"""
+
 GAN_WEIGHTS_FIT = """Weights from a fitted GAN's kept discriminators.
 
 Parameters

@@ -262,6 +262,8 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
 
 #: weights.mlp keys, each passed to the fit_weights stage as --mlp-<key>
 MLP_KEYS = ("hidden", "epochs", "batch_size", "lr", "max_grad_norm", "accountant", "weight_decay")
+#: weights.marginal_match keys, each passed to the fit_weights stage as --marginal-match-<key>
+MARGINAL_MATCH_KEYS = ("bins", "degree", "max_marginals", "max_cells")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells", "root")
 #: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
@@ -293,6 +295,9 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
     if weights in MLP_WEIGHT_METHODS:
         for key in MLP_KEYS:
             args += [f"--mlp-{key.replace('_', '-')}", str(lookup(f"weights.mlp.{key}"))]
+    if registry.weight_method(weights).family == "marginal":
+        for key in MARGINAL_MATCH_KEYS:
+            args += [f"--marginal-match-{key.replace('_', '-')}", str(lookup(f"weights.marginal_match.{key}"))]
     if registry.weight_method(weights).family == "output":
         args += ["--output-scale-target", str(lookup("weights.output.scale_target"))]
     return args

@@ -38,7 +38,7 @@ class WeightMethod:
     #: gets the rest ("split" synthetic rows), else the SDGP gets all of it ("full")
     own_budget: bool
     #: which flags it takes: "logistic" (weights.beta), "output" (weights.beta + weights.output), "mlp"
-    #: (weights.mlp), "gan" (the GAN's kept networks), or "" (none)
+    #: (weights.mlp), "gan" (the GAN's kept networks), "marginal" (weights.marginal_match), or "" (none)
     family: str
     #: which SDGPs it applies to: "any", "gan" (needs the kept networks), "toy_uniform" (known truth)
     applies_to: str
@@ -86,6 +86,9 @@ WEIGHT_METHODS: tuple[WeightMethod, ...] = (
                  "MLP classifier trained with DP-SGD"),
     WeightMethod("mlp", False, True, "mlp", "any", True, "dpiw.weights.estimators:mlp",
                  "non-private MLP classifier (reference)"),
+    WeightMethod("marginal_match", True, True, "marginal", "any", False,
+                 "dpiw.weights.marginal_match:MarginalMatch",
+                 "weights fitted so the weighted synthetic marginals match Gaussian-noised marginals of D (zCDP)"),
     WeightMethod("discriminator", True, False, "gan", "gan", True, "dpiw.weights.gan_weights:DiscriminatorWeights",
                  "the GAN's own discriminators (free: post-processing)"),
     WeightMethod("pgb", True, True, "gan", "gan", False, "dpiw.weights.gan_weights:PGBWeights",

@@ -74,8 +74,8 @@ def test_snakemake_tiny_grid_end_to_end(snakemake_run):
     assert "## toy, ε = 1, post = none" in table and "## iris, ε = 1, post = none" in table
     manifests = [p for p in (out / "runs").rglob("manifest.json") if p.parent.name != "release"]
     # toy: 6x2 marginals + 3 privbayes + 6x2 uniform + 6 dpgan + 6 cgan, and calibrate+psis, truncate+resample
-    # for beta_debiased on marginals, uniform and dpgan and discriminator on dpgan; iris: 3 + 3 + 6 + 2 mst
-    assert len(manifests) == 61
+    # for beta_debiased on marginals, uniform and dpgan and discriminator on dpgan; iris: 3 + 3 + 6 + 3 mst
+    assert len(manifests) == 62
     for path in manifests:
         m = json.loads(path.read_text())
         assert isinstance(m["release"]["fit_to_release"], bool) and m["public_data"]["n_public"] > 0

@@ -119,3 +119,22 @@ def test_beta_mse_scores_the_real_training_split_below_the_sdgps(root, tmp_path)
                          "--epsilon", "1", "--share", "full", "--delta", "paper", "--seed", "0", *flags,
                          "--out", str(out), "--privacy-out", str(tmp_path / f"{sdgp}.json")])
         assert real < score(pd.read_parquet(out)), sdgp
+
+
+def test_marginal_match_through_the_stage(rows, root, tmp_path):
+    """The fit_weights stage runs marginal_match on any SDGP's rows: one log weight per synthetic row, the weight
+    share's spend (zCDP, converted at its delta) and the tau the discrepancy rule chose, in the record."""
+    from dpiw.stages import fit_weights
+
+    d = rows["dir"]
+    fit_weights.main(["--real", str(d / "train.parquet"), "--synth", str(d / "synth.parquet"), "--schema",
+                      rows["schema"], "--method", "marginal_match", "--dataset", "iris", "--sdgp", "marginals",
+                      "--epsilon", "3", "--delta", "1e-5", "--weights-epsilon-fraction", "0.3",
+                      "--weights-delta-fraction", "0.3", "--marginal-match-bins", "4", "--marginal-match-degree", "3",
+                      "--marginal-match-max-marginals", "64", "--marginal-match-max-cells", "100000", "--seed", "4",
+                      "--out", str(tmp_path / "lr.parquet"), "--privacy-out", str(tmp_path / "w.json")])
+    lr = pd.read_parquet(tmp_path / "lr.parquet")
+    assert len(lr) == len(pd.read_parquet(d / "synth.parquet")) and np.isfinite(lr.log_ratio).all()
+    rec = json.loads((tmp_path / "w.json").read_text())
+    assert rec["delta"] == pytest.approx(0.3e-5) and 0.85 < rec["epsilon"] / 0.9 <= 1 + 1e-9
+    assert rec["details"]["tau"] in (1.0, 0.3, 0.1, 0.03, 0.01) and len(rec["details"]["workload"]) == 4 + 6

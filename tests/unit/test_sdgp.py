@@ -94,7 +94,8 @@ def test_every_generator_and_weight_method_documents_parameters_and_returns():
         cls = est if isinstance(est, type) else None
         if cls is None:
             continue  # a factory (mlp, dp_mlp): its class is checked through MLPWeights below
-        for name in ("fit_gan",) if entry.family == "gan" else ("fit", "log_ratio"):
+        names = {"gan": ("fit_gan",), "marginal": ("fit_frames", "reweight")}.get(entry.family, ("fit", "log_ratio"))
+        for name in names:
             doc = getattr(cls, name).__doc__ or ""
             if "Parameters\n" not in doc or "Returns\n" not in doc:
                 missing.append(f"{entry.name}.{name}")

@@ -13,10 +13,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from dpiw import DpiwError
+from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
-from dpiw.grid import MLP_KEYS
+from dpiw.grid import MARGINAL_MATCH_KEYS, MLP_KEYS
 from dpiw.io import read_parquet, write_parquet
 from dpiw.privacy import (
     ACCOUNTINGS,
@@ -85,6 +85,9 @@ def parse_args(argv):
     for key in MLP_KEYS:
         p.add_argument(f"--mlp-{key.replace('_', '-')}", dest=f"mlp_{key}", type=mlp_types.get(key, int),
                        help=f"weights.mlp.{key} (mlp, dp_mlp)")
+    for key in MARGINAL_MATCH_KEYS:
+        p.add_argument(f"--marginal-match-{key.replace('_', '-')}", dest=f"mm_{key}", type=int,
+                       help=f"weights.marginal_match.{key} (marginal_match)")
     p.add_argument("--pgb-rounds", type=int, default=50,
                    help="weights.pgb.rounds: T, the rounds of Private Post-GAN Boosting")
     p.add_argument("--pgb-eta", type=lambda t: t if t == "auto" else positive_float(t), default="auto",
@@ -156,6 +159,11 @@ def main(argv: list[str] | None = None) -> None:
                                                               rng=rng, **fit_rows)
         log_ratio = est.log_ratio_
         public_lr = est.log_ratio_at(public) if len(public) else []
+    elif registry.weight_method(args.method).family == "marginal":
+        params = {k: getattr(args, f"mm_{k}") for k in MARGINAL_MATCH_KEYS if getattr(args, f"mm_{k}") is not None}
+        est = make_estimator(args.method, **params).fit_frames(real, synth, schema, epsilon=eps_w, delta=delta_w,
+                                                               rng=rng, **fit_rows)
+        log_ratio, public_lr = est.log_ratio_, []
     else:
         X_real, X_synth = encode(real, schema), encode(synth, schema)
         params, fit_kw = {}, {}
