@@ -54,3 +54,25 @@ def audit(score: Callable[[bool, np.random.Generator], float], *, n_choose: int,
     s0 = sign * np.array([score(False, rng) for _ in range(n_test)])
     s1 = sign * np.array([score(True, rng) for _ in range(n_test)])
     return epsilon_lower_bound(s0, s1, t, delta=delta, alpha=alpha)
+
+
+def replaced_row_counts(bins: int, *, n: int = 30, seed: int = 5):
+    """Neighbouring two-column datasets for auditing noisy marginal counts: D holds n rows in [0, 1/2)^2, D' moves
+    its first row to (0.99, 0.99). Returns D, D' and ``score(measurements)``: over (clique, noisy counts) pairs,
+    the counts at the moved row's new cells minus those at its old cells (the Gaussian likelihood ratio's linear
+    statistic)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame({"x1": rng.uniform(0, 0.5, n), "x2": rng.uniform(0, 0.5, n)})
+    d_prime = d.copy()
+    d_prime.iloc[0] = [0.99, 0.99]
+    old, new = (np.minimum((f.iloc[0].to_numpy() * bins).astype(int), bins - 1) for f in (d, d_prime))
+
+    def cell(clique, v):
+        return int(np.ravel_multi_index(tuple(v[list(clique)]), (bins,) * len(clique)))
+
+    def score(measurements):
+        return sum(y[cell(cl, new)] - y[cell(cl, old)] for cl, y in measurements)
+
+    return d, d_prime, score

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from audit import audit
+from audit import audit, replaced_row_counts
 
 from dpiw import accounting
 from dpiw.data.schema import load_schema
@@ -60,20 +60,12 @@ def test_audit_of_the_measurements(root):
     """Two columns: the tree is forced, so a run is the three Gaussian marginals. Score: the noisy counts at
     the replaced row's new cells minus those at its old cells (the Gaussian LLR's linear statistic)."""
     schema = load_schema(root / "data/schemas/toy.yaml")
-    rng = np.random.default_rng(5)
-    d = pd.DataFrame({"x1": rng.uniform(0, 0.5, 30), "x2": rng.uniform(0, 0.5, 30)})
-    d_prime = d.copy()
-    d_prime.iloc[0] = [0.99, 0.99]
     bins, eps, delta = 2, 1.0, 1e-3
-    x = np.minimum((d.iloc[0].to_numpy() * bins).astype(int), bins - 1)
-    xp = np.minimum((d_prime.iloc[0].to_numpy() * bins).astype(int), bins - 1)
-
-    def cell(cl, v):
-        return int(np.ravel_multi_index(tuple(v[list(cl)]), (bins,) * len(cl)))
+    d, d_prime, moved = replaced_row_counts(bins)
 
     def score(neighbour, rng):
         m = MST(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=eps, delta=delta, rng=rng)
-        return sum(y[cell(cl, xp)] - y[cell(cl, x)] for cl, y, _ in m.measurements_)
+        return moved([(cl, y) for cl, y, _ in m.measurements_])
 
     lb = audit(score, n_choose=4000, n_test=20000, seed=7, delta=delta)
     assert lb <= eps, lb
