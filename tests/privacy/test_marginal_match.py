@@ -103,3 +103,29 @@ def test_the_weights_recover_a_known_density_ratio(root):
     same = MarginalMatch(degree=2).fit_frames(real, real, schema, epsilon=1.0, delta=1e-6,
                                               rng=np.random.default_rng(5))
     assert same.tau_ == max(same.taus) and np.allclose(np.exp(same.log_ratio_), 1.0, atol=0.05)
+
+
+def test_released_measurements_join_the_fit(iris):
+    """Counts another mechanism has released (MST's, say) can be matched as well, at no cost. D has two equal
+    features; G draws them independently; the workload (pairs with the target) cannot see their relation, the
+    released 2-way counts of the two features can: with them the weighted rows put most mass on the diagonal."""
+    from dpiw.sdgp.marginals import discretise
+    from dpiw.sdgp.privbayes import joint_counts
+
+    schema, frame = iris
+    real = frame.copy()
+    real["sepal_width"] = real["sepal_length"]
+    rng = np.random.default_rng(8)
+    synth = pd.DataFrame({c: rng.choice(real[c].to_numpy(), 600) for c in real.columns})
+    cells, cards = discretise(real, schema, 4)
+    released = joint_counts(cells, (0, 1), cards).reshape(-1)
+    mm = MarginalMatch(bins=4, degree=2).measure(real, schema, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(9))
+    s_cells, _ = discretise(synth, schema, 4)
+    diagonal = s_cells[:, 0] == s_cells[:, 1]
+
+    def on_diagonal(log_ratio):
+        w = np.exp(log_ratio)
+        return float(w[diagonal].sum() / w.sum())
+
+    assert on_diagonal(mm.reweight(synth).log_ratio_) < 0.4  # about 1/4: independent
+    assert on_diagonal(mm.reweight(synth, extra=[((0, 1), released, 0.5)]).log_ratio_) > 0.9

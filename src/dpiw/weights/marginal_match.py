@@ -17,12 +17,14 @@ sigma = sqrt(m Delta^2 / (2 rho)).
 **Fit** (post-processing of the noisy counts and the synthetic rows). Group the synthetic rows by their cell
 in the workload's columns (c_k rows in group k, scaled by N_D / N_G) and find one log weight u_k per group:
 
-    minimise  sum_m ||A_m(c * e^u) - y_m||^2 / (2 sigma^2)  +  tau * sum_k c_k (e^u_k (u_k - 1) + 1)
+    minimise  sum_m ||A_m(c * e^u) - y_m||^2 / (2 sigma_m^2)  +  tau * sum_k c_k (e^u_k (u_k - 1) + 1)
 
 (A_m sums a group's mass into its cell of marginal m; the second term is tau times KL(c e^u || c), which
 keeps the weights at 1 where the measurements say nothing). It is solved in its dual, one variable per
 measured cell (sigma^2/2 ||lambda||^2 + lambda^T y - tau sum_k c_k (1 - exp(-(A^T lambda)_k / tau)), strongly
-convex), by L-BFGS, and u = -A^T lambda / tau. tau is chosen by the discrepancy
+convex), by L-BFGS, and u = -A^T lambda / tau. Measurements another mechanism has released already (MST's own
+1- and 2-way marginals) can join the fit at no cost (``reweight(synth, extra)``), so the weights keep what the
+generator got right. tau is chosen by the discrepancy
 principle from released quantities only: the largest of ``taus`` whose fit has chi^2 = sum_m ||A_m(c e^u) -
 y_m||^2 / sigma^2 at most the number of measured cells (the chi^2 the true counts would have). The log
 ratio of a synthetic row is its group's u: e^u = p_D / p_G of its cell.
@@ -153,25 +155,34 @@ class MarginalMatch:
         self.measure(real, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
         return self.reweight(synth)
 
-    @shared_doc(FRAMES_WEIGHTS_REWEIGHT)
-    def reweight(self, synth: pd.DataFrame) -> MarginalMatch:
+    @shared_doc(FRAMES_WEIGHTS_REWEIGHT, "``extra``: measurements already released by another mechanism, as "
+                "(clique of column indices, noisy counts, std) - MST's, say - matched as well at no further cost.")
+    def reweight(self, synth: pd.DataFrame, extra: tuple = ()) -> MarginalMatch:
         from scipy.optimize import minimize
 
         from dpiw.sdgp.marginals import discretise
 
         cells, cards = discretise(synth, self.schema_, self.bins)
-        cols = sorted({j for cl in self.cliques_ for j in cl})
+        cols = self._cols = sorted({j for cl in self.cliques_ for j in cl})
         keys = _group_keys(cells[:, cols], [cards[j] for j in cols])
         _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
         groups = cells[first]
         c = counts * (self.rows_.n / len(synth))  # synthetic mass in D's units
+        measured = [(cl, y, self.sigma_) for cl, y in self.measurements_] + [tuple(e) for e in extra]
+        cols = sorted({j for cl, _, _ in measured for j in cl})
+        if len(cols) > len(self._cols):  # extra measurements on columns outside the workload: regroup
+            keys = _group_keys(cells[:, cols], [cards[j] for j in cols])
+            _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+            groups = cells[first]
+            c = counts * (self.rows_.n / len(synth))
         index = [np.ravel_multi_index(tuple(groups[:, j] for j in cl), tuple(cards[j] for j in cl))
-                 for cl, _ in self.measurements_]
-        ys = [y for _, y in self.measurements_]
+                 for cl, _, _ in measured]
+        ys = [np.asarray(y, float) for _, y, _ in measured]
         offsets = np.cumsum([0] + [y.size for y in ys[:-1]])
         cell_of = np.stack([o + idx for o, idx in zip(offsets, index, strict=True)])  # (marginals, groups)
         y_all = np.concatenate(ys)
-        s2, n_cells, m = self.sigma_**2, int(y_all.size), len(ys)
+        s2 = np.concatenate([np.full(y.size, float(sd) ** 2) for y, (_, _, sd) in zip(ys, measured, strict=True)])
+        n_cells, m = int(y_all.size), len(ys)
 
         def weights_at(lam, tau):  # u = -A^T lambda / tau: the primal solution at the dual point lambda
             return -lam[cell_of].sum(axis=0) / tau
@@ -181,7 +192,7 @@ class MarginalMatch:
 
         def dual(lam, tau):  # minus the dual function and its gradient (strongly convex: sigma^2 I + ...)
             v = c * np.exp(np.minimum(weights_at(lam, tau), 50.0))
-            f = 0.5 * s2 * float(lam @ lam) + float(lam @ y_all) - tau * float(np.sum(c - v))
+            f = 0.5 * float(lam @ (s2 * lam)) + float(lam @ y_all) - tau * float(np.sum(c - v))
             return f, s2 * lam + y_all - marginals(v)
 
         lam, chosen = np.zeros(n_cells), None
@@ -192,7 +203,7 @@ class MarginalMatch:
                            options={"maxiter": 5000, "gtol": 1e-8 * max(1.0, float(np.abs(y_all).max()))}).x
             u = weights_at(lam, tau)
             r = marginals(c * np.exp(u)) - y_all
-            chosen = (tau, float(r @ r) / s2, u)
+            chosen = (tau, float(r @ (r / s2)), u)
             if chosen[1] <= n_cells:
                 break  # the largest tau whose fit is within the noise
         tau, chi2, u = chosen
