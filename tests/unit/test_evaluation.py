@@ -286,7 +286,12 @@ def test_summary_tests_every_dp_method_against_its_matched_control():
                                       ("beta_debiased", 0.55, True, True), ("beta_noised", 0.45, True, True)):
             rows.append({"dataset": "toy", "eps": "1", "sdgp": "uniform", "post": "none", "seed": seed,
                          "weights": weights, "wst": wst + 0.002 * rng.normal(), "dp": dp, "fit_to_release": fit})
-    table = summary_table.summary_rows(pd.DataFrame(rows)).set_index("weights")
+        for weights, wst in (("none", 0.5), ("discriminator", 0.3)):  # a non-private SDGP: a reference only
+            rows.append({"dataset": "toy", "eps": "1", "sdgp": "gan", "post": "none", "seed": seed,
+                         "weights": weights, "wst": wst + 0.002 * rng.normal(), "dp": False, "fit_to_release": True})
+    table = summary_table.summary_rows(pd.DataFrame(rows))
+    assert set(table.sdgp) == {"uniform"}
+    table = table.set_index("weights")
     assert set(table.index) == {"beta_noised", "beta_debiased", "dp_mlp"}
     assert (table.control == "none_split").all()
     # beta_debiased beats its own rows' unit weights but not None on the whole epsilon: it is worse than that

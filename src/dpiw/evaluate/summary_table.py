@@ -3,8 +3,9 @@ matched control (unit weights on exactly its own rows) and against None on the w
 dpiw.evaluate.compare: paired on the seeds, a win beyond 2 SE and the practical margin, Holm-adjusted over the
 cell's methods. No method is picked as "best" by its mean on the rows it is scored on.
 
-The methods are the DP weight methods other than the unit-weight controls (``none``, ``none_split``); the oracle
-(``true``) and the non-private references (``logreg``, ``mlp``) are never among them. A method with a seed whose
+The methods are the DP weight methods other than the unit-weight controls (``none``, ``none_split``), on runs
+that are DP; the oracle (``true``), the non-private references (``logreg``, ``mlp``) and the runs of a non-private
+SDGP are never among them. A method with a seed whose
 raw weights fail the PSIS release gate is listed and marked, and tested like the rest. The metric is the
 Wasserstein distance to the real rows (WST, lower is better), defined for every dataset; post chain none.
 """
@@ -49,7 +50,8 @@ def summary_rows(runs: pd.DataFrame) -> pd.DataFrame:
         if "none" not in table.columns:
             continue
         none = table["none"].dropna()
-        methods = [m for m in registry.weight_names() if m in allowed and m in table.columns]
+        dp_runs = set(cell[cell.dp.astype(bool)].weights)  # a non-private SDGP's runs (gan, cgan) are references
+        methods = [m for m in registry.weight_names() if m in allowed and m in table.columns and m in dp_runs]
         vs = {c: {m: paired_in(table, metric=METRIC, method=m, control=matched_control(m) if c == "matched" else c)
                   for m in methods} for c in ("matched", "none")}
         wins = {c: holm(vs[c]) for c in vs}
