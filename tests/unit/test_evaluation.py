@@ -295,13 +295,27 @@ def test_summary_tests_every_dp_method_against_its_matched_control():
     assert set(table.index) == {"beta_noised", "beta_debiased", "dp_mlp"}
     assert (table.control == "none_split").all()
     # beta_debiased beats its own rows' unit weights but not None on the whole epsilon: it is worse than that
-    assert table.loc["beta_debiased", "matched_verdict"] == "better"
-    assert table.loc["beta_debiased", "none_verdict"] == "worse"
-    assert table.loc["beta_debiased", "matched_change"] == pytest.approx(-0.05, abs=0.005)
-    assert table.loc["beta_noised", "none_verdict"] == "better"
-    assert table.loc["dp_mlp", "matched_verdict"] == "no clear difference"
+    assert table.loc["beta_debiased", "vs_matched_verdict"] == "better"
+    assert table.loc["beta_debiased", "vs_none_verdict"] == "worse"
+    assert table.loc["beta_debiased", "vs_matched_change"] == pytest.approx(-0.05, abs=0.005)
+    assert table.loc["beta_noised", "vs_none_verdict"] == "better"
+    assert table.loc["dp_mlp", "vs_matched_verdict"] == "no clear difference"
     text = summary_table.markdown(table.reset_index())
     assert "**beta_debiased**" in text and "**beta_noised**" in text and "| dp_mlp ‡ |" in text
     assert "In 1 of 1 cells some DP weight method is better than unit weights on its own rows" in text
     for name in ("true", "logreg", "mlp"):
         assert f"| {name} |" not in text and f"**{name}**" not in text
+
+
+def test_summary_keeps_the_none_rows_own_standard_error():
+    """The None row's SE (over seeds) and a method's paired SE against None are different numbers, both kept."""
+    import pandas as pd
+
+    from dpiw.evaluate import summary_table
+
+    rows = [{"dataset": "toy", "eps": "1", "sdgp": "uniform", "post": "none", "seed": s, "weights": w,
+             "wst": v + (0.1 * s if w == "none" else 0.1 * s + 0.001 * (-1) ** s), "dp": True, "fit_to_release": True}
+            for s in range(4) for w, v in (("none", 0.5), ("discriminator", 0.4))]
+    r = summary_table.summary_rows(pd.DataFrame(rows)).iloc[0]
+    assert r.none_se == pytest.approx(pd.Series([0.5, 0.6, 0.7, 0.8]).std() / 2)
+    assert r.vs_none_se < 0.01 < r.none_se

@@ -52,14 +52,14 @@ def summary_html(runs: pd.DataFrame) -> str:
 
     for r in rows.itertuples():
         name = html.escape(r.weights) + ("" if r.fit_to_release else " ‡")
-        matched = summary_table.change_text(r.matched_change, r.matched_se)
+        matched = summary_table.change_text(r.vs_matched_change, r.vs_matched_se)
         body.append(f"<tr><td>{html.escape(str(r.dataset))}</td><td class=\"num\">{float(r.eps):g}</td>"
                     f"<td>{html.escape(str(r.sdgp))}</td><td class=\"num\">{_num(r.none)} ± {_num(r.none_se)}</td>"
-                    f"<td class=\"{cls(r.matched_verdict)}\">{name}</td><td class=\"num\">{_num(r.mean)}</td>"
+                    f"<td class=\"{cls(r.vs_matched_verdict)}\">{name}</td><td class=\"num\">{_num(r.mean)}</td>"
                     f"<td class=\"num\">{matched} (vs {html.escape(r.control)})</td>"
-                    f"<td class=\"{cls(r.matched_verdict)}\">{r.matched_verdict}</td>"
-                    f"<td class=\"num\">{summary_table.change_text(r.none_change, r.none_se)}</td>"
-                    f"<td class=\"{cls(r.none_verdict)}\">{r.none_verdict}</td></tr>")
+                    f"<td class=\"{cls(r.vs_matched_verdict)}\">{r.vs_matched_verdict}</td>"
+                    f"<td class=\"num\">{summary_table.change_text(r.vs_none_change, r.vs_none_se)}</td>"
+                    f"<td class=\"{cls(r.vs_none_verdict)}\">{r.vs_none_verdict}</td></tr>")
     body.append("</tbody></table>")
     return _page("dpiw summary", body)
 

@@ -64,8 +64,8 @@ def summary_rows(runs: pd.DataFrame) -> pd.DataFrame:
                    "fit_to_release": bool(g.fit_to_release.all()), "seeds": vs["matched"][m].n}
             for c in ("matched", "none"):
                 r = vs[c][m]
-                row.update({f"{c}_change": -r.mean if math.isfinite(r.mean) else math.nan, f"{c}_se": r.se,
-                            f"{c}_verdict": verdict(m in wins[c], m in losses[c], r.n)})
+                row.update({f"vs_{c}_change": -r.mean if math.isfinite(r.mean) else math.nan, f"vs_{c}_se": r.se,
+                            f"vs_{c}_verdict": verdict(m in wins[c], m in losses[c], r.n)})
             out.append(row)
     return pd.DataFrame(out)
 
@@ -76,8 +76,8 @@ def headline(rows: pd.DataFrame) -> str:
         return "No cell has both a None row and a DP weight method."
     cells = rows.groupby(["dataset", "eps", "sdgp"])
     n = len(cells)
-    count = {c: sum((g[f"{c}_verdict"] == "better").any() for _, g in cells) for c in ("matched", "none")}
-    worse = {c: sum((g[f"{c}_verdict"] == "worse").any() for _, g in cells) for c in ("matched", "none")}
+    count = {c: sum((g[f"vs_{c}_verdict"] == "better").any() for _, g in cells) for c in ("matched", "none")}
+    worse = {c: sum((g[f"vs_{c}_verdict"] == "worse").any() for _, g in cells) for c in ("matched", "none")}
     return (f"In {count['matched']} of {n} cells some DP weight method is better than unit weights on its own rows "
             f"(some method is worse in {worse['matched']}); in {count['none']} of {n} it is better than None on the "
             f"whole ε, what a curator gives up by spending budget on weights (worse in {worse['none']}).")
@@ -102,9 +102,9 @@ def markdown(rows: pd.DataFrame) -> str:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows.itertuples():
         none = f"{r.none:.3f} ± {r.none_se:.3f}" if np.isfinite(r.none_se) else f"{r.none:.3f}"
-        name = f"**{r.weights}**" if r.matched_verdict == "better" else r.weights
+        name = f"**{r.weights}**" if r.vs_matched_verdict == "better" else r.weights
         name += "" if r.fit_to_release else " ‡"
         lines.append(f"| {r.dataset} | {float(r.eps):g} | {r.sdgp} | {none} | {name} | {r.mean:.3f} | "
-                     f"{change_text(r.matched_change, r.matched_se)} (vs {r.control}) | {r.matched_verdict} | "
-                     f"{change_text(r.none_change, r.none_se)} | {r.none_verdict} |")
+                     f"{change_text(r.vs_matched_change, r.vs_matched_se)} (vs {r.control}) | {r.vs_matched_verdict} | "
+                     f"{change_text(r.vs_none_change, r.vs_none_se)} | {r.vs_none_verdict} |")
     return "\n".join(lines) + "\n"
