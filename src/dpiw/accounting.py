@@ -188,3 +188,30 @@ def composed_spend(records, delta: float) -> dict:
     eps, order = rdp_to_dp(compose(events), delta - failures)
     return {"epsilon": eps, "delta": delta, "optimal_order": order, "n_events": len(events),
             "failure_probability": failures, "accountant": about}
+
+
+def zcdp_to_dp(rho: float, delta: float) -> float:
+    """epsilon at ``delta`` of rho-zCDP: its RDP curve alpha * rho converted as the ledger converts."""
+    return rdp_to_dp(rho * np.asarray(ORDERS), delta)[0]
+
+
+@functools.lru_cache(maxsize=256)
+def zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest rho (bisection, relative tolerance 1e-9) whose :func:`zcdp_to_dp` is at most ``epsilon``
+    (memoised: a cell's seeds share the budget)."""
+    if not (epsilon > 0 and 0 < delta < 1):
+        raise DpiwError(f"a zCDP mechanism (MST, marginal_match) needs epsilon > 0 and 0 < delta < 1, got "
+                        f"epsilon={epsilon}, delta={delta}; set "
+                        "privacy.delta to a positive number or 'paper'")
+    lo, hi = 0.0, epsilon
+    while zcdp_to_dp(hi, delta) <= epsilon:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if zcdp_to_dp(mid, delta) <= epsilon:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return lo

@@ -50,6 +50,8 @@ CELL_DONE = "private/" + CELL_ID + "/{stage}.{digest}.done.json"
 SYNTH = FIT + "/synth_{share}.parquet"
 SYNTH_PRIVACY = FIT + "/privacy/synthesize_{share}.json"
 MODELS = PRIVATE_FIT + "/models_{share}.npz"  # GAN SDGPs only: the kept generators and discriminators
+#: zCDP SDGPs only (MST): their noisy measurements, which marginal_match may match too (weights.marginal_match)
+MEASUREMENTS = PRIVATE_FIT + "/measurements_{share}.json"
 WEIGHTS_DIR = FIT + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 PUBLIC_LOG_RATIOS = WEIGHTS_DIR + "/public_log_ratios.parquet"  # the classifier's scores at the public rows
@@ -149,6 +151,16 @@ def has_models(sdgp: str) -> bool:
 
 def needs_models(weights: str) -> bool:
     return weights in GAN_WEIGHT_METHODS
+
+
+def has_measurements(sdgp: str) -> bool:
+    return registry.sdgp(sdgp).zcdp
+
+
+def reuses_measurements(lookup: Lookup, sdgp: str, weights: str) -> bool:
+    """marginal_match after a zCDP SDGP, with weights.marginal_match.reuse_sdgp on."""
+    return (registry.weight_method(weights).family == "marginal" and has_measurements(sdgp)
+            and bool(lookup("weights.marginal_match.reuse_sdgp")))
 
 
 def calibrates(post: str) -> bool:
@@ -471,6 +483,8 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
             outs = {"--out": path(SYNTH, share=share), "--privacy-out": path(SYNTH_PRIVACY, share=share)}
             if has_models(cell.sdgp):
                 outs["--models-out"] = path(MODELS, share=share)
+            if has_measurements(cell.sdgp):
+                outs["--measurements-out"] = path(MEASUREMENTS, share=share)
             argv = ["--train", train, "--schema", schema,
                     *synthesize_args(config, lookup, sdgp=cell.sdgp, eps=cell.eps, seed=seed, share=share),
                     *[x for kv in outs.items() for x in kv]]
@@ -487,6 +501,9 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
             if needs_models(weights):
                 ins.append(path(MODELS, share=r.share))
                 argv += ["--models", ins[-1]]
+            if reuses_measurements(lookup, cell.sdgp, weights):
+                ins.append(path(MEASUREMENTS, share=r.share))
+                argv += ["--measurements", ins[-1]]
             outs = [path(LOG_RATIOS, weights=weights), path(PUBLIC_LOG_RATIOS, weights=weights),
                     path(WEIGHTS_PRIVACY, weights=weights)]
             argv += ["--out", outs[0], "--public-out", outs[1], "--privacy-out", outs[2]]

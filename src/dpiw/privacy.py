@@ -1,4 +1,4 @@
-"""Privacy spend records, the budget split and the ledger (basic composition).
+"""Privacy spend records, the budget split and the run ledger (basic composition, else RDP).
 
 Every stage writes one :class:`PrivacySpend` next to its artifact, with the neighbouring relation its
 sensitivities hold for (``neighbours``: replace-one by default, or add/remove; dpiw.neighbours). A
@@ -195,13 +195,24 @@ class BudgetSplit:
     sdgp_delta: float
     weights_epsilon: float
     weights_delta: float
+    #: "epsilon": the two shares add up to the budget (basic composition); "zcdp": both are zCDP and the
+    #: weights get the rest of the budget's rho, so only the RDP composition of the two stays within it
+    rule: str = "epsilon"
+
+
+#: how the budget splits between two zCDP mechanisms
+SPLIT_RULES = ("epsilon", "zcdp")
 
 
 def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_epsilon_fraction: float,
-                 weights_delta_fraction: float) -> BudgetSplit:
+                 weights_delta_fraction: float, rule: str = "epsilon") -> BudgetSplit:
     """Split a run's (epsilon, delta) between the SDGP and the weight estimator (docs/method.md, budget split).
 
-    Methods that need no budget of their own leave all of it to the SDGP.
+    Methods that need no budget of their own leave all of it to the SDGP. The SDGP's share is always
+    (1 - f) of epsilon and delta. With ``rule="zcdp"`` (a zCDP weight method after a zCDP SDGP: both spend one
+    rho each) the weights get the rest of the budget's rho, rho(eps, delta) - rho((1 - f) eps, (1 - f) delta),
+    stated as the epsilon that rho converts to at the whole delta: the two records then add up to more than the
+    budget, and their RDP composition to at most it (the ledger admits a run by either statement).
 
     >>> s = split_budget(1.0, 1e-3, weights_method="beta_debiased", weights_epsilon_fraction=0.1,
     ...                  weights_delta_fraction=0.3)
@@ -210,6 +221,10 @@ def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_e
     >>> split_budget(1.0, 1e-3, weights_method="none", weights_epsilon_fraction=0.1,
     ...              weights_delta_fraction=0.3).sdgp_epsilon
     1.0
+    >>> z = split_budget(1.0, 1e-6, weights_method="marginal_match", weights_epsilon_fraction=0.3,
+    ...                  weights_delta_fraction=0.3, rule="zcdp")
+    >>> z.sdgp_epsilon, round(z.weights_epsilon, 3), z.weights_delta
+    (0.7, 0.693, 1e-06)
     """
     if not (epsilon > 0 and math.isfinite(epsilon)):
         raise DpiwError(f"epsilon must be a positive finite number, got {epsilon}")
@@ -219,11 +234,26 @@ def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_e
                        ("weights_delta_fraction", weights_delta_fraction)):
         if not (0 < frac < 1):
             raise DpiwError(f"privacy.{name} must lie strictly between 0 and 1, got {frac}")
+    if rule not in SPLIT_RULES:
+        raise ValueError(f"split rule must be one of {SPLIT_RULES}, got {rule!r}")
     if weights_method not in WEIGHT_METHODS_WITH_OWN_BUDGET:
         return BudgetSplit(epsilon, delta, 0.0, 0.0)
     w_eps = round(epsilon * weights_epsilon_fraction, 12)
     w_delta = delta * weights_delta_fraction
-    return BudgetSplit(round(epsilon - w_eps, 12), delta - w_delta, w_eps, w_delta)
+    s_eps, s_delta = round(epsilon - w_eps, 12), delta - w_delta
+    if rule == "zcdp":
+        from dpiw.accounting import zcdp_rho, zcdp_to_dp
+
+        rho_w = zcdp_rho(epsilon, delta) - zcdp_rho(s_eps, s_delta)
+        return BudgetSplit(s_eps, s_delta, float(zcdp_to_dp(rho_w, delta)), delta, rule)
+    return BudgetSplit(s_eps, s_delta, w_eps, w_delta)
+
+
+def split_rule(sdgp: str, weights_method: str, neighbours: str, accounting: str = "dpiw") -> str:
+    """"zcdp" where a zCDP weight method follows a zCDP SDGP under replace-one neighbours (under add/remove each
+    stage also spends a Laplace count, which is not zCDP), else "epsilon"."""
+    both = registry.sdgp(sdgp).zcdp and registry.weight_method(weights_method).zcdp
+    return "zcdp" if both and neighbours == "replace_one" and accounting == "dpiw" else "epsilon"
 
 
 def budget_share(weights_method: str) -> str:
@@ -279,10 +309,16 @@ class Ledger:
                                 + ". Set privacy.allow_non_dp_baselines: true to run it as a benchmark")
             return "NOT DP - benchmark baseline, never release: " + "; ".join(culprits)
         eps, delta = self.epsilon, self.delta
-        if exceeds(eps, budget_epsilon, absolute=1e-12):
-            raise DpiwError(f"privacy budget exceeded: the stages spend epsilon={eps:.6g} "
-                            f"(basic composition) > budget {budget_epsilon:.6g}; "
-                            + ", ".join(f"{r.stage}={r.epsilon:.6g}" for r in self.records))
-        if exceeds(delta, budget_delta, absolute=1e-15):
-            raise DpiwError(f"privacy budget exceeded: delta={delta:.6g} > budget {budget_delta:.6g}")
-        return "within budget"
+        if not (exceeds(eps, budget_epsilon, absolute=1e-12) or exceeds(delta, budget_delta, absolute=1e-15)):
+            return "within budget"
+        # the basic sum is over: the RDP composition at the budget's delta may still be within it (a split
+        # made in zCDP is, by construction)
+        from dpiw.accounting import composed_spend
+
+        rdp = composed_spend(self.records, budget_delta) if 0 < budget_delta < 1 else {"epsilon": None}
+        if rdp["epsilon"] is not None and not exceeds(rdp["epsilon"], budget_epsilon, absolute=1e-12):
+            return f"within budget (RDP composition: epsilon={rdp['epsilon']:.6g} at delta={budget_delta:.3g})"
+        composed = "" if rdp["epsilon"] is None else f", RDP composition {rdp['epsilon']:.6g} at that delta"
+        raise DpiwError(f"privacy budget exceeded: the stages spend epsilon={eps:.6g}, delta={delta:.6g} "
+                        f"(basic composition{composed}) > budget epsilon={budget_epsilon:.6g}, "
+                        f"delta={budget_delta:.6g}; " + ", ".join(f"{r.stage}={r.epsilon:.6g}" for r in self.records))

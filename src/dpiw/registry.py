@@ -27,6 +27,10 @@ class SDGP:
     #: ``module:attribute`` of the factory ``make(**params)``
     factory: str
     summary: str
+    #: a zCDP mechanism whose whole spend is one rho (its RDP curve alpha * rho) that writes its noisy
+    #: measurements for reuse: a zCDP weight method after it gets the rest of the run's rho (dpiw.privacy,
+    #: split_budget) and may match those measurements too, at no further cost
+    zcdp: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class WeightMethod:
     #: ``module:attribute`` of the estimator class or factory (called with the method's params)
     estimator: str
     summary: str
+    #: a zCDP mechanism (one rho): after a zCDP SDGP it takes the rest of the run's rho
+    zcdp: bool = False
 
 
 SDGPS: tuple[SDGP, ...] = (
@@ -54,7 +60,8 @@ SDGPS: tuple[SDGP, ...] = (
          "Laplace-noised 1-way marginals (independent or naive Bayes around the target)"),
     SDGP("privbayes", True, False, "dpiw.sdgp.privbayes:PrivBayes", "DP Bayesian network (Zhang et al. 2017)"),
     SDGP("mst", True, False, "dpiw.sdgp.mst:MST",
-         "MST on Private-PGM: Gaussian 1- and 2-way marginals of a private spanning tree (McKenna et al. 2021)"),
+         "MST on Private-PGM: Gaussian 1- and 2-way marginals of a private spanning tree (McKenna et al. 2021)",
+         zcdp=True),
     SDGP("uniform", True, False, "dpiw.sdgp.uniform:UniformBox",
          "uniform on the public bounds: reads no data (the paper's toy setting)"),
     SDGP("dpgan", True, True, "dpiw.sdgp.gan:dpgan", "WGAN with a DP-SGD critic (opacus accountant)"),
@@ -88,7 +95,8 @@ WEIGHT_METHODS: tuple[WeightMethod, ...] = (
                  "non-private MLP classifier (reference)"),
     WeightMethod("marginal_match", True, True, "marginal", "any", False,
                  "dpiw.weights.marginal_match:MarginalMatch",
-                 "weights fitted so the weighted synthetic marginals match Gaussian-noised marginals of D (zCDP)"),
+                 "weights fitted so the weighted synthetic marginals match Gaussian-noised marginals of D (zCDP)",
+                 zcdp=True),
     WeightMethod("discriminator", True, False, "gan", "gan", True, "dpiw.weights.gan_weights:DiscriminatorWeights",
                  "the GAN's own discriminators (free: post-processing)"),
     WeightMethod("pgb", True, True, "gan", "gan", False, "dpiw.weights.gan_weights:PGBWeights",

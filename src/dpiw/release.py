@@ -30,6 +30,7 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
     if not manifest.get("dp"):
         reasons.append(f"not differentially private: {manifest.get('verdict')}")
     budget, spent = manifest["budget"], manifest["spent"]
+    spent = spent.get("tightest") or spent  # the basic sum, or the RDP composition where it is tighter
     if manifest.get("dp") and (exceeds(spent["epsilon"], budget["epsilon"], absolute=1e-12)
                                or exceeds(spent["delta"], budget["delta"], absolute=1e-15)):
         raise DpiwError(f"{manifest['run']}: the manifest spends more than its budget - refusing to release")
@@ -52,6 +53,8 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
     lw = read_parquet(log_weights, columns=["log_weight"], finite=False)["log_weight"].to_numpy(dtype=float)
     if len(lw) != len(rows) or np.isnan(lw).any() or not np.isfinite(lw).any():
         raise DpiwError(f"{manifest['run']}: {len(lw)} weights (NaN or all zero?) for {len(rows)} synthetic rows")
+    if manifest["release"].get("weights", {}).get("unit"):  # no signal beyond the noise: do no harm
+        lw = np.zeros(len(rows))
     w = np.exp(lw - lw[np.isfinite(lw)].max())
     weights = pd.DataFrame({"log_weight": lw, "weight": w * len(w) / w.sum()})  # weights with mean 1
 

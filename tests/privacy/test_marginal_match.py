@@ -9,9 +9,9 @@ import pytest
 from audit import audit, replaced_row_counts
 
 from dpiw import accounting
+from dpiw.accounting import zcdp_rho
 from dpiw.data.schema import load_schema
 from dpiw.neighbours import RowCount
-from dpiw.sdgp.mst import zcdp_rho
 from dpiw.weights.marginal_match import MarginalMatch, workload
 
 
@@ -102,7 +102,47 @@ def test_the_weights_recover_a_known_density_ratio(root):
     assert np.allclose(w, truth, rtol=0.05)
     same = MarginalMatch(degree=2).fit_frames(real, real, schema, epsilon=1.0, delta=1e-6,
                                               rng=np.random.default_rng(5))
-    assert same.tau_ == max(same.taus) and np.allclose(np.exp(same.log_ratio_), 1.0, atol=0.05)
+    assert mm.signal_["signal"]
+    assert not same.signal_["signal"] and np.all(same.log_ratio_ == 0.0)  # do no harm: unit weights
+
+
+def test_the_signal_check_rarely_fires_when_the_synthetic_rows_are_the_data(iris):
+    """Do no harm: with G = D the unit weights' chi^2 is chi^2 with one degree per measured cell, so the check
+    (cells + 2 sqrt(2 cells), made on own and all measurements, here the same) keeps unit weights in about
+    97.5% of noise draws; here 300 draws."""
+    schema, frame = iris
+    fired = 0
+    for k in range(300):
+        mm = MarginalMatch(bins=4, degree=2).measure(frame, schema, epsilon=1.0, delta=1e-5,
+                                                     rng=np.random.default_rng([11, k]))
+        fired += bool(mm.reweight(frame).signal_["signal"])
+    assert fired / 300 < 0.08, fired
+
+
+def test_a_split_made_in_zcdp_is_within_the_budget_by_rdp_only(iris):
+    """MST on (1 - f) of (eps, delta) and marginal_match on the rest of rho: the two records add up to more than
+    the budget, their RDP composition to it; the ledger admits the run by the latter, and refuses a larger share."""
+    from dpiw.privacy import Ledger, split_budget, split_rule
+    from dpiw.sdgp.mst import MST
+
+    schema, frame = iris
+    assert split_rule("mst", "marginal_match", "replace_one") == "zcdp"
+    assert split_rule("mst", "marginal_match", "add_remove") == "epsilon"
+    assert split_rule("privbayes", "marginal_match", "replace_one") == "epsilon"
+    s = split_budget(1.0, 1e-5, weights_method="marginal_match", weights_epsilon_fraction=0.3,
+                     weights_delta_fraction=0.3, rule="zcdp")
+    rng = np.random.default_rng(12)
+    mst = MST(bins=4).measure(frame, schema, epsilon=s.sdgp_epsilon, delta=s.sdgp_delta, rng=rng)
+    mm = MarginalMatch(bins=4).measure(frame, schema, epsilon=s.weights_epsilon, delta=s.weights_delta, rng=rng)
+    assert mst.privacy_.details["rho"] + mm.privacy_.details["rho"] == pytest.approx(zcdp_rho(1.0, 1e-5), rel=1e-6)
+    ledger = Ledger((mst.privacy_, mm.privacy_))
+    assert ledger.epsilon > 1.3 and ledger.delta > 1e-5
+    verdict = ledger.check(budget_epsilon=1.0, budget_delta=1e-5, allow_non_dp=False)
+    assert verdict.startswith("within budget (RDP composition: epsilon=")
+    assert accounting.composed_spend([mst.privacy_, mm.privacy_], 1e-5)["epsilon"] == pytest.approx(1.0, abs=1e-6)
+    more = MarginalMatch(bins=4).measure(frame, schema, epsilon=1.1 * s.weights_epsilon, delta=1e-5, rng=rng)
+    with pytest.raises(Exception, match="privacy budget exceeded"):
+        Ledger((mst.privacy_, more.privacy_)).check(budget_epsilon=1.0, budget_delta=1e-5, allow_non_dp=False)
 
 
 def test_released_measurements_join_the_fit(iris):

@@ -37,10 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the release's delta: 'paper' (1/N_D - 1e-6) or a number below 1/N_D")
     p.add_argument("--sdgp", default="mst", choices=registry.sdgp_names(dp=True),
                    help="the DP generator (default mst: MST on Private-PGM)")
-    p.add_argument("--weights", default="beta_debiased",
-                   choices=registry.weight_names(dp=True),
-                   help="the DP weight method (default beta_debiased)")
-    p.add_argument("--post", default="psis", help="the post-processing chain (default psis; e.g. none, temper)")
+    p.add_argument("--weights", default="auto", choices=("auto", *registry.weight_names(dp=True)),
+                   help="the DP weight method; auto (default): the budget advisor picks marginal_match where its "
+                        "measurements are expected to see past their noise (from the row count, the schema's cells "
+                        "and epsilon), else none, giving the whole epsilon to the generator")
+    p.add_argument("--post", default="none",
+                   help="the post-processing chain (default none; e.g. psis for the logistic weights, temper)")
     p.add_argument("--dataset-epsilon", type=float, default=10.0,
                    help="the most epsilon all releases of this dataset may spend together (its lifetime ledger)")
     p.add_argument("--neighbours", choices=NEIGHBOURS, default="replace_one",
@@ -76,6 +78,27 @@ def _schema_for(data: Path, schema_path: Path, root: Path) -> str:
     return name
 
 
+def _advise(args, data: Path, schema_path: Path, delta) -> str:
+    """The budget advisor's pick (dpiw.weights.advisor), printed with its reason. It reads the row count, which
+    is public under replace-one neighbours only."""
+    from dpiw.data.datasets import read_table
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy import run_delta
+    from dpiw.weights.advisor import WEIGHTS_FRACTION, advise
+
+    if args.neighbours != "replace_one":
+        raise DpiwError("--weights auto reads the row count, which is private under add/remove neighbours: name the "
+                        "weight method (--weights marginal_match, or none)")
+    if args.sdgp != "mst":
+        raise DpiwError(f"--weights auto advises after mst only; with --sdgp {args.sdgp} name the weight method")
+    schema = load_schema(schema_path)
+    n = len(read_table(schema, str(data)))
+    advice = advise(n, schema, epsilon=args.epsilon, delta=run_delta(delta, n, "replace_one"),
+                    fraction=WEIGHTS_FRACTION)
+    print(f"dpiw release: weights {advice.method}: {advice.reason}")
+    return advice.method
+
+
 def main(args) -> None:
     from dpiw.grid import eps_str
 
@@ -90,12 +113,19 @@ def main(args) -> None:
         raise DpiwError(f"no Snakefile in {root}: run dpiw from the repository's root")
     name = _schema_for(data, schema_path, root)
     delta = args.delta if args.delta == "paper" else float(args.delta)
+    if args.weights == "auto":
+        args.weights = _advise(args, data, schema_path, delta)
     config = {"mode": "release",
               "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
               "scale": {"public_fraction": 0, "out_of_bounds": "fail"},
               "privacy": {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
                           "dataset_epsilon": args.dataset_epsilon, "neighbours": args.neighbours}}
+    if args.weights == "marginal_match":
+        from dpiw.weights.advisor import WEIGHTS_FRACTION
+
+        config["privacy"].update({"weights_epsilon_fraction": WEIGHTS_FRACTION,
+                                  "weights_delta_fraction": WEIGHTS_FRACTION})
     path = root / "configs" / f"release_{name}.yaml"
     if path.exists() and not path.read_text().startswith(MARK):
         raise DpiwError(f"{path.relative_to(root)} exists and was not written by `dpiw release`: move it away")

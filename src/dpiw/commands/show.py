@@ -42,7 +42,9 @@ def describe(m: dict) -> list[str]:
     if m["dp"]:
         tight = spent.get("tightest", {})
         rdp = spent.get("rdp", {})
-        lines.append(f"spent      epsilon {_num(spent['epsilon'])}, delta {_num(spent['delta'])} (sum of the stages)"
+        loose = "; a looser bound" if tight.get("from") == "rdp" else ""
+        lines.append(f"spent      epsilon {_num(spent['epsilon'])}, delta {_num(spent['delta'])} (sum of the stages"
+                     f"{loose})"
                      + (f"; RDP composition: epsilon {_num(rdp.get('epsilon'))} at delta {_num(rdp.get('delta'))}"
                         if rdp else ""))
         if tight:
@@ -54,6 +56,8 @@ def describe(m: dict) -> list[str]:
         eps = "not DP" if not r["dp"] else f"epsilon {_num(r['epsilon'])}, delta {_num(r['delta'])}"
         lines.append(f"  {r['stage']:<20} {eps:<32} {r['mechanism']}")
     lines.append(f"noise      {m['noise_seeds']['note']}")
+    if release.get("weights", {}).get("checked"):
+        lines.append(f"weights    {release['weights']['note']}")
     verdict = "FIT TO RELEASE" if release["fit_to_release"] else "NOT fit to release"
     lines.append(f"release    {verdict}: " + "; ".join(release["reasons"]))
     return lines

@@ -27,7 +27,8 @@ import pandas as pd
 from dpiw import registry
 
 #: smaller is better for these, larger for the rest
-LOWER_IS_BETTER = {"wst", "beta_mse", "mlp_mse", "bayes_mse", "pmse", "pmse_ratio", "logreg_log_weight_mse"}
+LOWER_IS_BETTER = {"abs_error", "wst", "beta_mse", "mlp_mse", "bayes_mse", "pmse", "pmse_ratio",
+                   "logreg_log_weight_mse"}
 #: the practical margin: a win must improve on the control by more than this share of the control's mean
 MARGIN = 0.01
 #: Holm's family-wise level, one-sided (the one-sided half of a two-sided 5% test)

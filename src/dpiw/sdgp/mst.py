@@ -27,7 +27,6 @@ MST's domain compression of rare one-way values is left out (the bins are coarse
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import os
@@ -37,39 +36,12 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
+from dpiw.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy import PrivacySpend
 from dpiw.sdgp.marginals import discretise
 from dpiw.sdgp.privbayes import joint_counts
-
-
-def zcdp_to_dp(rho: float, delta: float) -> float:
-    """epsilon at ``delta`` of rho-zCDP: its RDP curve alpha * rho converted as the ledger converts."""
-    from dpiw import accounting
-
-    return accounting.rdp_to_dp(rho * np.asarray(accounting.ORDERS), delta)[0]
-
-
-@functools.lru_cache(maxsize=256)
-def zcdp_rho(epsilon: float, delta: float) -> float:
-    """The largest rho (bisection, relative tolerance 1e-9) whose :func:`zcdp_to_dp` is at most ``epsilon``
-    (memoised: a cell's seeds share the budget)."""
-    if not (epsilon > 0 and 0 < delta < 1):
-        raise DpiwError(f"MST needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon}, delta={delta}; set "
-                        "privacy.delta to a positive number or 'paper'")
-    lo, hi = 0.0, epsilon
-    while zcdp_to_dp(hi, delta) <= epsilon:
-        lo, hi = hi, 2 * hi
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if zcdp_to_dp(mid, delta) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-9 * hi:
-            break
-    return lo
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:

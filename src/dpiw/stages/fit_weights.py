@@ -30,6 +30,7 @@ from dpiw.privacy import (
     paper_ablation,
     run_delta,
     split_budget,
+    split_rule,
     with_row_count,
 )
 from dpiw.sdgp import GAN_SDGPS
@@ -47,6 +48,7 @@ from dpiw.stages._cli import (
 )
 from dpiw.weights import make_estimator
 from dpiw.weights.estimators import LAMBDA_RULES
+from dpiw.weights.marginal_match import read_measurements
 
 #: the weight methods whose noise privacy.accounting 'paper' changes (the rest keep dpiw's accounting)
 PAPER_ABLATED = ("beta_noised", "beta_debiased", "dp_mlp")
@@ -98,6 +100,8 @@ def parse_args(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--public-out",
                    help="log ratios at the public rows (methods that score any row; else no rows)")
+    p.add_argument("--measurements", help="marginal_match: the zCDP SDGP's noisy measurements to match too "
+                                          "(weights.marginal_match.reuse_sdgp)")
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
                    help="privacy.accounting: 'paper' gives beta_noised/beta_debiased the paper's Laplace scale and "
@@ -120,6 +124,8 @@ def main(argv: list[str] | None = None) -> None:
                             f"not '{args.sdgp}'")
         if not args.models:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
+    if args.measurements and registry.weight_method(args.method).family != "marginal":
+        raise DpiwError(f"--measurements is for marginal_match, not weight method '{args.method}': drop it")
     real = read_parquet(args.real, columns=schema.names)
     synth = read_parquet(args.synth, columns=schema.names)
     for flag, path, frame in (("--real", args.real, real), ("--synth", args.synth, synth)):
@@ -137,11 +143,12 @@ def main(argv: list[str] | None = None) -> None:
         delta = run_delta(args.delta, len(real), args.neighbours)
         split = split_budget(args.epsilon, delta, weights_method=args.method,
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
-                             weights_delta_fraction=args.weights_delta_fraction)
+                             weights_delta_fraction=args.weights_delta_fraction,
+                             rule=split_rule(args.sdgp, args.method, args.neighbours, args.accounting))
         eps_w, delta_w = split.weights_epsilon, split.weights_delta
     # one stream per invocation: method, epsilon, share, inputs' digests... (never shared between two
     # weight files that could be released side by side: their difference would cancel the noise)
-    who = identity(args, inputs=("real", "synth", "public", "schema", "models"),
+    who = identity(args, inputs=("real", "synth", "public", "schema", "models", "measurements"),
                    outputs=("out", "public_out", "privacy_out"))
     rng = noise.rng("fit_weights", {**who, "weights_epsilon": eps_w, "weights_delta": delta_w})
     eps_count = count_epsilon(args, eps_w)  # add/remove: the noisy row count's part of the weights' share
@@ -161,8 +168,14 @@ def main(argv: list[str] | None = None) -> None:
         public_lr = est.log_ratio_at(public) if len(public) else []
     elif registry.weight_method(args.method).family == "marginal":
         params = {k: getattr(args, f"mm_{k}") for k in MARGINAL_MATCH_KEYS if getattr(args, f"mm_{k}") is not None}
-        est = make_estimator(args.method, **params).fit_frames(real, synth, schema, epsilon=eps_w, delta=delta_w,
-                                                               rng=rng, **fit_rows)
+        est = make_estimator(args.method, **params)
+        est.measure(real, schema, epsilon=eps_w, delta=delta_w, rng=rng, **fit_rows)
+        extra = read_measurements(args.measurements, schema, bins=est.bins) if args.measurements else ()
+        est.reweight(synth, extra=extra)
+        if extra:
+            est.privacy_.details["reused"] = {"from": args.sdgp, "measurements": len(extra),
+                                              "note": "the SDGP's own noisy measurements, matched too "
+                                                      "(post-processing: no further spend)"}
         log_ratio, public_lr = est.log_ratio_, []
     else:
         X_real, X_synth = encode(real, schema), encode(synth, schema)

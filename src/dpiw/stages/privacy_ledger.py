@@ -131,8 +131,23 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
         reasons.append(seeds["note"])
     fit = not reasons
     return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]), "pareto_k": gate["pareto_k"],
-            "pareto_k_threshold": gate["pareto_k_threshold"],
+            "pareto_k_threshold": gate["pareto_k_threshold"], "weights": weights_signal(records),
             "reasons": reasons or ["release mode, secret noise, DP and k-hat within the threshold"]}
+
+
+def weights_signal(records: list[PrivacySpend]) -> dict:
+    """Whether the DP weights carry signal beyond their noise (the weight method's own check, post-processing of
+    its noisy output; dpiw.weights). Weights without signal are released as unit weights (dpiw.release)."""
+    fitted = [r for r in records if r.stage == "fit_weights"]
+    check = fitted[0].details.get("signal") if fitted else None
+    if not check:
+        return {"checked": False, "unit": False, "note": "this weight method has no signal check"}
+    if check["signal"]:
+        return {"checked": True, "unit": False, "note": "the weights carry signal beyond their noise",
+                "check": check}
+    return {"checked": True, "unit": True, "check": check,
+            "note": "the weights are indistinguishable from their noise: the bundle holds unit weights (the DP "
+                    "rows as they are), not random ones"}
 
 
 def main(argv: list[str] | None = None) -> None:

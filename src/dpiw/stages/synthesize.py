@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from dpiw import DpiwError
+from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
@@ -62,6 +62,7 @@ def parse_args(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
+    p.add_argument("--measurements-out", help="zCDP SDGPs (MST): where their noisy measurements go (JSON)")
     p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
                    help="privacy.accounting: 'paper' calibrates the DP GANs' DP-SGD for add/remove neighbours "
                         "and marks the record NOT DP (an ablation)")
@@ -105,9 +106,12 @@ def main(argv: list[str] | None = None) -> None:
         params["neighbours"] = dpsgd_neighbours(args.accounting, args.neighbours)
     elif args.models_out:
         raise DpiwError(f"SDGP {args.sdgp} has no networks: drop --models-out")
+    if args.measurements_out and not registry.sdgp(args.sdgp).zcdp:
+        raise DpiwError(f"SDGP {args.sdgp} keeps no measurements to reuse: drop --measurements-out")
     gen = make_sdgp(args.sdgp, **params)
     # keyed by everything this invocation privatises (budget share, epsilon, SDGP, data digest, ...)
-    who = {**identity(args, inputs=("train", "schema"), outputs=("out", "privacy_out", "models_out")),
+    who = {**identity(args, inputs=("train", "schema"), outputs=("out", "privacy_out", "models_out",
+                                                                  "measurements_out")),
            "sdgp_epsilon": eps, "sdgp_delta": delta}
     rows = stage_rows(args, len(train), eps_count, noise, "synthesize-count", who)
     t0 = time.perf_counter()
@@ -122,6 +126,10 @@ def main(argv: list[str] | None = None) -> None:
         from dpiw.sdgp.gan_models import save_models
 
         save_models(gen.models(), args.models_out)
+    if args.measurements_out:
+        from dpiw.weights.marginal_match import write_measurements
+
+        write_measurements(gen, args.measurements_out)
     write_parquet(synth, args.out)
     record.write(args.privacy_out)
     print(f"synthesize: fit took {seconds:.2f} s")

@@ -241,6 +241,25 @@ class LogReg:
         return add_intercept(X) @ self.coef_ + self.log_prior_odds_
 
 
+#: the signal check's margin: a noisy coefficient vector carries signal when its squared norm exceeds what the
+#: noise alone gives on average by this many of its standard deviations
+SIGNAL_Z = 2.0
+
+
+def laplace_signal(noisy_coef: np.ndarray, scale: float) -> dict:
+    """Do the noisy coefficients carry more than their Laplace(scale) noise? (post-processing: the public noise
+    law). Under "no signal" (true coefficients 0) ||c||^2 has mean 2 p b^2 and variance 20 p b^4 (E z^4 = 24 b^4);
+    the check fires past the mean plus ``SIGNAL_Z`` standard deviations.
+
+    >>> laplace_signal(np.array([3.0, 0.1]), 0.3)["signal"], laplace_signal(np.array([0.2, -0.3]), 0.3)["signal"]
+    (True, False)
+    """
+    p = noisy_coef.size
+    stat, mean, sd = float(noisy_coef @ noisy_coef), 2 * p * scale**2, math.sqrt(20 * p) * scale**2
+    return {"signal": bool(stat > mean + SIGNAL_Z * sd), "norm2": stat, "noise_mean": mean, "noise_sd": sd,
+            "rule": f"signal if ||coefficients||^2 > 2 p b^2 + {SIGNAL_Z:g} sqrt(20 p) b^2 (Laplace scale b)"}
+
+
 class BetaNoised(LogReg):
     """Ji & Elkan (2013): Laplace noise on the coefficients, with the L1 sensitivity done right.
 
@@ -275,7 +294,9 @@ class BetaNoised(LogReg):
             noise={"distribution": "laplace", "scale": self.rho_, "coordinates": p},
             accountant="closed form (pure epsilon-DP)", reads_private=("train",), neighbours=self.rows_.neighbours,
             details={"method": self.method, "unused_delta": float(delta),
-                     "weights_finite_variance": bool(self.finite_variance_)},
+                     "weights_finite_variance": bool(self.finite_variance_),
+                     # the intercept (last) only shifts every log weight: self-normalised, it cancels
+                     "signal": laplace_signal(self.noisy_coef_[:-1], self.rho_)},
             rdp=({"kind": "laplace", "epsilon": float(epsilon), "about": "L1 over the coefficients"},))
         return self
 

@@ -28,6 +28,13 @@ generator got right. tau is chosen by the discrepancy
 principle from released quantities only: the largest of ``taus`` whose fit has chi^2 = sum_m ||A_m(c e^u) -
 y_m||^2 / sigma^2 at most the number of measured cells (the chi^2 the true counts would have). The log
 ratio of a synthetic row is its group's u: e^u = p_D / p_G of its cell.
+
+**Do no harm** (post-processing too). Before any fit, the unit weights' chi^2 is compared with what noise alone
+would give if the synthetic marginals were D's (mean = the measured cells, sd = sqrt(2 cells)): unless it
+exceeds that by ``SIGNAL_Z`` sds, the measurements carry no signal the weights could use, and the weights stay at
+1 (recorded as ``signal`` in the record; the release says so). The test is made on this method's own
+measurements and on all of them (an SDGP's rows were fitted to its own, which then say little and would dilute
+the first).
 """
 
 from __future__ import annotations
@@ -46,6 +53,33 @@ from dpiw.privacy import PrivacySpend
 
 #: the tau grid of the discrepancy principle, largest (smoothest weights) first
 TAUS = (1.0, 0.3, 0.1, 0.03, 0.01)
+#: do no harm: the weights stay at 1 unless the unit weights' chi^2 exceeds the measured cells by this many of
+#: its standard deviations under "the synthetic marginals are D's" (chi^2 with one degree per cell)
+SIGNAL_Z = 2.0
+
+
+def write_measurements(gen, path) -> None:
+    """A zCDP SDGP's noisy measurements (MST's ``measurements_``: (clique, counts, std)) as JSON, with the
+    public discretisation they were taken on, for :func:`read_measurements`."""
+    from dpiw.io import write_json
+
+    write_json({"bins": gen.bins, "cards": list(gen.cards_), "columns": gen.schema_.names,
+                "measurements": [{"clique": [int(j) for j in cl], "std": float(sd), "counts": np.asarray(y).tolist()}
+                                 for cl, y, sd in gen.measurements_]}, path)
+
+
+def read_measurements(path, schema: Schema, *, bins: int) -> tuple:
+    """The measurements of :func:`write_measurements`, as ``reweight``'s ``extra``; refused unless they were
+    taken on this schema's columns with the same bins."""
+    from dpiw.io import read_json
+
+    d = read_json(path)
+    if d["columns"] != schema.names:
+        raise DpiwError(f"{path}: measurements of columns {d['columns']}, not the schema's {schema.names}")
+    if d["bins"] != bins:
+        raise DpiwError(f"{path}: the SDGP measured with bins={d['bins']}, marginal_match uses bins={bins}: set "
+                        "weights.marginal_match.bins equal to sdgp.mst.bins, or reuse_sdgp: false")
+    return tuple((tuple(m["clique"]), np.asarray(m["counts"], float), m["std"]) for m in d["measurements"])
 
 
 def workload(schema: Schema, *, degree: int, max_marginals: int) -> list[tuple[int, ...]]:
@@ -112,8 +146,8 @@ class MarginalMatch:
                 rows: RowCount | None = None) -> MarginalMatch:
         """The private part: the noisy marginals ``measurements_`` [(clique, noisy counts)], ``sigma_`` and the
         record ``privacy_``."""
+        from dpiw.accounting import zcdp_rho, zcdp_to_dp
         from dpiw.sdgp.marginals import discretise
-        from dpiw.sdgp.mst import zcdp_rho, zcdp_to_dp
         from dpiw.sdgp.privbayes import joint_counts
 
         cells, cards = discretise(real, schema, self.bins)
@@ -195,6 +229,23 @@ class MarginalMatch:
             f = 0.5 * float(lam @ (s2 * lam)) + float(lam @ y_all) - tau * float(np.sum(c - v))
             return f, s2 * lam + y_all - marginals(v)
 
+        own = sum(y.size for _, y in self.measurements_)
+        r0 = marginals(c) - y_all
+        z0 = r0 * r0 / s2
+        chi2_unit = float(z0.sum())
+        tests = {"own": (float(z0[:own].sum()), own), "all": (chi2_unit, n_cells)}
+        fired = [k for k, (chi2, cells) in tests.items() if chi2 > cells + SIGNAL_Z * math.sqrt(2.0 * cells)]
+        self.signal_ = {"chi2_unit_weights": {k: v[0] for k, v in tests.items()},
+                        "measured_cells": {k: v[1] for k, v in tests.items()}, "signal": bool(fired),
+                        "fired": fired, "rule": f"weights only if chi^2 at unit weights > cells + {SIGNAL_Z:g} "
+                                                "sqrt(2 cells), on this method's own measurements or on all"}
+        self.privacy_.details["signal"] = self.signal_
+        if not self.signal_["signal"]:  # the measurements cannot tell the synthetic rows from D: do no harm
+            self.tau_, self.chi2_, self.n_cells_ = math.inf, chi2_unit, n_cells
+            self.log_ratio_ = np.zeros(len(synth))
+            self.privacy_.details.update({"tau": None, "chi2": chi2_unit, "measured_cells": n_cells,
+                                          "groups": len(c), "tau_rule": "unit weights: no signal"})
+            return self
         lam, chosen = np.zeros(n_cells), None
         for tau in self.taus:
             if chosen is not None:

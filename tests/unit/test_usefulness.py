@@ -1,0 +1,120 @@
+"""The usefulness study's parts: the analyst's targets against a direct computation, the comparison of arms, the
+budget advisor's closed form, and the release default doing no harm on one small real table (the study does
+every table and size: docs/usefulness.md)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpiw import DpiwError
+from dpiw.data.schema import load_schema
+from dpiw.evaluate.analyst import analyst_targets
+from dpiw.usefulness import ARMS, Study, cells, family, load_study, unit
+from dpiw.weights.advisor import SNR_MIN, advise, expected_snr
+
+
+@pytest.fixture(scope="module")
+def cps(root):
+    schema = load_schema(root / "data/schemas/cps1988.yaml")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({c.name: (rng.uniform(size=300) if c.is_numeric else rng.integers(len(c.categories),
+                                                                                              size=300))
+                          for c in schema.columns})
+    return schema, frame
+
+
+def test_integer_weights_are_repeated_rows(cps):
+    """Weighted estimates equal the unweighted ones on the rows repeated as often as their weight: every target,
+    including the weighted least-squares coefficients."""
+    schema, frame = cps
+    w = np.random.default_rng(1).integers(1, 4, size=len(frame))
+    weighted = analyst_targets(frame, schema, w)
+    repeated = analyst_targets(frame.loc[frame.index.repeat(w)].reset_index(drop=True), schema)
+    assert weighted.keys() == repeated.keys()
+    for k in weighted:
+        assert weighted[k] == pytest.approx(repeated[k], rel=1e-9, abs=1e-12, nan_ok=True), k
+
+
+def test_targets_against_pandas(cps):
+    schema, frame = cps
+    t = analyst_targets(frame, schema)
+    assert t["mean wage"] == pytest.approx(frame["wage"].mean())
+    by = frame.groupby("region")["wage"].mean()
+    assert t["wage | region=south"] == pytest.approx(by[2])
+    cell = frame[(frame["ethnicity"] == 1) & (frame["parttime"] == 0)]["wage"].mean()
+    assert t["wage | ethnicity=afam, parttime=no"] == pytest.approx(cell)
+    X = pd.get_dummies(frame.drop(columns="wage").astype({"ethnicity": str, "smsa": str, "region": str,
+                                                          "parttime": str}), drop_first=True).astype(float)
+    coef = np.linalg.lstsq(np.column_stack([np.ones(len(X)), X]), frame["wage"], rcond=None)[0]
+    assert t["coef wage ~ education"] == pytest.approx(coef[1])
+    assert {family(k) for k in t} == {"means and shares", "subgroups", "3-way cells", "regression"}
+
+
+def _units(errors_by_arm: dict, seeds: int = 6) -> list[dict]:
+    rng = np.random.default_rng(2)
+    out = []
+    for s in range(seeds):
+        errs = {arm: scale * (1 + 0.05 * rng.standard_normal(40)) for arm, scale in errors_by_arm.items()}
+        out.append({"table": "t", "rows": 100, "eps": 1.0, "seed": s, "targets": [f"mean x{j}" for j in range(40)],
+                    "errors": errs, "advice": "marginal_match", "snr": 5.0, "signal": True})
+    return out
+
+
+def test_an_arm_with_half_the_error_wins_everywhere():
+    base = np.linspace(1.0, 2.0, 40)
+    units = _units({"none": base, "none_split": base, "marginal_match": 0.5 * base, "fed_to_generator": 2 * base,
+                    "advisor": 0.5 * base})
+    c = cells(units)["t", 100, 1.0]
+    assert c["marginal_match"]["all"]["relmed"] == pytest.approx(0.5, rel=0.05)
+    assert c["marginal_match"]["all"]["wins"] == 40 and c["marginal_match"]["all"]["losses"] == 0
+    assert c["fed_to_generator"]["all"]["losses"] == 40
+    assert c["none_split"]["all"]["wins"] + c["none_split"]["all"]["losses"] < 8  # the same errors: noise only
+    assert c["vs_own_rows"]["wins"] == 40 and c["vs_own_rows"]["holm_losses"] == 0
+
+
+def test_study_config_errors(tmp_path, root):
+    bad = tmp_path / "u.yaml"
+    bad.write_text("study: {tables: [cps1988], rows: [10], epsilons: [1]}\n")
+    with pytest.raises(DpiwError, match="study.rows"):
+        load_study(bad)
+    bad.write_text("grid: {}\n")
+    with pytest.raises(DpiwError, match="study:"):
+        load_study(bad)
+    study = load_study(root / "configs/usefulness.yaml")
+    assert study.sdgp == "mst" and "full" in study.rows and set(ARMS) >= {"none", "marginal_match"}
+
+
+def test_the_advisor_is_its_closed_form(cps):
+    """snr = median_m (N / cells_m) / sigma_W with sigma_W = sqrt(m Delta^2 / (2 rho_W)): it grows like N and like
+    sqrt(rho_W); the pick flips at SNR_MIN."""
+    schema, _ = cps
+    s1, sigma1 = expected_snr(1000, schema, epsilon=1.0, delta=1e-6, fraction=0.3)
+    s2, sigma2 = expected_snr(10_000, schema, epsilon=1.0, delta=1e-6, fraction=0.3)
+    assert sigma1 == sigma2 and s2 == pytest.approx(10 * s1)
+    from dpiw.accounting import zcdp_rho
+
+    rho_w = zcdp_rho(1.0, 1e-6) - zcdp_rho(0.7, 0.7e-6)
+    m = 21  # 6 pairs with wage, 15 triples
+    assert sigma1 == pytest.approx(math.sqrt(m * 2 / (2 * rho_w)), rel=1e-6)
+    n_flip = math.ceil(1000 * SNR_MIN / s1)
+    assert advise(n_flip, schema, epsilon=1.0, delta=1e-6, fraction=0.3).method == "marginal_match"
+    assert advise(n_flip - 10, schema, epsilon=1.0, delta=1e-6, fraction=0.3).method == "none"
+
+
+def test_the_release_default_does_no_harm_on_a_small_real_table():
+    """`dpiw release`'s default on 2,000 rows of Fertility at epsilon 1 (the advisor picks marginal_match there):
+    over 5 releases, no analyst target is worse with the weights than with the same bundle's unweighted rows,
+    beyond noise (Holm over the targets, one-sided 2.5%), and the median error is below the unweighted rows'."""
+    from dpiw.evaluate.compare import holm, paired_values
+
+    study = Study(("fertility",), (2000,), (1.0,), 5, 1e-6, 0.3, "mst", 1)
+    units = [unit(study, "fertility", 2000, 1.0, s, arms=("none_split", "marginal_match")) for s in range(5)]
+    assert {u["advice"] for u in units} == {"marginal_match"}
+    weighted, plain = (np.abs(np.stack([u["errors"][arm] for u in units])) for arm in ("marginal_match", "none_split"))
+    keep = np.isfinite(weighted).all(axis=0) & np.isfinite(plain).all(axis=0)
+    assert keep.sum() > 100
+    pairs = {j: paired_values(weighted[:, j], plain[:, j], "abs_error") for j in np.nonzero(keep)[0]}
+    assert not holm(pairs, side=-1), sorted(holm(pairs, side=-1))
+    assert np.median(weighted[:, keep].mean(axis=0) / plain[:, keep].mean(axis=0)) < 1.0
