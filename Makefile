@@ -9,7 +9,7 @@ export PIP_FIND_LINKS ?= /opt/wheels
 endif
 CORES ?= all
 
-.PHONY: help install run results test docs lint clean
+.PHONY: help install run results usefulness test docs lint clean
 
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
@@ -34,6 +34,12 @@ results: install  ## configs/paper.yaml and its NOT-DP ablation, then docs/resul
 	python -m dpiw.stages.paper_compare --runs results/paper/tables/runs.csv \
 		--ablation-runs results/paper_accounting/tables/runs.csv \
 		--paper data/paper/ghalebikesabi2022_tables.csv --out docs/results.md
+
+# The usefulness study (configs/usefulness.yaml) -> docs/usefulness.md and its plot; a rerun keeps the releases
+# it still needs (results/usefulness/units.pkl): `make usefulness FRESH=--fresh` after a change to a method
+usefulness: install  ## the usefulness study on real tables -> docs/usefulness.md (about 30 minutes on 2 cores)
+	python -m dpiw.usefulness --config configs/usefulness.yaml --out docs/usefulness.md \
+		--figure docs/usefulness.png $(FRESH)
 
 # The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
 # are there: tests/cluster/start_slurm.sh; skipped with the reason otherwise).

@@ -35,7 +35,11 @@ import yaml
 
 from dpiw import DpiwError
 
-ARMS = ("none", "none_split", "marginal_match", "fed_to_generator", "advisor")
+#: the arms studied after each SDGP: MST (zCDP) also feeds the measurements to its generator and has the advisor;
+#: after PrivBayes (pure epsilon) the split is made in epsilon and the fixed BetaDebiased (lambda 'rate') joins
+ARMS_BY_SDGP = {"mst": ("none", "none_split", "marginal_match", "fed_to_generator", "advisor"),
+                "privbayes": ("none", "none_split", "marginal_match", "beta_debiased")}
+ARMS = ARMS_BY_SDGP["mst"]
 #: target families, by the start of their names (dpiw.evaluate.analyst)
 FAMILIES = {"means and shares": ("mean ", "share "), "subgroups": (), "3-way cells": (), "regression": ("coef ",)}
 
@@ -48,7 +52,7 @@ class Study:
     seeds: int
     delta: float
     fraction: float
-    sdgp: str
+    sdgps: tuple[str, ...]
     workers: int
 
 
@@ -56,16 +60,17 @@ def load_study(path: str | Path) -> Study:
     d = yaml.safe_load(Path(path).read_text()).get("study")
     if not isinstance(d, dict):
         raise DpiwError(f"{path}: needs a top-level 'study:' mapping (tables, rows, epsilons, seeds, ...)")
-    allowed = {"tables", "rows", "epsilons", "seeds", "delta", "weights_fraction", "sdgp", "workers"}
+    allowed = {"tables", "rows", "epsilons", "seeds", "delta", "weights_fraction", "sdgps", "workers"}
     if set(d) - allowed:
         raise DpiwError(f"{path}: unknown study key(s) {sorted(set(d) - allowed)}; allowed: {sorted(allowed)}")
     rows = tuple(d.get("rows", ["full"]))
     if not all(r == "full" or (isinstance(r, int) and r >= 100) for r in rows):
         raise DpiwError(f"{path}: study.rows holds row counts >= 100 or 'full', got {list(rows)}")
-    if d.get("sdgp", "mst") != "mst":
-        raise DpiwError(f"{path}: study.sdgp: only mst is studied so far (its measurements feed the generator arm)")
+    sdgps = tuple(d.get("sdgps", ["mst"]))
+    if not sdgps or set(sdgps) - set(ARMS_BY_SDGP):
+        raise DpiwError(f"{path}: study.sdgps: choose from {sorted(ARMS_BY_SDGP)}, got {list(sdgps)}")
     return Study(tuple(d["tables"]), rows, tuple(float(e) for e in d["epsilons"]), int(d.get("seeds", 5)),
-                 float(d.get("delta", 1e-6)), float(d.get("weights_fraction", 0.3)), "mst", int(d.get("workers", 2)))
+                 float(d.get("delta", 1e-6)), float(d.get("weights_fraction", 0.3)), sdgps, int(d.get("workers", 2)))
 
 
 def family(target: str) -> str:
@@ -88,37 +93,59 @@ def _table(name: str, rows) -> tuple:
     return schema, scale_frame(raw, schema, column_bounds(raw, schema, bounds="schema"))
 
 
-def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str, ...] = ARMS) -> dict:
-    """One (table, N, epsilon, seed): the errors of ``arms`` (all by default) on every target."""
+def _generator(sdgp: str):
+    """A fresh SDGP with params.yaml's settings."""
+    from dpiw.sdgp import make_sdgp
+
+    return make_sdgp(sdgp, **yaml.safe_load(Path("params.yaml").read_text())["sdgp"][sdgp])
+
+
+def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str, ...] | None = None,
+         sdgp: str = "mst") -> dict:
+    """One (table, N, epsilon, seed, SDGP): the errors of ``arms`` (the SDGP's, by default) on every target."""
     from dpiw.evaluate.analyst import analyst_targets
     from dpiw.privacy import split_budget, split_rule
-    from dpiw.sdgp.mst import MST
     from dpiw.weights.advisor import advise
     from dpiw.weights.marginal_match import MarginalMatch
+
+    arms = ARMS_BY_SDGP[sdgp] if arms is None else arms
 
     schema, real = _table(table, rows)
     n = len(real)
     truth = analyst_targets(real, schema)
 
-    def rng(arm: str) -> np.random.Generator:
+    def rng(arm: str) -> np.random.Generator:  # MST's streams keep their keys from before PrivBayes joined
+        key = arm if sdgp == "mst" else f"{sdgp}/{arm}"
         return np.random.default_rng([seed, zlib.crc32(table.encode()), n, int(round(eps * 1000)),
-                                      zlib.crc32(arm.encode())])
+                                      zlib.crc32(key.encode())])
 
     f, delta = study.fraction, study.delta
     split = split_budget(eps, delta, weights_method="marginal_match", weights_epsilon_fraction=f,
-                         weights_delta_fraction=f, rule=split_rule(study.sdgp, "marginal_match", "replace_one"))
+                         weights_delta_fraction=f, rule=split_rule(sdgp, "marginal_match", "replace_one"))
     t0 = time.perf_counter()
     releases = {}
     if "none" in arms or "advisor" in arms:
         g = rng("none")
-        releases["none"] = (MST().fit(real, schema, epsilon=eps, delta=delta, rng=g).sample(n, rng=g), None)
+        releases["none"] = (_generator(sdgp).fit(real, schema, epsilon=eps, delta=delta, rng=g).sample(n, rng=g),
+                            None)
     g = rng("split")
-    part = MST().fit(real, schema, epsilon=split.sdgp_epsilon, delta=split.sdgp_delta, rng=g)
+    part = _generator(sdgp).fit(real, schema, epsilon=split.sdgp_epsilon, delta=split.sdgp_delta, rng=g)
     rows_split = part.sample(n, rng=g)
     mm = MarginalMatch().measure(real, schema, epsilon=split.weights_epsilon, delta=split.weights_delta,
                                  rng=rng("marginal_match"))
-    mm.reweight(rows_split, extra=part.measurements_)
+    mm.reweight(rows_split, extra=getattr(part, "measurements_", ()) if sdgp == "mst" else ())
     releases.update({"none_split": (rows_split, None), "marginal_match": (rows_split, np.exp(mm.log_ratio_))})
+    if "beta_debiased" in arms:  # the same rows and the same share, split in epsilon
+        from dpiw.data.encode import encode, norm_bound
+        from dpiw.weights.estimators import make_estimator
+
+        share = split_budget(eps, delta, weights_method="beta_debiased", weights_epsilon_fraction=f,
+                             weights_delta_fraction=f)
+        beta = make_estimator("beta_debiased", lam="rate", sensitivity_n="private", rho_target=0.3)
+        X_synth = encode(rows_split, schema)
+        beta.fit(encode(real, schema), X_synth, epsilon=share.weights_epsilon, delta=share.weights_delta,
+                 rng=rng("beta_debiased"), norm_bound=norm_bound(schema))
+        releases["beta_debiased"] = (rows_split, np.exp(beta.log_ratio(X_synth) - beta.log_ratio(X_synth).max()))
     advice = advise(n, schema, epsilon=eps, delta=delta, fraction=f)
     if "advisor" in arms:
         releases["advisor"] = releases[advice.method]
@@ -127,7 +154,7 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
     names = list(truth)
     errors = {arm: np.array([analyst_targets(frame, schema, w).get(t, np.nan) for t in names]) - np.array(
         [truth[t] for t in names]) for arm, (frame, w) in releases.items() if arm in arms}
-    return {"table": table, "rows": n, "eps": eps, "seed": seed, "targets": names, "errors": errors,
+    return {"table": table, "rows": n, "eps": eps, "seed": seed, "sdgp": sdgp, "targets": names, "errors": errors,
             "advice": advice.method, "snr": advice.snr, "tau": mm.tau_, "signal": bool(mm.signal_["signal"]),
             "seconds": time.perf_counter() - t0}
 
@@ -146,39 +173,55 @@ def _fed(part, mm, n: int, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def _unit(args):
-    return unit(*args)
+    study, table, rows, eps, seed, arms, sdgp = args
+    return unit(study, table, rows, eps, seed, arms, sdgp)
 
 
-def run_study(study: Study, *, progress=print) -> list[dict]:
-    jobs = [(study, t, r, e, s) for t in study.tables for r in study.rows for e in study.epsilons
-            for s in range(study.seeds)]
-    out, t0 = [], time.perf_counter()
+def _key(u: dict, study: Study) -> tuple:
+    """A unit's job: (SDGP, table, rows as the config names them, epsilon, seed)."""
+    spec = u["rows"] if u["rows"] in study.rows else "full"
+    return u.get("sdgp", "mst"), u["table"], spec, u["eps"], u["seed"]
+
+
+def run_study(study: Study, *, done: list[dict] = (), save=None, progress=print) -> list[dict]:
+    """Every unit of the study. Units in ``done`` (an earlier run's) that the study still asks for are kept, not
+    rerun, and ``save(units)`` is called after each new one, so nothing is lost when a long study stops."""
+    jobs = {(g, t, r, e, s): (study, t, r, e, s, None, g) for g in study.sdgps for t in study.tables
+            for r in study.rows for e in study.epsilons for s in range(study.seeds)}
+    out = [u for u in done if _key(u, study) in jobs]
+    todo = [job for key, job in jobs.items() if key not in {_key(u, study) for u in out}]
+    progress(f"usefulness: {len(out)} of {len(jobs)} releases kept from the last run, {len(todo)} to go")
     import multiprocessing
 
+    t0 = time.perf_counter()
     with ProcessPoolExecutor(study.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for k, res in enumerate(pool.map(_unit, jobs), 1):
+        for k, res in enumerate(pool.map(_unit, todo), 1):
             out.append(res)
-            progress(f"[{k}/{len(jobs)}] {res['table']} N={res['rows']} eps={res['eps']:g} seed={res['seed']}: "
-                     f"{res['seconds']:.0f} s (elapsed {time.perf_counter() - t0:.0f} s)")
+            if save:
+                save(out)
+            progress(f"[{k}/{len(todo)}] {res['sdgp']} {res['table']} N={res['rows']} eps={res['eps']:g} "
+                     f"seed={res['seed']}: {res['seconds']:.0f} s (elapsed {time.perf_counter() - t0:.0f} s)")
     return out
 
 
 def compare_cell(units: list[dict]) -> dict:
-    """Every arm against ``none`` over the seeds of one (table, N, epsilon), per target and per family."""
+    """Every arm against ``none`` over the seeds of one (SDGP, table, N, epsilon), per target and per family, and
+    marginal_match against its own unweighted rows."""
     from dpiw.evaluate.compare import holm, paired_values
 
     names = units[0]["targets"]
-    err = {arm: np.abs(np.stack([u["errors"][arm] for u in units])) for arm in ARMS}
+    arms = [a for a in ARMS_BY_SDGP[units[0].get("sdgp", "mst")] if a in units[0]["errors"]]
+    err = {arm: np.abs(np.stack([u["errors"][arm] for u in units])) for arm in arms}
     keep = ~np.any([np.isnan(e).any(axis=0) for e in err.values()], axis=0)
     fam = np.array([family(t) for t in names])
-    out = {"targets": int(keep.sum()), "advice": sorted({u["advice"] for u in units}),
+    out = {"targets": int(keep.sum()), "advice": sorted({u["advice"] for u in units}), "arms": arms,
            "snr": units[0]["snr"], "signal": sum(u["signal"] for u in units), "seeds": len(units)}
     own = {names[j]: paired_values(err["marginal_match"][:, j], err["none_split"][:, j], "abs_error")
            for j in np.nonzero(keep)[0]}
     out["vs_own_rows"] = {"wins": sum(p.win() for p in own.values()), "losses": sum(p.loss() for p in own.values()),
                           "holm_losses": len(holm(own, side=-1))}
     base = err["none"].mean(axis=0)
-    for arm in ARMS[1:]:
+    for arm in arms[1:]:
         res = {}
         for fname in (None, *FAMILIES):
             sel = keep if fname is None else keep & (fam == fname)
@@ -194,19 +237,24 @@ def compare_cell(units: list[dict]) -> dict:
 
 
 def cells(units: list[dict]) -> dict[tuple, dict]:
+    """(SDGP, table, N, epsilon) -> :func:`compare_cell`."""
     groups: dict[tuple, list] = {}
     for u in units:
-        groups.setdefault((u["table"], u["rows"], u["eps"]), []).append(u)
+        groups.setdefault((u.get("sdgp", "mst"), u["table"], u["rows"], u["eps"]), []).append(u)
     return {k: compare_cell(sorted(v, key=lambda u: u["seed"])) for k, v in sorted(groups.items())}
 
 
 def paid(res: dict) -> bool:
-    """marginal_match paid for its share: its median relative error is below 1 and its wins beat its losses."""
+    """A weighting paid for its share: its median relative error is below 1 and its wins beat its losses."""
     return res["relmed"] < 1.0 and res["wins"] > res["losses"]
 
 
 def _fmt(res: dict) -> str:
     return f"{res['relmed']:.2f} ({res['wins']}/{res['losses']})"
+
+
+def _where(keys) -> str:
+    return ", ".join(f"{t} N={n:,} eps={e:g}" for _, t, n, e in keys)
 
 
 def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: str | None) -> str:
@@ -216,73 +264,91 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "# Do the weights pay for their budget? (generated)",
         "",
         "Generated by `make usefulness` (`python -m dpiw.usefulness --config configs/usefulness.yaml`) from "
-        f"{sum(c['seeds'] for c in table.values())} releases in {seconds / 60:.0f} min; do not edit by hand.",
+        f"{sum(c['seeds'] for c in table.values())} releases ({seconds / 60:.0f} min of compute); do not edit by "
+        "hand.",
         "",
         "**The question.** A curator holds a table, all of it private, and a budget epsilon (delta "
         f"{study.delta:g}). Spend {study.fraction:g} of it on DP weights and the rest on the generator, or the "
         "whole of it on the generator? Each arm releases from the whole table; each is scored on what an analyst "
         "estimates (every column's mean or shares, the target in every subgroup and in every cell of the 3-way "
         "cross-tabs with it, the coefficients of the regression of the target on the rest; "
-        "`dpiw.evaluate.analyst`), against the table itself.",
+        "`dpiw.evaluate.analyst`), against the table itself. Smaller tables are public random subsets of the "
+        "real one, each then the curator's whole table.",
         "",
-        "**Arms** (SDGP: MST): `none` on the whole epsilon (the control); `none_split`, MST on its share; "
-        "`marginal_match`, those rows weighted (zCDP split, MST's own measurements matched too); "
-        "`fed_to_generator`, the same measurements fed into Private-PGM instead; `advisor`, what the budget "
-        f"advisor picks from public quantities (marginal_match when its signal-to-noise ratio >= {SNR_MIN:g}, "
-        "a threshold named before this study ran).",
+        "**Arms.** `none`: the SDGP on the whole epsilon (the control: no weights). `none_split`: the SDGP on its "
+        f"share (1 - {study.fraction:g}). `marginal_match`: those rows weighted (after MST the split is made in "
+        "zCDP and MST's own measurements are matched too; after PrivBayes the split is in epsilon). "
+        "`fed_to_generator` (MST): the same measurements fed into Private-PGM instead of into weights. `advisor` "
+        f"(MST; `dpiw release`'s default): marginal_match when the budget advisor's signal-to-noise ratio (snr) "
+        f">= {SNR_MIN:g}, a threshold named before this study ran, else `none`. `beta_debiased` (PrivBayes): the "
+        "paper's method, lambda 'rate', on the same rows and share.",
         "",
         "**Reading a cell**: relmed = the median over targets of the arm's mean absolute error over `none`'s "
         "(below 1: better than giving the whole epsilon to the generator), then (wins/losses) over targets, "
-        "each paired over the seeds beyond 2 SE and the 1% margin (`dpiw.evaluate.compare`). The advisor is "
-        "*right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and more wins "
-        "than losses).",
+        "each paired over the seeds, beyond 2 SE and the 1% margin (`dpiw.evaluate.compare`). With 5 seeds and "
+        "~170 targets, a few wins and losses are expected by chance alone (the 2-SE rule is one-sided 5-6% per "
+        "target at 4 degrees of freedom); the last column of the MST tables is Holm-adjusted over the targets. "
+        "The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and "
+        "more wins than losses).",
         "",
     ]
     if figure:
         lines += [f"![relmed against N]({figure})", ""]
-    for tname in study.tables:
-        lines += [f"## {tname}", "",
-                  "| N | epsilon | snr | none_split | marginal_match | fed_to_generator | advisor | picked | right "
-                  "| marginal_match vs its own unweighted rows |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
-        for (t, n, eps), c in table.items():
-            if t != tname:
+    for sdgp in study.sdgps:
+        arms = ARMS_BY_SDGP[sdgp][1:]
+        for tname in study.tables:
+            keys = [k for k in table if k[0] == sdgp and k[1] == tname]
+            if not keys:
                 continue
-            pick, own = "/".join(c["advice"]), c["vs_own_rows"]
-            right = ("marginal_match" in c["advice"]) == paid(c["marginal_match"]["all"])
-            lines.append(f"| {n:,} | {eps:g} | {c['snr']:.2g} | {_fmt(c['none_split']['all'])} | "
-                         f"**{_fmt(c['marginal_match']['all'])}** | {_fmt(c['fed_to_generator']['all'])} | "
-                         f"{_fmt(c['advisor']['all'])} | {pick} | {'yes' if right else '**no**'} | "
-                         f"{own['wins']}/{own['losses']} (Holm: {own['holm_losses']}) |")
-        lines += ["", "marginal_match by target family (relmed (wins/losses)):", "",
-                  "| N | epsilon | " + " | ".join(FAMILIES) + " |", "|---|---|" + "---|" * len(FAMILIES)]
-        for (t, n, eps), c in table.items():
-            if t == tname:
-                lines.append(f"| {n:,} | {eps:g} | " + " | ".join(
-                    _fmt(c["marginal_match"][f]) if f in c["marginal_match"] else "-" for f in FAMILIES) + " |")
-        lines.append("")
-    right = [("marginal_match" in c["advice"]) == paid(c["marginal_match"]["all"]) for c in table.values()]
-    paying = [k for k, c in table.items() if paid(c["marginal_match"]["all"])]
-    worse = [k for k, c in table.items() if c["advisor"]["all"]["losses"] > c["advisor"]["all"]["wins"]]
-    harm = [k for k, c in table.items() if c["vs_own_rows"]["holm_losses"]]
-    lines += [
-        "## What the study says",
-        "",
-        f"- marginal_match paid for its share in {len(paying)} of {len(table)} cells"
-        + (": " + ", ".join(f"{t} N={n:,} eps={e:g}" for t, n, e in paying) if paying else "") + ".",
-        f"- The advisor was right in {sum(right)} of {len(right)} cells; its release had more losses than wins "
-        f"against `none` in {len(worse)} cell(s)"
-        + (": " + ", ".join(f"{t} N={n:,} eps={e:g}" for t, n, e in worse) if worse else "") + ".",
-        f"- marginal_match made an estimate worse than the same bundle's unweighted rows beyond noise (Holm over "
-        f"the targets, one-sided 2.5%, and the margin) in {len(harm)} of {len(table)} cells"
-        + (": " + ", ".join(f"{t} N={n:,} eps={e:g} ({table[t, n, e]['vs_own_rows']['holm_losses']} targets)"
-                            for t, n, e in harm) if harm else "") + ".",
-        "- Where marginal_match and `fed_to_generator` differ, compare their columns: the same measurements, "
-        "spent on weights or on the generator.",
-        "- Not yet studied: PrivBayes and DPCGAN rows, the fixed BetaDebiased, and more tables (this page covers MST "
-        "only).",
-        "",
-    ]
+            extra = " | picked | right | marginal_match vs its own unweighted rows" if sdgp == "mst" else ""
+            lines += [f"## {tname}, {sdgp}", "", "| N | epsilon | snr | " + " | ".join(arms) + extra + " |",
+                      "|---|---|---|" + "---|" * (len(arms) + (3 if extra else 0))]
+            for k in keys:
+                c = table[k]
+                row = [f"{k[2]:,}", f"{k[3]:g}", f"{c['snr']:.2g}"] + [
+                    f"**{_fmt(c[a]['all'])}**" if a == "marginal_match" else _fmt(c[a]["all"]) for a in arms]
+                if extra:
+                    own = c["vs_own_rows"]
+                    right = ("marginal_match" in c["advice"]) == paid(c["marginal_match"]["all"])
+                    row += ["/".join(c["advice"]), "yes" if right else "**no**",
+                            f"{own['wins']}/{own['losses']} (Holm: {own['holm_losses']})"]
+                lines.append("| " + " | ".join(row) + " |")
+            lines += ["", f"marginal_match after {sdgp} by target family (relmed (wins/losses)):", "",
+                      "| N | epsilon | " + " | ".join(FAMILIES) + " |", "|---|---|" + "---|" * len(FAMILIES)]
+            for k in keys:
+                mm = table[k]["marginal_match"]
+                lines.append(f"| {k[2]:,} | {k[3]:g} | " + " | ".join(
+                    _fmt(mm[f]) if f in mm else "-" for f in FAMILIES) + " |")
+            lines.append("")
+    lines += ["## What the study says", ""]
+    for sdgp in study.sdgps:
+        keys = [k for k in table if k[0] == sdgp]
+        paying = [k for k in keys if paid(table[k]["marginal_match"]["all"])]
+        lines.append(f"- After {sdgp}, marginal_match paid for its share in {len(paying)} of {len(keys)} cells"
+                     + (f": {_where(paying)}" if paying else "") + ".")
+        harm = [k for k in keys if table[k]["vs_own_rows"]["holm_losses"]]
+        lines.append(f"- After {sdgp}, marginal_match made an estimate worse than the same bundle's unweighted rows "
+                     f"beyond noise (Holm over the targets, one-sided 2.5%, and the margin) in {len(harm)} of "
+                     f"{len(keys)} cells" + (f": {_where(harm)}" if harm else "") + ".")
+        if "beta_debiased" in ARMS_BY_SDGP[sdgp]:
+            beta = [k for k in keys if paid(table[k]["beta_debiased"]["all"])]
+            lines.append(f"- After {sdgp}, BetaDebiased paid for its share in {len(beta)} of {len(keys)} cells"
+                         + (f": {_where(beta)}" if beta else "") + ".")
+        if "advisor" in ARMS_BY_SDGP[sdgp]:
+            right = [k for k in keys if ("marginal_match" in table[k]["advice"])
+                     == paid(table[k]["marginal_match"]["all"])]
+            worse = [k for k in keys if table[k]["advisor"]["all"]["losses"] > table[k]["advisor"]["all"]["wins"]]
+            wrong = sorted(set(keys) - set(right))
+            lines.append(f"- The advisor was right in {len(right)} of {len(keys)} cells"
+                         + (f" (wrong: {_where(wrong)})" if wrong else "") + f"; its release had more losses than "
+                         f"wins against `none` in {len(worse)} cell(s)" + (f": {_where(worse)}" if worse else "")
+                         + ".")
+        if "fed_to_generator" in ARMS_BY_SDGP[sdgp]:
+            better = [k for k in keys if table[k]["marginal_match"]["all"]["relmed"]
+                      < table[k]["fed_to_generator"]["all"]["relmed"]]
+            lines.append(f"- The same measurements did more as weights than fed into the generator in {len(better)} "
+                         f"of {len(keys)} cells (lower relmed).")
+    lines += ["- Not studied here: DPCGAN's rows, AIM, and tables other than these two.", ""]
     return "\n".join(lines)
 
 
@@ -291,22 +357,32 @@ def plot(study: Study, table: dict[tuple, dict], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
-    fig, axes = plt.subplots(1, len(study.tables), figsize=(5.5 * len(study.tables), 4), squeeze=False)
-    for ax, tname in zip(axes[0], study.tables, strict=True):
-        for eps in study.epsilons:
-            keys = sorted((n, k) for k in table if k[0] == tname and k[2] == eps for n in [k[1]])
-            ns = [n for n, _ in keys]
-            for arm, style in (("marginal_match", "-o"), ("fed_to_generator", ":s"), ("none_split", "--x")):
-                ax.plot(ns, [table[k][arm]["all"]["relmed"] for _, k in keys], style,
-                        label=f"{arm}, eps={eps:g}", alpha=0.85)
-        ax.axhline(1.0, color="k", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("rows N (the whole private table)")
-        ax.set_ylabel("median error / error of MST on the whole epsilon")
-        ax.set_title(tname)
-    axes[0][0].legend(fontsize=7, ncol=1)
+    styles = {"marginal_match": "-o", "fed_to_generator": ":s", "none_split": "--x", "beta_debiased": "-.d"}
+    colours = dict(zip(study.epsilons, ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"),
+                       strict=False))
+    fig, axes = plt.subplots(len(study.sdgps), len(study.tables), figsize=(6 * len(study.tables),
+                             4.2 * len(study.sdgps)), squeeze=False)
+    for row, sdgp in zip(axes, study.sdgps, strict=True):
+        for ax, tname in zip(row, study.tables, strict=True):
+            for eps in study.epsilons:
+                keys = sorted(k for k in table if k[:2] == (sdgp, tname) and k[3] == eps)
+                ns = [k[2] for k in keys]
+                for arm in ARMS_BY_SDGP[sdgp][1:]:
+                    if arm in styles and keys:
+                        ax.plot(ns, [table[k][arm]["all"]["relmed"] for k in keys], styles[arm],
+                                color=colours.get(eps), label=f"{arm}, ε={eps:g}", alpha=0.85)
+            ax.axhline(1.0, color="k", lw=0.8)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+            ax.yaxis.set_minor_formatter(ticker.FormatStrFormatter("%g"))
+            ax.set_xlabel("rows N (the whole private table)")
+            ax.set_ylabel(f"median error / {sdgp}'s on the whole ε")
+            ax.set_title(f"{tname}, {sdgp}: below 1, weighting beats no weights")
+            ax.grid(True, which="both", alpha=0.3)
+        row[-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -318,26 +394,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", default="docs/usefulness.md")
     p.add_argument("--figure", default="docs/usefulness.png", help="the plot (written beside --out)")
     p.add_argument("--units", default="results/usefulness/units.pkl",
-                   help="where the releases' errors are kept (pickle), to render the page again")
-    p.add_argument("--render-only", action="store_true", help="render the page from --units without rerunning")
+                   help="where the releases' errors are kept (pickle): a rerun keeps the releases it still needs")
+    p.add_argument("--fresh", action="store_true", help="rerun every release (after a change to a method)")
+    p.add_argument("--render-only", action="store_true", help="render the page from --units without running")
     args = p.parse_args(argv)
     study = load_study(args.config)
     units_path = Path(args.units)
-    if args.render_only:
-        if not units_path.is_file():
-            raise DpiwError(f"{units_path}: no units to render; run without --render-only first")
-        units, seconds = pd.read_pickle(units_path)
-    else:
-        t0 = time.perf_counter()
-        units = run_study(study)
-        seconds = time.perf_counter() - t0
+    done, seconds = ([], 0.0) if args.fresh or not units_path.is_file() else pd.read_pickle(units_path)
+    if args.render_only and not done:
+        raise DpiwError(f"{units_path}: no releases to render; run without --render-only first")
+    if not args.render_only:
         units_path.parent.mkdir(parents=True, exist_ok=True)
-        pd.to_pickle((units, seconds), units_path)
-    table = cells(units)
+        t0 = time.perf_counter()
+
+        def save(units):
+            pd.to_pickle((units, seconds + time.perf_counter() - t0), units_path)
+
+        done = run_study(study, done=done, save=save)
+        seconds += time.perf_counter() - t0
+        save(done)
+    table = cells(done)
     plot(study, table, args.figure)
     fig = Path(args.figure).relative_to(Path(args.out).parent) if args.figure else None
     Path(args.out).write_text(render(study, table, seconds=seconds, figure=str(fig)))
-    print(f"usefulness: {len(units)} releases in {seconds:.0f} s -> {args.out}, {args.figure}")
+    print(f"usefulness: {len(done)} releases -> {args.out}, {args.figure}")
 
 
 if __name__ == "__main__":

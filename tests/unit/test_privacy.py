@@ -103,3 +103,49 @@ def test_budget_split_and_share():
     with pytest.raises(DpiwError):
         split_budget(-1.0, 1e-3, weights_method="none", weights_epsilon_fraction=0.1, weights_delta_fraction=0.3)
     assert paper_delta(1000) == pytest.approx(1e-3 - 1e-6)
+
+
+def test_laplace_signal_check_is_its_closed_form_and_rarely_fires_on_noise_alone():
+    """Under zero coefficients, ||z||^2 of p Laplace(b) draws has mean 2 p b^2 and variance 20 p b^4 (Monte Carlo
+    within 3%), and the check fires in few draws; on a real effect of a few noise scales it fires."""
+    import numpy as np
+
+    from dpiw.weights.estimators import laplace_signal
+
+    rng = np.random.default_rng(3)
+    z = rng.laplace(0.0, 0.4, size=(20_000, 10))
+    first = laplace_signal(z[0], 0.4)
+    norm2 = (z**2).sum(axis=1)
+    assert norm2.mean() == pytest.approx(first["noise_mean"], rel=0.03)
+    assert norm2.std() == pytest.approx(first["noise_sd"], rel=0.03)
+    fired = np.mean([laplace_signal(row, 0.4)["signal"] for row in z[:2000]])
+    assert 0.005 < fired < 0.06, fired
+    assert laplace_signal(z[0] + 2.0, 0.4)["signal"]
+
+
+def test_weights_without_signal_are_released_as_unit_weights(tmp_path):
+    """The weight method's own check says its weights are noise: the manifest says so and the bundle holds unit
+    weights (do no harm), while a bundle with signal keeps its weights."""
+    import numpy as np
+    import pandas as pd
+
+    from dpiw.io import write_parquet
+    from dpiw.release import write_release
+
+    def records(signal):
+        seeding = {"mode": "release", "source": "os_entropy", "streams": ["a"]}
+        return [no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100, mode="release"),
+                rec("synthesize", 0.9, seeding=seeding),
+                rec("fit_weights", 0.1, seeding=seeding, details={"signal": {"signal": signal, "rule": "r"}}),
+                post_record(np.random.default_rng(0).normal(0, 0.1, 200))]
+
+    write_parquet(pd.DataFrame({"x": np.arange(200.0)}), tmp_path / "synth.parquet")
+    write_parquet(pd.DataFrame({"row": range(200), "log_weight": np.random.default_rng(1).normal(0, 0.1, 200)}),
+                  tmp_path / "lw.parquet")
+    for signal in (False, True):
+        m = build_manifest(records(signal), epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
+        assert m["release"]["weights"]["checked"] and m["release"]["weights"]["unit"] is (not signal)
+        out = tmp_path / f"bundle_{signal}"
+        assert write_release(out, manifest=m, synth=tmp_path / "synth.parquet", log_weights=tmp_path / "lw.parquet")
+        w = pd.read_parquet(out / "weights.parquet")["weight"].to_numpy()
+        assert np.allclose(w, 1.0) is (not signal)

@@ -83,7 +83,7 @@ def test_study_config_errors(tmp_path, root):
     with pytest.raises(DpiwError, match="study:"):
         load_study(bad)
     study = load_study(root / "configs/usefulness.yaml")
-    assert study.sdgp == "mst" and "full" in study.rows and set(ARMS) >= {"none", "marginal_match"}
+    assert "mst" in study.sdgps and "full" in study.rows and set(ARMS) >= {"none", "marginal_match"}
 
 
 def test_the_advisor_is_its_closed_form(cps):
@@ -109,7 +109,7 @@ def test_the_release_default_does_no_harm_on_a_small_real_table():
     beyond noise (Holm over the targets, one-sided 2.5%), and the median error is below the unweighted rows'."""
     from dpiw.evaluate.compare import holm, paired_values
 
-    study = Study(("fertility",), (2000,), (1.0,), 5, 1e-6, 0.3, "mst", 1)
+    study = Study(("fertility",), (2000,), (1.0,), 5, 1e-6, 0.3, ("mst",), 1)
     units = [unit(study, "fertility", 2000, 1.0, s, arms=("none_split", "marginal_match")) for s in range(5)]
     assert {u["advice"] for u in units} == {"marginal_match"}
     weighted, plain = (np.abs(np.stack([u["errors"][arm] for u in units])) for arm in ("marginal_match", "none_split"))

@@ -108,10 +108,14 @@ def auto_lambda(*, norm_bound: float, n: int, n_coef: int, epsilon: float, rho_t
 #: lambda 'rate': the public assumptions of its error bound (:func:`rate_lambda`): the logistic loss's curvature at
 #: balanced classes, and a bound on the norm of the true coefficients
 RATE_CURVATURE, RATE_COEF_NORM = 0.25, 1.0
+#: lambda 'rate''s cap on the noise scale where the data are too few for the bound: inside the Laplace weights'
+#: finite-variance limit (rho < 1/2, :data:`LAPLACE_RHO_LIMIT`) with a margin (E[w^2] at most 1/(1 - 4 rho^2) =
+#: 2.8 times the noiseless one at the intercept)
+RATE_RHO_MAX = 0.4
 
 
-def rate_lambda(*, auto: float, rho_target: float, variance_factor: float) -> float:
-    """lambda 'rate': noise that shrinks with the data, never above lambda 'auto''s.
+def rate_lambda(*, auto: float, rho_target: float, variance_factor: float, rho_max: float = RATE_RHO_MAX) -> float:
+    """lambda 'rate': noise that shrinks with the data, never above ``rho_max``.
 
     Every coefficient's noise scale is K / lambda with K = rho_target * auto (public: N_D or the noisy count, p,
     R, epsilon; K falls like 1/(N eps)). The log weight's error at x~ (||x~|| <= R) is bounded by
@@ -119,17 +123,18 @@ def rate_lambda(*, auto: float, rho_target: float, variance_factor: float) -> fl
     lambda ||beta*|| / kappa for a loss of curvature kappa; b = RATE_COEF_NORM bounds ||beta*||, kappa =
     RATE_CURVATURE) and the noise's variance (v = 2 for Laplace, 1 for Gaussian noise of that scale). The
     bound's minimiser is lambda* = sqrt(sqrt(v) K kappa / b), so the noise scale sqrt(K b / (sqrt(v) kappa)) falls
-    like 1/sqrt(N eps) and the weights converge to the non-private ones. lambda 'rate' is max(auto, lambda*): the
-    noise never exceeds rho_target (finite-variance weights) where the data are too few for the bound.
+    like 1/sqrt(N eps) and the weights converge to the non-private ones. lambda 'rate' is max(K / rho_max,
+    lambda*): where the data are too few for the bound, the noise stops at ``rho_max`` (finite-variance weights),
+    not at lambda 'auto''s rho_target, so it falls like 1/sqrt(N eps) from as few rows as it can.
 
-    >>> rate_lambda(auto=2.0, rho_target=0.3, variance_factor=2.0)  # few rows: the cap binds, lambda 'auto'
-    2.0
+    >>> round(rate_lambda(auto=2.0, rho_target=0.3, variance_factor=2.0), 12)  # few rows: the cap binds (noise 0.4)
+    1.5
     >>> lam = rate_lambda(auto=2e-4, rho_target=0.3, variance_factor=2.0)  # many rows: noise below the cap
     >>> round(0.3 * 2e-4 / lam, 4), round((0.3 * 2e-4 * 1.0 / (2 ** 0.5 * 0.25)) ** 0.5, 4)  # = sqrt(K b/(sqrt(v) k))
     (0.013, 0.013)
     """
     k = rho_target * auto
-    return max(auto, math.sqrt(math.sqrt(variance_factor) * k * RATE_CURVATURE / RATE_COEF_NORM))
+    return max(k / rho_max, math.sqrt(math.sqrt(variance_factor) * k * RATE_CURVATURE / RATE_COEF_NORM))
 
 
 #: BetaNoised/BetaDebiased weights have E[w^2] proportional to prod_j 1/(1 - 4 rho^2 x~_j^2): finite only for
@@ -145,7 +150,8 @@ class LogReg:
     lam : float, "auto" or "rate"
         The penalty lambda of (1/n) sum_i loss_i + (lambda/2) ||beta||^2 (intercept penalised too). "auto":
         :func:`auto_lambda`, the lambda whose DP noise scale is ``rho_target`` (the private methods), so the
-        noise never shrinks with N. "rate": :func:`rate_lambda`, noise that falls like 1/sqrt(N eps) below that cap.
+        noise never shrinks with N. "rate": :func:`rate_lambda`, noise that falls like 1/sqrt(N eps) below a cap
+        of :data:`RATE_RHO_MAX`.
     sensitivity_n : {"private", "total"}
         The n of the sensitivity 2R/(n lambda) (private methods).
     rho_target : float
