@@ -1,7 +1,7 @@
 """Noise that shrinks with N (issue: weights that pay for their budget): BetaDebiased's Laplace scale and the
 RMSE of the weighted means on the toy data, as N_D grows, under lambda 'auto' (noise scale fixed at rho_target)
-and lambda 'rate' (the minimiser of a public error bound, capped at rho_target), beside the non-private LogReg
-(scikit-learn's C = 1, lambda = 1/(N_D + N_G)) and no weights.
+and lambda 'rate' (the minimiser of a public error bound, its noise capped at RATE_RHO_MAX = 0.4), beside the
+non-private LogReg (scikit-learn's C = 1, lambda = 1/(N_D + N_G)) and no weights.
 
 The toy setting has a known truth: D uniform on the triangle x1 + x2 < 1 (E[x1] = E[x2] = 1/3), G uniform on the
 unit square (unweighted means 1/2), N_G = N_D. Per N_D and repetition the script draws D and G afresh, fits the
@@ -100,9 +100,11 @@ def main() -> None:
           "RMSE LogReg (not DP) |")
     print("|---|---|---|---|---|---|---|")
     rows = run(args.eps, args.sizes, args.reps)
-    first, last = rows[0], rows[-1]
-    print(f"\n'rate' noise scale at N_D = {last['n']:,} / at {first['n']:,}: "
-          f"{last['scale_rate'] / first['scale_rate']:.3f} ('auto': {last['scale_auto'] / first['scale_auto']:.3f})")
+    first = rows[0]
+    print("")
+    for row in rows[1:]:
+        print(f"'rate' noise scale at N_D = {row['n']:,} / at {first['n']:,}: "
+              f"{row['scale_rate'] / first['scale_rate']:.3f} ('auto': {row['scale_auto'] / first['scale_auto']:.3f})")
     if args.plot:
         plot(rows, args.plot, args.eps)
 

@@ -66,7 +66,7 @@ def test_an_arm_with_half_the_error_wins_everywhere():
     base = np.linspace(1.0, 2.0, 40)
     units = _units({"none": base, "none_split": base, "marginal_match": 0.5 * base, "fed_to_generator": 2 * base,
                     "advisor": 0.5 * base})
-    c = cells(units)["t", 100, 1.0]
+    c = cells(units)["mst", "t", 100, 1.0]
     assert c["marginal_match"]["all"]["relmed"] == pytest.approx(0.5, rel=0.05)
     assert c["marginal_match"]["all"]["wins"] == 40 and c["marginal_match"]["all"]["losses"] == 0
     assert c["fed_to_generator"]["all"]["losses"] == 40
