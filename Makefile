@@ -37,7 +37,7 @@ results: install  ## configs/paper.yaml and its NOT-DP ablation, then docs/resul
 
 # The usefulness study (configs/usefulness.yaml) -> docs/usefulness.md and its plot; a rerun keeps the releases
 # it still needs (results/usefulness/units.pkl): `make usefulness FRESH=--fresh` after a change to a method
-usefulness: install  ## the usefulness study on real tables -> docs/usefulness.md (about 30 minutes on 2 cores)
+usefulness: install  ## the usefulness study on real tables -> docs/usefulness.md (about 80 minutes on 2 cores)
 	python -m dpiw.usefulness --config configs/usefulness.yaml --out docs/usefulness.md \
 		--figure docs/usefulness.png $(FRESH)
 

@@ -378,7 +378,7 @@ def plot(study: Study, table: dict[tuple, dict], path: str) -> None:
             ax.set_yscale("log")
             lo, hi = ax.get_ylim()
             dense = (0.02, 0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.2, 1.5, 2, 3)
-            ticks = [t for t in (dense if hi / lo < 5 else (0.02, 0.05, 0.1, 0.2, 0.5, 1, 2)) if lo <= t <= hi]
+            ticks = [t for t in (dense if hi / lo < 5 else (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1, 2)) if lo <= t <= hi]
             ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
             ax.yaxis.set_minor_formatter(ticker.NullFormatter())
             ns = sorted({k[2] for k in table if k[:2] == (sdgp, tname)})
@@ -417,8 +417,8 @@ def main(argv: list[str] | None = None) -> None:
             pd.to_pickle((units, seconds + time.perf_counter() - t0), units_path)
 
         done = run_study(study, done=done, save=save)
-        seconds += time.perf_counter() - t0
         save(done)
+        seconds += time.perf_counter() - t0
     table = cells(done)
     plot(study, table, args.figure)
     fig = Path(args.figure).relative_to(Path(args.out).parent) if args.figure else None

@@ -118,3 +118,16 @@ def test_the_release_default_does_no_harm_on_a_small_real_table():
     pairs = {j: paired_values(weighted[:, j], plain[:, j], "abs_error") for j in np.nonzero(keep)[0]}
     assert not holm(pairs, side=-1), sorted(holm(pairs, side=-1))
     assert np.median(weighted[:, keep].mean(axis=0) / plain[:, keep].mean(axis=0)) < 1.0
+
+
+def test_a_rerun_keeps_the_releases_it_still_needs():
+    """Releases of an earlier run are kept (nothing recomputed) when the study still asks for them; one the study no
+    longer asks for is dropped; a table's whole size counts as its 'full' rows."""
+    from dpiw.usefulness import run_study
+
+    study = Study(("cps1988",), (2000, "full"), (1.0,), 1, 1e-6, 0.3, ("mst",), 1)
+    old = [{"table": "cps1988", "rows": n, "eps": 1.0, "seed": 0, "sdgp": "mst"} for n in (2000, 28155)]
+    stale = {"table": "cps1988", "rows": 2000, "eps": 3.0, "seed": 0, "sdgp": "mst"}
+    lines = []
+    kept = run_study(study, done=[*old, stale], progress=lines.append)
+    assert kept == old and lines == ["usefulness: 2 of 2 releases kept from the last run, 0 to go"]
