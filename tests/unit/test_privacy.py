@@ -149,3 +149,7 @@ def test_weights_without_signal_are_released_as_unit_weights(tmp_path):
         assert write_release(out, manifest=m, synth=tmp_path / "synth.parquet", log_weights=tmp_path / "lw.parquet")
         w = pd.read_parquet(out / "weights.parquet")["weight"].to_numpy()
         assert np.allclose(w, 1.0) is (not signal)
+        from dpiw.commands.show import describe
+
+        said = "\n".join(describe(m))
+        assert ("indistinguishable from their noise" in said) is (not signal)
