@@ -84,6 +84,8 @@ BAD = {
     "one_row_class": (lambda df: pd.concat([df[df.outcome == "healthy"].head(50), df[df.outcome == "ill"].head(1)]),
                       None, "fewer than 2 rows"),
     "empty_file": (lambda df: df.head(0), None, "the file has no rows"),
+    "repeated_column": (lambda df: pd.concat([df, df[["age"]]], axis=1), None,
+                        "column name(s) ['age'] appear more than once in the header"),
     "out_of_bounds": (_broken("age", 130), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90] (first: 130 at row 5)"),
 }

@@ -161,6 +161,16 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
     except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DpiwError(f"{where}: cannot be read ({exc})") from None
     df.columns = [str(c).strip() for c in df.columns]
+    header = list(df.columns)
+    if path.suffix != ".parquet" and schema.source.get("header", True):  # pandas renames a repeat "age" to "age.1"
+        import csv
+
+        with open(path, newline="") as fh:
+            header = [h.strip() for h in next(csv.reader(fh), [])]
+    repeated = sorted({h for h in header if header.count(h) > 1})
+    if repeated:
+        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
+                        "one name")
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
