@@ -165,7 +165,7 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
     if path.suffix != ".parquet" and schema.source.get("header", True):  # pandas renames a repeat "age" to "age.1"
         import csv
 
-        with open(path, newline="") as fh:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
             header = [h.strip() for h in next(csv.reader(fh), [])]
     repeated = sorted({h for h in header if header.count(h) > 1})
     if repeated:
