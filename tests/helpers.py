@@ -1,5 +1,5 @@
-"""Helpers shared by the workflow tests (tests/pipeline, tests/cluster): a fresh copy of what a clone holds,
-and a subprocess call that shows its output when it fails."""
+"""Helpers shared by the tests: a fresh copy of what a clone holds and a subprocess call that shows its output
+when it fails (the workflow tests), and random rows on a schema's scaled domain (the method tests)."""
 
 from __future__ import annotations
 
@@ -67,3 +67,13 @@ def cell_done(wd: Path, stage: str, cell_id: str, out: str = "results/default") 
     cell = grid.parse_cell(cell_id)
     tasks = grid.plan(config, stage, cell, out)
     return wd / grid.fmt(grid.under(out, grid.CELL_DONE), **cell.keys(), stage=stage, digest=grid.cell_digest(tasks))
+
+
+def random_frame(schema, n: int, seed: int = 0):
+    """n rows drawn uniformly on the schema's scaled domain: numeric columns in [0, 1], categories as codes."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({c.name: (rng.uniform(size=n) if c.is_numeric else rng.integers(len(c.categories), size=n))
+                         for c in schema.columns})

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from audit import audit, replaced_row_counts
+from helpers import random_frame
 
 from dpiw import accounting
 from dpiw.accounting import zcdp_rho
@@ -18,11 +19,7 @@ from dpiw.weights.marginal_match import MarginalMatch, workload
 @pytest.fixture(scope="module")
 def iris(root):
     schema = load_schema(root / "data/schemas/iris.yaml")
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({c.name: (rng.uniform(size=150) if c.is_numeric else rng.integers(len(c.categories),
-                                                                                              size=150))
-                          for c in schema.columns})
-    return schema, frame
+    return schema, random_frame(schema, 150)
 
 
 def test_the_workload_holds_the_target_in_every_marginal(iris):

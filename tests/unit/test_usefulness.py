@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import random_frame
 
 from dpiw import DpiwError
 from dpiw.data.schema import load_schema
@@ -18,11 +19,7 @@ from dpiw.weights.advisor import SNR_MIN, advise, expected_snr
 @pytest.fixture(scope="module")
 def cps(root):
     schema = load_schema(root / "data/schemas/cps1988.yaml")
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({c.name: (rng.uniform(size=300) if c.is_numeric else rng.integers(len(c.categories),
-                                                                                              size=300))
-                          for c in schema.columns})
-    return schema, frame
+    return schema, random_frame(schema, 300)
 
 
 def test_integer_weights_are_repeated_rows(cps):
