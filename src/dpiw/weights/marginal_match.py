@@ -51,11 +51,13 @@ from dpiw.data.schema import Schema
 from dpiw.neighbours import RowCount, count_l2
 from dpiw.privacy import PrivacySpend
 
+# do no harm: the weights stay at 1 unless the unit weights' chi^2 exceeds the measured cells by SIGNAL_Z of its
+# standard deviations under "the synthetic marginals are D's" (chi^2 with one degree per cell); one margin for
+# every weight method's signal check
+from dpiw.weights.estimators import SIGNAL_Z
+
 #: the tau grid of the discrepancy principle, largest (smoothest weights) first
 TAUS = (1.0, 0.3, 0.1, 0.03, 0.01)
-#: do no harm: the weights stay at 1 unless the unit weights' chi^2 exceeds the measured cells by this many of
-#: its standard deviations under "the synthetic marginals are D's" (chi^2 with one degree per cell)
-SIGNAL_Z = 2.0
 
 
 def write_measurements(gen, path) -> None:
