@@ -36,7 +36,7 @@ def main() -> int:
     from dpiw.data import load_schema
     from dpiw.grid import GAN_KEYS
     from dpiw.io import read_parquet
-    from dpiw.privacy import paper_delta
+    from dpiw.privacy.spend import paper_delta
     from dpiw.sdgp import GAN_SDGPS, make_sdgp
 
     params = load_yaml(args.params)

@@ -28,7 +28,7 @@ def main() -> int:
     from dpiw.data.encode import encode
     from dpiw.evaluate.metrics import weighted_wasserstein
     from dpiw.io import read_parquet
-    from dpiw.privacy import paper_delta
+    from dpiw.privacy.spend import paper_delta
     from dpiw.sdgp import make_sdgp
 
     params = load_yaml(args.params)

@@ -9,8 +9,8 @@ _BUDGET = """epsilon, delta : float
 rng : numpy.random.Generator
     The stage's noise stream (never shared with another invocation).
 """
-#: N_D as a mechanism may use it (dpiw.neighbours)
-_ROWS = """rows : dpiw.neighbours.RowCount, optional
+#: N_D as a mechanism may use it (dpiw.privacy.neighbours)
+_ROWS = """rows : dpiw.privacy.neighbours.RowCount, optional
     N_D as the mechanism may use it: exact (replace-one, the default) or the stage's noisy count (add/remove).
 """
 
@@ -26,7 +26,7 @@ schema : dpiw.data.schema.Schema
 Returns
 -------
 self
-    With ``privacy_`` (a :class:`dpiw.privacy.PrivacySpend`) set.
+    With ``privacy_`` (a :class:`dpiw.privacy.spend.PrivacySpend`) set.
 """
 
 SDGP_SAMPLE = """Draw synthetic rows from the fitted generator (post-processing: spends nothing).
@@ -56,7 +56,7 @@ X_real, X_synth : numpy.ndarray
 Returns
 -------
 self
-    With ``privacy_`` (a :class:`dpiw.privacy.PrivacySpend`) set.
+    With ``privacy_`` (a :class:`dpiw.privacy.spend.PrivacySpend`) set.
 """
 
 WEIGHTS_LOG_RATIO = """The estimated log importance weights log p_D(x)/p_G(x) (post-processing of the fit).
@@ -112,7 +112,7 @@ epsilon, delta : float
     The method's share of the run's budget (pgb spends it; discriminator and drs spend nothing).
 rng : numpy.random.Generator
     The stage's noise stream.
-rows : dpiw.neighbours.RowCount, optional
+rows : dpiw.privacy.neighbours.RowCount, optional
     N_D as the mechanism may use it (pgb's score divides by it).
 
 Returns

@@ -183,9 +183,9 @@ def _check_release(params: dict, schema_dir: Path, params_name: str, calibrates:
     import os
 
     from dpiw.data.schema import load_schema
-    from dpiw.privacy import NON_DP_WEIGHT_METHODS
+    from dpiw.privacy.seeding import SECRET_ENV
+    from dpiw.privacy.spend import NON_DP_WEIGHT_METHODS
     from dpiw.sdgp import NON_DP_SDGPS
-    from dpiw.seeding import SECRET_ENV
 
     grid = params["grid"]
     non_dp = [w for w in grid["weights"] if w in NON_DP_WEIGHT_METHODS] + [s for s in grid["sdgps"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from dpiw import registry
 from dpiw.postprocess import parse_post
-from dpiw.privacy import (
+from dpiw.privacy.spend import (
     GAN_WEIGHT_METHODS,
     LOGISTIC_WEIGHT_METHODS,
     MLP_WEIGHT_METHODS,
@@ -64,7 +64,7 @@ POST_PRIVACY = RUN_DIR + "/privacy/postprocess_weights.json"
 METRICS = RUN_DIR + "/metrics.json"
 EVAL_PRIVACY = RUN_DIR + "/privacy/evaluate.json"
 MANIFEST = RUN_DIR + "/manifest.json"
-RELEASE = RUN_DIR + "/release"  # what a curator may publish (dpiw.release)
+RELEASE = RUN_DIR + "/release"  # what a curator may publish (dpiw.privacy.release)
 TABLE_CSV = "tables/metrics.csv"
 TABLE_MD = "tables/metrics.md"
 TABLE_RUNS = "tables/runs.csv"          # one row per run, every metric
@@ -76,8 +76,6 @@ FIG2 = "figures/fig2_bayes.png"
 REPORT = "report.html"
 #: outside the output folder, shared by every config
 SCHEMA = "data/schemas/{dataset}.yaml"
-#: the lifetime ledger of a private dataset: every bundle released from it (release mode; dpiw.dataset_ledger)
-DATASET_LEDGER = "ledgers/{dataset}.json"
 #: the output folder of the default config (params.yaml alone)
 DEFAULT_OUT = "results/default"
 
@@ -223,7 +221,7 @@ def fmt(template: str, **keys) -> str:
 # --- per-stage arguments (without the input/output paths) -----------------------------------
 
 def noise_args(lookup: Lookup) -> list[str]:
-    """How a stage that draws random numbers seeds them (dpiw.seeding)."""
+    """How a stage that draws random numbers seeds them (dpiw.privacy.seeding)."""
     return ["--mode", str(lookup("mode")), "--release-noise", str(lookup("privacy.release_noise"))]
 
 
@@ -345,8 +343,14 @@ def evaluation_rows(lookup: Lookup) -> str:
 def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--epsilon", run.eps, "--delta", str(lookup("privacy.delta")),
             "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower(),
-            "--dataset-ledger", fmt(DATASET_LEDGER, dataset=run.dataset),
-            "--dataset-epsilon", str(lookup("privacy.dataset_epsilon"))]
+            "--ledger", str(lookup("privacy.ledger")), "--schema", fmt(SCHEMA, dataset=run.dataset),
+            *optional("--dataset-epsilon", lookup("privacy.dataset_epsilon")),
+            *optional("--dataset-delta", lookup("privacy.dataset_delta"))]
+
+
+def optional(flag: str, value) -> list[str]:
+    """``[flag, value]``, or nothing when the config leaves the value null."""
+    return [] if value is None else [flag, str(value)]
 
 
 def figure1_runs(config: dict) -> list[Run]:
@@ -536,7 +540,7 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
         elif stage == "privacy_ledger":
             records = [path(SCALE_PRIVACY, **k), path(SYNTH_PRIVACY, **k), path(WEIGHTS_PRIVACY, **k),
                        path(POST_PRIVACY, **k)]
-            ins = [*records, path(SYNTH, **k), path(LOG_WEIGHTS, **k)]
+            ins = [*records, schema, path(SYNTH, **k), path(LOG_WEIGHTS, **k)]
             outs = [path(MANIFEST, **k), path(RELEASE, **k)]
             argv = ["--records", *records, *ledger_args(config, lookup, run=r), "--run", fmt(RUN_ID, **k),
                     "--out", outs[0], "--synth", ins[-2], "--log-weights", ins[-1], "--release-out", outs[1]]

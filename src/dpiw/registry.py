@@ -1,6 +1,6 @@
 """The one list of SDGPs, weight methods and post-processing steps.
 
-Everything else is derived from here: the privacy classes (dpiw.privacy), the grid's validity rules and
+Everything else is derived from here: the privacy classes (dpiw.privacy.spend), the grid's validity rules and
 each stage's flags (dpiw.grid), the choices of the stages' command lines, the enums of params.yaml's
 schema (dpiw.config), the order of the tables and figures (dpiw.evaluate). Adding a weight method is one
 module with its estimator and one entry below (docs/development.md, "Adding a weight method").
@@ -28,7 +28,7 @@ class SDGP:
     factory: str
     summary: str
     #: a zCDP mechanism whose whole spend is one rho (its RDP curve alpha * rho) that writes its noisy
-    #: measurements for reuse: a zCDP weight method after it gets the rest of the run's rho (dpiw.privacy,
+    #: measurements for reuse: a zCDP weight method after it gets the rest of the run's rho (dpiw.privacy.spend,
     #: split_budget) and may match those measurements too, at no further cost
     zcdp: bool = False
 

@@ -104,7 +104,7 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
          sdgp: str = "mst") -> dict:
     """One (table, N, epsilon, seed, SDGP): the errors of ``arms`` (the SDGP's, by default) on every target."""
     from dpiw.evaluate.analyst import analyst_targets
-    from dpiw.privacy import split_budget, split_rule
+    from dpiw.privacy.spend import split_budget, split_rule
     from dpiw.weights.advisor import advise
     from dpiw.weights.marginal_match import MarginalMatch
 

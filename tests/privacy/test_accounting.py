@@ -1,4 +1,4 @@
-"""Composed RDP accounting (dpiw.accounting) against Google's dp-accounting and closed forms."""
+"""Composed RDP accounting (dpiw.privacy.accounting) against Google's dp-accounting and closed forms."""
 
 import math
 
@@ -8,8 +8,8 @@ import pytest
 from dp_accounting import rdp as dp_rdp
 from opacus.accountants.analysis.rdp import compute_rdp
 
-from dpiw import accounting as A
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy import accounting as A
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.stages.privacy_ledger import build_manifest
 
 ORDERS = list(A.ORDERS)

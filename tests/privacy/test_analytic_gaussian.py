@@ -9,7 +9,7 @@ import pytest
 from dp_accounting.pld import accountant, common
 
 from dpiw import DpiwError
-from dpiw.mechanisms import analytic_gaussian_sigma, classical_gaussian_sigma, gaussian_delta
+from dpiw.privacy.mechanisms import analytic_gaussian_sigma, classical_gaussian_sigma, gaussian_delta
 
 CASES = [(0.01, 0.4), (0.1, 1e-6), (0.5, 1e-3), (0.9, 1e-5), (1.0, 1e-5), (3.0, 0.3), (6.0, 1e-5), (20.0, 1e-9)]
 

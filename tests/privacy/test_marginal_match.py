@@ -9,10 +9,10 @@ import pytest
 from audit import audit, replaced_row_counts
 from helpers import random_frame
 
-from dpiw import accounting
-from dpiw.accounting import zcdp_rho
 from dpiw.data.schema import load_schema
-from dpiw.neighbours import RowCount
+from dpiw.privacy import accounting
+from dpiw.privacy.accounting import zcdp_rho
+from dpiw.privacy.neighbours import RowCount
 from dpiw.weights.marginal_match import MarginalMatch, workload
 
 
@@ -119,7 +119,7 @@ def test_the_signal_check_rarely_fires_when_the_synthetic_rows_are_the_data(iris
 def test_a_split_made_in_zcdp_is_within_the_budget_by_rdp_only(iris):
     """MST on (1 - f) of (eps, delta) and marginal_match on the rest of rho: the two records add up to more than
     the budget, their RDP composition to it; the ledger admits the run by the latter, and refuses a larger share."""
-    from dpiw.privacy import Ledger, split_budget, split_rule
+    from dpiw.privacy.spend import Ledger, split_budget, split_rule
     from dpiw.sdgp.mst import MST
 
     schema, frame = iris

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from audit import audit, replaced_row_counts
 
-from dpiw import accounting
 from dpiw.data.schema import load_schema
+from dpiw.privacy import accounting
 from dpiw.sdgp.mst import MST, zcdp_rho, zcdp_to_dp
 
 

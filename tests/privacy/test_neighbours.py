@@ -16,11 +16,12 @@ import pytest
 from audit import audit
 from scipy.optimize import minimize
 
-from dpiw import DpiwError, accounting, neighbours
+from dpiw import DpiwError
 from dpiw.data.schema import load_schema
-from dpiw.mechanisms import analytic_gaussian_sigma
-from dpiw.neighbours import RowCount, count_mi_sensitivity_add_remove, row_count
-from dpiw.privacy import Ledger, PrivacySpend, no_spend, run_delta, with_row_count
+from dpiw.privacy import accounting, neighbours
+from dpiw.privacy.mechanisms import analytic_gaussian_sigma
+from dpiw.privacy.neighbours import RowCount, count_mi_sensitivity_add_remove, row_count
+from dpiw.privacy.spend import Ledger, PrivacySpend, no_spend, run_delta, with_row_count
 from dpiw.sdgp import dpsgd
 from dpiw.sdgp.marginals import DPMarginals
 from dpiw.sdgp.privbayes import PrivBayes, mi_sensitivity, mutual_information

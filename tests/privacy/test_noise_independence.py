@@ -1,5 +1,5 @@
 """Independent noise for every mechanism invocation: two artifacts that could be released side by side
-never share a noise draw, so no difference of two releases cancels the noise (dpiw.seeding).
+never share a noise draw, so no difference of two releases cancels the noise (dpiw.privacy.seeding).
 
 The attacks are the ones a hostile reader of two bundles would run: the epsilon 1 and epsilon 6 weights
 of one cell (BetaNoised with a fixed lambda: log w = (beta_hat + rho_e Z_e)^T x~ + c, so with Z_1 = Z_6
@@ -16,7 +16,7 @@ import pytest
 from dpiw import DpiwError
 from dpiw.data import load_schema
 from dpiw.data.encode import encode
-from dpiw.seeding import SECRET_ENV, Noise
+from dpiw.privacy.seeding import SECRET_ENV, Noise
 from dpiw.stages import fit_weights, scale, synthesize
 
 TOY = "data/schemas/toy.yaml"

@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from dpiw import DpiwError, accounting
-from dpiw.privacy import PrivacySpend, no_spend, paper_ablation
+from dpiw import DpiwError
+from dpiw.privacy import accounting
+from dpiw.privacy.spend import PrivacySpend, no_spend, paper_ablation
 from dpiw.sdgp import dpsgd
 from dpiw.stages import fit_weights
 from dpiw.weights.estimators import BetaDebiased, BetaNoised

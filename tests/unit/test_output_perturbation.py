@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpiw import DpiwError
-from dpiw.mechanisms import analytic_gaussian_sigma
+from dpiw.privacy.mechanisms import analytic_gaussian_sigma
 from dpiw.weights import make_estimator
 from dpiw.weights.logistic import add_intercept
 from dpiw.weights.output_perturbation import gaussian_log_correction, gaussian_scale

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from dpiw import DpiwError
-from dpiw.privacy import Ledger, PrivacySpend, budget_share, no_spend, paper_delta, split_budget
+from dpiw.privacy.spend import Ledger, PrivacySpend, budget_share, no_spend, paper_delta, split_budget
 from dpiw.stages.privacy_ledger import build_manifest
 
 
@@ -130,7 +130,7 @@ def test_weights_without_signal_are_released_as_unit_weights(tmp_path):
     import pandas as pd
 
     from dpiw.io import write_parquet
-    from dpiw.release import write_release
+    from dpiw.privacy.release import write_release
 
     def records(signal):
         seeding = {"mode": "release", "source": "os_entropy", "streams": ["a"]}

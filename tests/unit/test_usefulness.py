@@ -90,7 +90,7 @@ def test_the_advisor_is_its_closed_form(cps):
     s1, sigma1 = expected_snr(1000, schema, epsilon=1.0, delta=1e-6, fraction=0.3)
     s2, sigma2 = expected_snr(10_000, schema, epsilon=1.0, delta=1e-6, fraction=0.3)
     assert sigma1 == sigma2 and s2 == pytest.approx(10 * s1)
-    from dpiw.accounting import zcdp_rho
+    from dpiw.privacy.accounting import zcdp_rho
 
     rho_w = zcdp_rho(1.0, 1e-6) - zcdp_rho(0.7, 0.7e-6)
     m = 21  # 6 pairs with wage, 15 triples

@@ -149,7 +149,7 @@ def test_logreg_on_toy_data_recovers_the_true_weights():
 
 
 def test_none_split_is_unit_weights_on_the_split_share_and_spends_nothing():
-    from dpiw.privacy import budget_share
+    from dpiw.privacy.spend import budget_share
     from dpiw.weights.estimators import make_estimator
 
     est = make_estimator("none_split").fit(np.zeros((5, 2)), np.ones((7, 2)), epsilon=0.1, delta=1e-5, rng=None)

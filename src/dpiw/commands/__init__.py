@@ -5,6 +5,7 @@ words, and every pipeline stage as a subcommand.
     dpiw release DATA --schema S --epsilon E [...]         release mode end to end; prints the bundle and its spend
     dpiw schema infer DATA [--target T]                    a draft schema; the bounds are left for you to fill in
     dpiw show RUN_DIR|BUNDLE_DIR|manifest.json             what a run spent and whether it may be published
+    dpiw ledger show|verify|set-budget                     the lifetime ledgers of your private tables
     dpiw <stage> ...                                       one stage (scale, synthesize, fit_weights, ...)
 """
 
@@ -21,7 +22,7 @@ from dpiw.stages._cli import Parser, run
 #: the pipeline stages reachable as `dpiw <stage>`: every module dpiw.stages.<name> (each has main(argv))
 STAGES = tuple(m.name for m in pkgutil.iter_modules(dpiw.stages.__path__) if not m.name.startswith("_"))
 #: the command's own subcommands: module dpiw.commands.<module>, each with add_arguments(parser) and main(args)
-COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "show"}
+COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "show", "ledger": "ledger"}
 
 
 def summary(module: str) -> str:

@@ -21,7 +21,7 @@ from dpiw import DpiwError, registry
 from dpiw.commands.run import snakemake
 from dpiw.commands.show import describe
 from dpiw.io import read_json
-from dpiw.neighbours import NEIGHBOURS
+from dpiw.privacy.neighbours import NEIGHBOURS
 
 #: the first line of every config this command writes (it overwrites only its own)
 MARK = "# written by `dpiw release`"
@@ -83,7 +83,7 @@ def _advise(args, data: Path, schema_path: Path, delta) -> str:
     is public under replace-one neighbours only."""
     from dpiw.data.datasets import read_table
     from dpiw.data.schema import load_schema
-    from dpiw.privacy import run_delta
+    from dpiw.privacy.spend import run_delta
     from dpiw.weights.advisor import WEIGHTS_FRACTION, advise
 
     if args.neighbours != "replace_one":

@@ -132,8 +132,8 @@ def spent(accountant, delta: float, epsilon_target: float, neighbours: str = "re
 
 
 def rdp_event(sample_rate: float, noise_multiplier: float, steps: int, neighbours: str = "replace_one") -> dict:
-    """The run's RDP event for ``steps`` DP-SGD steps (dpiw.accounting), for ``neighbours``."""
-    from dpiw import accounting
+    """The run's RDP event for ``steps`` DP-SGD steps (dpiw.privacy.accounting), for ``neighbours``."""
+    from dpiw.privacy import accounting
 
     if neighbours == "replace_one":
         curve = accounting.poisson_gaussian_replace_one(sample_rate, noise_multiplier, steps)

@@ -31,8 +31,8 @@ from torch.nn import functional as F
 from dpiw import DpiwError
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l1
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.neighbours import RowCount, count_l1
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp import dpsgd
 from dpiw.sdgp.gan_space import GanSpace
 

@@ -7,7 +7,7 @@ spent choosing it).
 
 Privacy: under replace-one neighbours a replaced row moves one count down and one up in every table
 (L1 sensitivity 2); under add/remove an added row moves one count up (L1 sensitivity 1;
-dpiw.neighbours). The budget is split evenly over the T tables (basic composition), so each count gets
+dpiw.privacy.neighbours). The budget is split evenly over the T tables (basic composition), so each count gets
 Laplace noise of scale 2T/epsilon (or T/epsilon), and the release is (epsilon, 0)-DP. Clipping negative
 counts, normalising and sampling are post-processing.
 """
@@ -20,8 +20,8 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l1
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.neighbours import RowCount, count_l1
+from dpiw.privacy.spend import PrivacySpend
 
 STRUCTURES = ("independent", "naive_bayes")
 

@@ -36,10 +36,10 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
-from dpiw.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l1, count_l2
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
+from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.marginals import discretise
 from dpiw.sdgp.privbayes import joint_counts
 

@@ -16,9 +16,9 @@
 4. Sampling is ancestral; a numeric cell maps back to a uniform value inside its bin.
 
 The release is (eps, 0)-DP under replace-one neighbours (basic composition of d - 1 exponential
-mechanisms and d - k Laplace mechanisms). Under add/remove neighbours (dpiw.neighbours) a count table's
+mechanisms and d - k Laplace mechanisms). Under add/remove neighbours (dpiw.privacy.neighbours) a count table's
 L1 sensitivity is 1 and N_D is private; the structure's score is then N_D I (in bits times rows), whose
-sensitivity :func:`dpiw.neighbours.count_mi_sensitivity_add_remove` is taken at an upper bound of N_D from
+sensitivity :func:`dpiw.privacy.neighbours.count_mi_sensitivity_add_remove` is taken at an upper bound of N_D from
 the stage's noisy count, which fails with probability delta / 2: the release is (eps, delta / 2)-DP.
 Table sizes are capped by ``max_cells``: a config that asks for more fails before any work.
 """
@@ -34,8 +34,8 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l1, count_mi_sensitivity_add_remove
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.neighbours import RowCount, count_l1, count_mi_sensitivity_add_remove
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.marginals import _sample_categorical, discretise, normalise_counts
 
 #: sdgp.privbayes.root: how the first attribute of the network is chosen (both data-free)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from dpiw._docs import SDGP_FIT, SDGP_SAMPLE, shared_doc
 from dpiw.data.schema import Schema
-from dpiw.privacy import PrivacySpend, no_spend
+from dpiw.privacy.spend import PrivacySpend, no_spend
 
 
 class UniformBox:

@@ -43,8 +43,8 @@ def run(main: Callable[[list[str] | None], None], argv: list[str] | None = None)
 
 
 def add_noise_args(p: argparse.ArgumentParser) -> None:
-    """--mode and --release-noise (dpiw.seeding), for every stage that draws random numbers."""
-    from dpiw.seeding import MODES, RELEASE_NOISE
+    """--mode and --release-noise (dpiw.privacy.seeding), for every stage that draws random numbers."""
+    from dpiw.privacy.seeding import MODES, RELEASE_NOISE
 
     p.add_argument("--mode", choices=MODES, default="benchmark",
                    help="benchmark: public seeds, same bytes every run, never fit to release; release: secret noise")
@@ -53,8 +53,8 @@ def add_noise_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_neighbours_args(p: argparse.ArgumentParser) -> None:
-    """--neighbours and --count-epsilon-fraction (dpiw.neighbours), for the stages that read N_D."""
-    from dpiw.neighbours import DEFAULT, NEIGHBOURS
+    """--neighbours and --count-epsilon-fraction (dpiw.privacy.neighbours), for the stages that read N_D."""
+    from dpiw.privacy.neighbours import DEFAULT, NEIGHBOURS
 
     p.add_argument("--neighbours", choices=NEIGHBOURS, default=DEFAULT,
                    help="privacy.neighbours: replace_one (N_D public) or add_remove (N_D private: a noisy count "
@@ -75,9 +75,9 @@ def count_epsilon(args, epsilon: float) -> float:
 
 
 def stage_rows(args, n_private: int, epsilon: float, noise, stream: str, who: dict):
-    """The stage's :class:`dpiw.neighbours.RowCount`: the exact N_D under replace-one, else a noisy count
+    """The stage's :class:`dpiw.privacy.neighbours.RowCount`: the exact N_D under replace-one, else a noisy count
     with ``epsilon`` from its own stream."""
-    from dpiw.neighbours import RowCount, row_count
+    from dpiw.privacy.neighbours import RowCount, row_count
 
     if args.neighbours == "replace_one" or epsilon == 0:
         return RowCount.exact(n_private) if args.neighbours == "replace_one" else None
@@ -85,7 +85,7 @@ def stage_rows(args, n_private: int, epsilon: float, noise, stream: str, who: di
 
 
 def noise_from(args) -> Any:
-    from dpiw.seeding import Noise
+    from dpiw.privacy.seeding import Noise
 
     return Noise(args.mode, args.release_noise)
 
@@ -99,7 +99,7 @@ def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str
     """The full identity of a stage invocation, which keys its random streams: every flag except the
     paths (and the :data:`NEUTRAL` ones at their neutral value), and the SHA-256 of every input file (so new
     data never meets old noise)."""
-    from dpiw.seeding import file_digest
+    from dpiw.privacy.seeding import file_digest
 
     inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise"}
     out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items())

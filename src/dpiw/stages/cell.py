@@ -60,7 +60,7 @@ def task_key(stage: str, task: dict) -> str:
     """SHA-256 of dpiw's code, the stage, its flags and the bytes of every input (a missing input is an
     error)."""
     from dpiw.grid import code_digest
-    from dpiw.seeding import file_digest
+    from dpiw.privacy.seeding import file_digest
 
     missing = [path for path in task["inputs"] if not Path(path).is_file()]
     if missing:

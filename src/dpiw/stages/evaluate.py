@@ -23,8 +23,8 @@ from dpiw.evaluate.bayes import bayes_metric
 from dpiw.evaluate.utility import log_weight_mse, mlp_metric, pmse
 from dpiw.io import read_log_weights, read_parquet, write_json
 from dpiw.postprocess.psis import diagnose
-from dpiw.privacy import no_spend
-from dpiw.seeding import rng_for
+from dpiw.privacy.seeding import rng_for
+from dpiw.privacy.spend import no_spend
 from dpiw.stages._cli import Parser, run
 
 

@@ -2,7 +2,7 @@
 
 Writes `log_ratio` per synthetic row (row order of the synthetic parquet) and a privacy record. Under
 `--neighbours add_remove` a method with a budget of its own first spends `--count-epsilon-fraction` of it
-on a noisy row count, which stands in for N_D (prior odds, divisors, sensitivities; dpiw.neighbours).
+on a noisy row count, which stands in for N_D (prior odds, divisors, sensitivities; dpiw.privacy.neighbours).
 The GAN-based methods (`discriminator`, `pgb`, `drs`) also read the GAN's kept networks (`--models`).
 """
 
@@ -18,7 +18,7 @@ from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
 from dpiw.grid import MARGINAL_MATCH_KEYS, MLP_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import (
+from dpiw.privacy.spend import (
     ACCOUNTINGS,
     CALIBRATABLE_WEIGHT_METHODS,
     GAN_WEIGHT_METHODS,

@@ -18,7 +18,7 @@ from dpiw.io import read_log_weights, read_parquet, write_parquet
 from dpiw.postprocess import apply_step, parse_post, truncation_tau
 from dpiw.postprocess.psis import diagnose
 from dpiw.postprocess.resample import SCHEMES, resample_counts
-from dpiw.privacy import no_spend
+from dpiw.privacy.spend import no_spend
 from dpiw.stages._cli import Parser, add_noise_args, identity, noise_from, run
 
 

@@ -1,22 +1,22 @@
 """Stage `privacy_ledger`: a run's manifest and release bundle. Collects the privacy records of every
 stage that shapes the release, sums them (basic composition) and composes them in RDP, and refuses a
 run over its budget: non-zero exit and no manifest or release, so nothing downstream is built from it.
-Then writes ``release/`` (dpiw.release): the synthetic rows, the weights and the manifest, or a
+Then writes ``release/`` (dpiw.privacy.release): the synthetic rows, the weights and the manifest, or a
 refusal for a run that is not DP or fails the k-hat gate. A bundle fit to release (release mode, secret
-noise) is first admitted to its dataset's lifetime ledger (dpiw.dataset_ledger), which refuses it when
-the dataset's total would pass ``--dataset-epsilon``."""
+noise) is first admitted to its dataset's lifetime ledger (dpiw.privacy.ledger), which refuses it when
+the table's composed lifetime spend would pass its budget."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from dpiw import DpiwError
-from dpiw.accounting import composed_spend
 from dpiw.io import write_json
-from dpiw.neighbours import DESCRIPTION
-from dpiw.privacy import Ledger, PrivacySpend, run_delta
-from dpiw.release import write_release
-from dpiw.seeding import PUBLIC_SEED
+from dpiw.privacy.accounting import composed_spend
+from dpiw.privacy.neighbours import DESCRIPTION
+from dpiw.privacy.release import write_release
+from dpiw.privacy.seeding import PUBLIC_SEED
+from dpiw.privacy.spend import Ledger, PrivacySpend, run_delta
 from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
 
 
@@ -32,14 +32,19 @@ def parse_args(argv):
     p.add_argument("--synth", help="the run's synthetic rows (for the release bundle)")
     p.add_argument("--log-weights", help="the run's post-processed log weights (for the release bundle)")
     p.add_argument("--release-out", help="the release directory to write")
-    p.add_argument("--dataset-ledger", help="the dataset's lifetime ledger (JSON), for bundles fit to release")
+    p.add_argument("--ledger", help="the lifetime ledger store (a SQLite path or a postgresql:// URL; "
+                                    "$DPIW_LEDGER_URL wins), for bundles fit to release")
+    p.add_argument("--schema", help="the dataset's schema: where its private rows are (the ledger's key)")
     p.add_argument("--dataset-epsilon", type=positive_float,
-                   help="lifetime epsilon of the dataset: a bundle that would pass it is refused")
+                   help="the table's lifetime epsilon when its ledger is created (default 10); elsewhere it must "
+                        "equal the stored one")
+    p.add_argument("--dataset-delta", type=positive_float,
+                   help="the table's lifetime delta when its ledger is created (default: this run's delta)")
     args = p.parse_args(argv)
     if args.release_out and not (args.synth and args.log_weights):
         p.error("--release-out needs --synth and --log-weights")
-    if bool(args.dataset_ledger) != bool(args.dataset_epsilon):
-        p.error("--dataset-ledger and --dataset-epsilon go together")
+    if bool(args.ledger) != bool(args.schema):
+        p.error("--ledger and --schema go together")
     return args
 
 
@@ -137,7 +142,7 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
 
 def weights_signal(records: list[PrivacySpend]) -> dict:
     """Whether the DP weights carry signal beyond their noise (the weight method's own check, post-processing of
-    its noisy output; dpiw.weights). Weights without signal are released as unit weights (dpiw.release)."""
+    its noisy output; dpiw.weights). Weights without signal are released as unit weights (dpiw.privacy.release)."""
     fitted = [r for r in records if r.stage == "fit_weights"]
     check = fitted[0].details.get("signal") if fitted else None
     if not check:
@@ -150,21 +155,41 @@ def weights_signal(records: list[PrivacySpend]) -> dict:
                     "rows as they are), not random ones"}
 
 
+def admit_release(args, manifest: dict) -> dict:
+    """Admit the bundle to its table's lifetime ledger (dpiw.privacy.ledger) before anything is written; what
+    the manifest says of it: the ledger entry's hash, the lifetime budget and the lifetime spend after it."""
+    from dpiw.data import load_schema
+    from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, admit, fingerprint, release_id
+    from dpiw.privacy.store import Store, describe, store_url
+
+    schema = load_schema(args.schema)
+    store = Store(store_url(args.ledger))
+    out = admit(store, digest=fingerprint(schema), label=schema.name, manifest=manifest,
+                bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
+                delta=args.dataset_delta)
+    budget, spent = out["budget"], out["lifetime"]
+    if out["created"]:
+        note = "" if args.dataset_epsilon else f" (the default; set privacy.dataset_epsilon, default " \
+                                                f"{DEFAULT_LIFETIME_EPSILON:g})"
+        print(f"privacy_ledger: a new lifetime ledger for table '{schema.name}' in {describe(store.url)}: budget "
+              f"epsilon {budget['epsilon']:g}{note}, delta {budget['delta']:.3g}, {budget['neighbours']} neighbours")
+    print(f"privacy_ledger: table '{schema.name}': lifetime epsilon {spent['epsilon']:.6g} of {budget['epsilon']:g} "
+          f"at delta {budget['delta']:.3g} over {out['releases']} release(s) ({describe(store.url)})")
+    return {"entry": out["entry"], "budget": budget,
+            "lifetime": {"epsilon": spent["epsilon"], "delta": spent["delta"], "composition": spent["from"]},
+            "releases": out["releases"],
+            "note": "this bundle's entry in its table's hash-chained lifetime ledger (`dpiw ledger verify`)"}
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     records = [PrivacySpend.read(p) for p in args.records]
     manifest = build_manifest(records, epsilon=args.epsilon, delta=args.delta, allow_non_dp=args.allow_non_dp,
                               run_id=args.run)
     if manifest["release"]["fit_to_release"] and args.release_out:
-        if not args.dataset_ledger:
-            raise DpiwError("a bundle fit to release needs its dataset's ledger (--dataset-ledger, --dataset-epsilon)")
-        from dpiw.dataset_ledger import admit, release_id
-
-        dataset = next(r.details["dataset"] for r in records if r.stage == "scale")
-        ledger = admit(args.dataset_ledger, dataset=dataset, budget_epsilon=args.dataset_epsilon, manifest=manifest,
-                       bundle_id=release_id(args.synth, args.log_weights))
-        print(f"privacy_ledger: dataset '{dataset}': lifetime epsilon {ledger['total']['tightest']['epsilon']:.6g} "
-              f"of {args.dataset_epsilon:g} over {len(ledger['releases'])} release(s) ({args.dataset_ledger})")
+        if not args.ledger:
+            raise DpiwError("a bundle fit to release needs its table's lifetime ledger (--ledger, --schema)")
+        manifest["ledger"] = admit_release(args, manifest)
     write_json(manifest, args.out)
     if args.release_out:
         released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights)

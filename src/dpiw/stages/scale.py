@@ -20,9 +20,9 @@ from dpiw import DpiwError
 from dpiw.data import load_raw, load_schema
 from dpiw.data.datasets import load_public, validate_rows
 from dpiw.io import write_parquet
-from dpiw.privacy import PrivacySpend, no_spend
+from dpiw.privacy.seeding import MODES
+from dpiw.privacy.spend import PrivacySpend, no_spend
 from dpiw.scale import check_clipping, column_bounds, scale_frame, split_public, split_rows
-from dpiw.seeding import MODES
 from dpiw.stages._cli import Parser, run
 
 

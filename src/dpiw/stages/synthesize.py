@@ -3,7 +3,7 @@
 `--share full` gives the SDGP the whole run budget (weights that spend nothing); `--share split`
 leaves the weight estimator its fraction (the budget split). Under `--neighbours add_remove` N_D is
 private: the stage first spends `--count-epsilon-fraction` of its epsilon on a noisy row count, which the
-SDGP and N_G = rows_factor * count then use in its place (dpiw.neighbours). The GAN SDGPs also write their
+SDGP and N_G = rows_factor * count then use in its place (dpiw.privacy.neighbours). The GAN SDGPs also write their
 kept generators and discriminators to `--models-out` (.npz, see dpiw.sdgp.gan_models).
 """
 
@@ -16,7 +16,7 @@ from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
-from dpiw.privacy import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget, with_row_count
+from dpiw.privacy.spend import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget, with_row_count
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import (
     Parser,

@@ -37,9 +37,9 @@ class Advice:
 def expected_snr(n_rows: int, schema: Schema, *, epsilon: float, delta: float, fraction: float, bins: int = 8,
                  degree: int = 3, max_marginals: int = 64, neighbours: str = "replace_one") -> tuple[float, float]:
     """(snr, sigma_W) of marginal_match's measurements for a run of ``n_rows`` rows (public quantities only)."""
-    from dpiw.accounting import zcdp_rho
-    from dpiw.neighbours import count_l2
-    from dpiw.privacy import split_budget, split_rule
+    from dpiw.privacy.accounting import zcdp_rho
+    from dpiw.privacy.neighbours import count_l2
+    from dpiw.privacy.spend import split_budget, split_rule
     from dpiw.weights.marginal_match import workload
 
     cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]

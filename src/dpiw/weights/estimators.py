@@ -4,7 +4,7 @@ Classifier route (docs/method.md): with p = P(y=1 | x) for real (y=1) versus syn
 log w(x) = logit p(x) + log(N_G/N_D): a balanced classifier with N_D = N_G gives no shift.
 
 Every estimator takes ``fit(X_real, X_synth, *, epsilon, delta, rng, rows=None)`` on encoded records in
-[0, 1]^p (no intercept), sets ``privacy_`` and answers ``log_ratio(X)``. ``rows`` (dpiw.neighbours.RowCount)
+[0, 1]^p (no intercept), sets ``privacy_`` and answers ``log_ratio(X)``. ``rows`` (dpiw.privacy.neighbours.RowCount)
 is the row count N_D as the mechanism may use it: the exact N_D under replace-one neighbours (the default),
 a noisy count under add/remove, where N_D is private (then N_D in the prior odds, the objective's divisor
 and the sensitivities is that count).
@@ -18,8 +18,8 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
-from dpiw.neighbours import RowCount, changed_terms
-from dpiw.privacy import PrivacySpend, no_spend
+from dpiw.privacy.neighbours import RowCount, changed_terms
+from dpiw.privacy.spend import PrivacySpend, no_spend
 from dpiw.weights.logistic import add_intercept, fit_l2_logistic, l1_sensitivity, l2_sensitivity
 
 SENSITIVITY_N = ("private", "total")

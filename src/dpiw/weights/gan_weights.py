@@ -13,8 +13,8 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw._docs import GAN_WEIGHTS_FIT, shared_doc
-from dpiw.neighbours import RowCount
-from dpiw.privacy import PrivacySpend, no_spend
+from dpiw.privacy.neighbours import RowCount
+from dpiw.privacy.spend import PrivacySpend, no_spend
 from dpiw.weights import boosting
 
 

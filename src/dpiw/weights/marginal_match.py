@@ -48,8 +48,8 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw._docs import FRAMES_WEIGHTS_FIT, FRAMES_WEIGHTS_REWEIGHT, shared_doc
 from dpiw.data.schema import Schema
-from dpiw.neighbours import RowCount, count_l2
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.neighbours import RowCount, count_l2
+from dpiw.privacy.spend import PrivacySpend
 
 # do no harm: the weights stay at 1 unless the unit weights' chi^2 exceeds the measured cells by SIGNAL_Z of its
 # standard deviations under "the synthetic marginals are D's" (chi^2 with one degree per cell); one margin for
@@ -148,7 +148,7 @@ class MarginalMatch:
                 rows: RowCount | None = None) -> MarginalMatch:
         """The private part: the noisy marginals ``measurements_`` [(clique, noisy counts)], ``sigma_`` and the
         record ``privacy_``."""
-        from dpiw.accounting import zcdp_rho, zcdp_to_dp
+        from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
         from dpiw.sdgp.marginals import discretise
         from dpiw.sdgp.privbayes import joint_counts
 

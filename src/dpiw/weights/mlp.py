@@ -20,8 +20,8 @@ from torch.nn import functional as F
 
 from dpiw import DpiwError
 from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
-from dpiw.neighbours import RowCount
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.neighbours import RowCount
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp import dpsgd
 from dpiw.weights.estimators import log_prior_odds
 

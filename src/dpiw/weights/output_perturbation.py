@@ -2,14 +2,14 @@
 Corollaries 1 and 2), both on the L2 logistic regression of :class:`dpiw.weights.estimators.LogReg`.
 
 Sensitivities (replace-one, ||x~||_2 <= R from the public schema, intercept included, n = N_D by default;
-under add/remove neighbours every 2 below is 1 and n is the noisy count, dpiw.neighbours):
+under add/remove neighbours every 2 below is 1 and n is the noisy count, dpiw.privacy.neighbours):
 
 - coefficients: ||beta(D) - beta(D')||_2 <= 2R/(n lambda) (Chaudhuri et al. 2011);
 - one log weight beta^T x~: |(beta - beta')^T x~| <= 2R^2/(n lambda);
 - the vector of the N_S released log weights: L1 <= N_S 2R^2/(n lambda), L2 <= sqrt(N_S) 2R^2/(n lambda).
   So the noise grows with the number of released weights N_S (the paper's "(N_S eps, 0)").
 
-Gaussian mechanism: the analytic Gaussian mechanism (Balle and Wang 2018; dpiw.mechanisms), the smallest s
+Gaussian mechanism: the analytic Gaussian mechanism (Balle and Wang 2018; dpiw.privacy.mechanisms), the smallest s
 for which N(0, s^2) noise on a query of L2 sensitivity Delta_2 is (eps, delta)-DP, for any eps > 0 (the
 classical s = Delta_2 sqrt(2 ln(1.25/delta)) / eps needs eps < 1 and is larger).
 """
@@ -22,8 +22,8 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw._docs import WEIGHTS_FIT, WEIGHTS_LOG_RATIO, shared_doc
-from dpiw.mechanisms import analytic_gaussian_sigma
-from dpiw.privacy import PrivacySpend
+from dpiw.privacy.mechanisms import analytic_gaussian_sigma
+from dpiw.privacy.spend import PrivacySpend
 from dpiw.weights.estimators import LogReg
 from dpiw.weights.logistic import add_intercept, l2_sensitivity
 

@@ -16,7 +16,7 @@ Every DP privacy record lists its elementary mechanisms as *RDP events* (``Priva
     a curve computed where the mechanism ran (DP-SGD: :func:`poisson_gaussian_replace_one`).
 ``{"kind": "failure", "probability": p}``
     no curve: an event of probability at most p under which the other events' curves may not hold (a
-    public bound of the private row count that is wrong; dpiw.neighbours). It adds p to delta.
+    public bound of the private row count that is wrong; dpiw.privacy.neighbours). It adds p to delta.
 
 The events of one run all hold for one neighbouring relation (the records' ``neighbours``; the ledger
 refuses a mix). The ledger adds the curves order by order (RDP composes additively) and converts to
@@ -138,7 +138,7 @@ def event_rdp(event: dict, orders: Sequence[float] = ORDERS) -> np.ndarray:
         own = np.asarray(event["orders"], dtype=float)
         want = np.asarray(orders, dtype=float)
         if own.shape != want.shape or not np.allclose(own, want):
-            raise DpiwError("an rdp_curve event was computed on other orders than dpiw.accounting.ORDERS")
+            raise DpiwError("an rdp_curve event was computed on other orders than dpiw.privacy.accounting.ORDERS")
         return count * np.asarray(event["rdp"], dtype=float)
     raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, zcdp, rdp_curve, failure)")
 

@@ -131,7 +131,7 @@ class RowCount:
         return int(math.ceil(self.n + self.scale * math.log(1.0 / (2.0 * delta))))
 
     def events(self) -> tuple[dict, ...]:
-        """The count's RDP event (dpiw.accounting)."""
+        """The count's RDP event (dpiw.privacy.accounting)."""
         if not self.noisy:
             return ()
         return ({"kind": "laplace", "epsilon": self.epsilon, "about": "noisy row count (add/remove)"},)

@@ -17,7 +17,7 @@ import numpy as np
 
 from dpiw import DpiwError
 from dpiw.io import read_parquet, write_dir_atomic, write_json
-from dpiw.privacy import exceeds
+from dpiw.privacy.spend import exceeds
 
 REFUSED = "refused.json"
 NOT_FOR_RELEASE = "NOT_FOR_RELEASE.txt"

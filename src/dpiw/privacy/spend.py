@@ -1,7 +1,7 @@
 """Privacy spend records, the budget split and the run ledger (basic composition, else RDP).
 
 Every stage writes one :class:`PrivacySpend` next to its artifact, with the neighbouring relation its
-sensitivities hold for (``neighbours``: replace-one by default, or add/remove; dpiw.neighbours). A
+sensitivities hold for (``neighbours``: replace-one by default, or add/remove; dpiw.privacy.neighbours). A
 mechanism that is not differentially private at all (a non-private baseline, data-dependent scaling)
 sets ``dp=False`` and carries no epsilon.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from dpiw import DpiwError, registry
 from dpiw.io import read_json, write_json
-from dpiw.neighbours import NEIGHBOURS, RowCount
+from dpiw.privacy.neighbours import NEIGHBOURS, RowCount
 
 # The weight methods' privacy classes, from the registry (dpiw.registry).
 #: every weight method, in table order
@@ -53,11 +53,11 @@ class PrivacySpend:
     reads_private: tuple[str, ...] = ()
     basis: str = ""
     details: dict[str, Any] = field(default_factory=dict)
-    #: the record's elementary mechanisms as RDP events (dpiw.accounting), for the composed accountant
+    #: the record's elementary mechanisms as RDP events (dpiw.privacy.accounting), for the composed accountant
     rdp: tuple[dict[str, Any], ...] = ()
-    #: how the stage's noise was seeded (dpiw.seeding.Noise.record): mode, source, stream ids
+    #: how the stage's noise was seeded (dpiw.privacy.seeding.Noise.record): mode, source, stream ids
     seeding: dict[str, Any] = field(default_factory=dict)
-    #: the neighbouring relation the sensitivities and the accounting hold for (dpiw.neighbours.NEIGHBOURS)
+    #: the neighbouring relation the sensitivities and the accounting hold for (dpiw.privacy.neighbours.NEIGHBOURS)
     neighbours: str = "replace_one"
 
     def __post_init__(self):
@@ -122,7 +122,7 @@ def dpsgd_neighbours(accounting: str, neighbours: str = "replace_one") -> str:
 
 
 def with_row_count(record: PrivacySpend, rows: RowCount) -> PrivacySpend:
-    """The record of a stage whose mechanism ran on ``rows`` (dpiw.neighbours): the relation, and under
+    """The record of a stage whose mechanism ran on ``rows`` (dpiw.privacy.neighbours): the relation, and under
     add/remove the noisy count's epsilon and RDP event added to the mechanism's own."""
     details = {**record.details, "row_count": rows.describe()}
     if not record.dp:
@@ -242,7 +242,7 @@ def split_budget(epsilon: float, delta: float, *, weights_method: str, weights_e
     w_delta = delta * weights_delta_fraction
     s_eps, s_delta = round(epsilon - w_eps, 12), delta - w_delta
     if rule == "zcdp":
-        from dpiw.accounting import zcdp_rho, zcdp_to_dp
+        from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 
         rho_w = zcdp_rho(epsilon, delta) - zcdp_rho(s_eps, s_delta)
         return BudgetSplit(s_eps, s_delta, float(zcdp_to_dp(rho_w, delta)), delta, rule)
@@ -313,7 +313,7 @@ class Ledger:
             return "within budget"
         # the basic sum is over: the RDP composition at the budget's delta may still be within it (a split
         # made in zCDP is, by construction)
-        from dpiw.accounting import composed_spend
+        from dpiw.privacy.accounting import composed_spend
 
         rdp = composed_spend(self.records, budget_delta) if 0 < budget_delta < 1 else {"epsilon": None}
         if rdp["epsilon"] is not None and not exceeds(rdp["epsilon"], budget_epsilon, absolute=1e-12):

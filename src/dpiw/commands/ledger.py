@@ -1,0 +1,69 @@
+"""Read, check and set the lifetime ledgers of your private tables (the budget every release draws on).
+
+A table's ledger is found by its content, not by its name: the same file under another schema name is
+the same table. The store is ledgers/ledger.sqlite, or the store named by --store or $DPIW_LEDGER_URL
+(a postgresql:// URL shared by several machines).
+
+    dpiw ledger show                                     every table: budget, lifetime spend, releases
+    dpiw ledger verify                                   check the hash chain and every entry; exit 2 if broken
+    dpiw ledger set-budget DATA --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from dpiw import DpiwError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name, text in (("show", "every table's budget, lifetime spend and releases"),
+                       ("verify", "check the chain and every entry (exit 2 and one line if it is broken)"),
+                       ("set-budget", "set a table's lifetime budget on the record (creates its ledger)")):
+        sp = sub.add_parser(name, help=text, description=text)
+        sp.add_argument("--store", help="the ledger store: a SQLite path or a postgresql:// URL (default "
+                                        "$DPIW_LEDGER_URL, else ledgers/ledger.sqlite)")
+        if name == "set-budget":
+            sp.add_argument("data", metavar="DATA", help="the private table (CSV or parquet) whose budget this is")
+            sp.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon")
+            sp.add_argument("--delta", type=float,
+                            help="the lifetime delta (a new ledger only: it is fixed when the ledger is created)")
+            sp.add_argument("--reason", required=True, help="why: kept in the ledger with the change")
+            sp.add_argument("--label", help="a name for the table in `dpiw ledger show` (default: the file's stem)")
+            sp.add_argument("--neighbours", choices=("replace_one", "add_remove"), default="replace_one",
+                            help="the neighbouring relation of a new ledger")
+
+
+def _lines(summary: dict) -> list[str]:
+    out = [f"store {summary['store']}: {summary['entries']} entries, chain intact"
+           + (f", head {summary['head'][:16]}" if summary["head"] else "")]
+    for t in summary["tables"]:
+        b, s = t["budget"], t["lifetime"]
+        eps = f"{s['epsilon']:.6g}" if math.isfinite(s["epsilon"]) else "over"
+        out.append(f"  {', '.join(t['labels']) or '?':<20} key {t['dataset_key']}  lifetime epsilon {eps} of "
+                   f"{b['epsilon']:g} at delta {b['delta']:.3g} ({s['from']}), {t['releases']} release(s), "
+                   f"{b['neighbours']}")
+    return out
+
+
+def main(args) -> None:
+    from pathlib import Path
+
+    from dpiw.privacy import ledger
+    from dpiw.privacy.store import Store, describe, store_url
+
+    url = store_url(args.store)
+    if args.action in ("show", "verify"):
+        print("\n".join(_lines(ledger.verify(Store(url, create=False)))))
+        return
+    data = Path(args.data)
+    if not data.is_file():
+        raise DpiwError(f"DATA {data}: no such file")
+    out = ledger.set_budget(Store(url), digest=ledger.content_digest(data), label=args.label or data.stem,
+                            epsilon=args.epsilon, delta=args.delta, reason=args.reason, neighbours=args.neighbours)
+    b = out["budget"]
+    was = "" if out["created"] else f" (was epsilon {out['previous']['epsilon']:g})"
+    print(f"{describe(url)}: {data.name}: lifetime budget epsilon {b['epsilon']:g}, delta {b['delta']:.3g}{was}; "
+          f"entry {out['entry'][:16]}")

@@ -1,0 +1,313 @@
+"""The lifetime ledger (dpiw.privacy.ledger, dpiw.privacy.store): a budget over (epsilon, delta) that composed
+spend never passes and never falls, keyed by the data, hash-chained, and serialised across processes."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import sqlite3
+
+import pytest
+
+from dpiw import DpiwError
+from dpiw.privacy import ledger as L
+from dpiw.privacy.accounting import compose, rdp_to_dp, zcdp_rho
+from dpiw.privacy.store import Store
+
+N_CLINIC = 400
+DELTA = 1 / N_CLINIC - 1e-6  # the run delta of every clinic release ('paper')
+
+
+def manifest(eps: float, run: str, *, delta: float = DELTA, relation: str = "replace_one", curve: bool = True,
+             approx_delta: float = 0.0) -> dict:
+    """A release like MST's: one zCDP mechanism with its own noise stream (plus, with ``approx_delta``, an
+    (epsilon, delta) mechanism without an RDP curve)."""
+    rho = zcdp_rho(eps, delta)
+    records = [{"stage": "scale", "mechanism": "none", "dp": True, "epsilon": 0.0, "delta": 0.0, "rdp": [],
+                "neighbours": relation, "seeding": {}},
+               {"stage": "synthesize", "mechanism": "MST", "dp": True, "epsilon": eps, "delta": delta,
+                "rdp": [{"kind": "zcdp", "rho": rho}] if curve else [], "neighbours": relation,
+                "seeding": {"streams": [f"{run}/mst"]}}]
+    if approx_delta:
+        records.append({"stage": "fit_weights", "mechanism": "approx", "dp": True, "epsilon": 0.01,
+                        "delta": approx_delta, "rdp": [], "neighbours": relation,
+                        "seeding": {"streams": [f"{run}/w"]}})
+    return {"run": run, "records": records, "neighbours": {"relation": relation},
+            "budget": {"epsilon": eps, "delta": delta}, "spent": {"epsilon": eps, "delta": delta}}
+
+
+def composed(epsilons, delta=DELTA) -> float:
+    return rdp_to_dp(compose({"kind": "zcdp", "rho": zcdp_rho(e, delta)} for e in epsilons), delta)[0]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(str(tmp_path / "ledger.sqlite"))
+
+
+def admit(store, eps, run, digest="clinic-bytes", label="clinic", **kw):
+    """Admit a release of ``eps``; ``epsilon``/``delta_budget`` name the lifetime budget."""
+    budget = {k: kw.pop(k) for k in ("epsilon",) if k in kw}
+    if "delta_budget" in kw:
+        budget["delta"] = kw.pop("delta_budget")
+    return L.admit(store, digest=digest, label=label, manifest=manifest(eps, run, **kw), bundle_id=run, **budget)
+
+
+def test_red_team_loop_is_refused_at_the_release_that_crosses_the_lifetime_budget(store):
+    """The issue's loop (0.2, 0.21, 0.22, ... under a lifetime budget of 0.5): every release is composed at the
+    one lifetime delta; the reported lifetime epsilon rises with each release and the release that would take
+    it past 0.5 is refused, with nothing written."""
+    asked, reported = [], []
+    for i in range(50):
+        eps = round(0.2 + 0.01 * i, 2)
+        try:
+            out = admit(store, eps, f"r{i}", epsilon=0.5)
+        except DpiwError as exc:
+            assert "release refused" in str(exc) and "\n" not in str(exc)
+            break
+        asked.append(eps)
+        reported.append(out["lifetime"]["epsilon"])
+        assert out["lifetime"]["delta"] == pytest.approx(DELTA)  # never the summed deltas
+    else:
+        pytest.fail("never refused")
+    assert reported == sorted(reported) and reported[-1] <= 0.5 + 1e-9
+    assert reported == pytest.approx([composed(asked[: k + 1]) for k in range(len(asked))], rel=1e-9)
+    assert composed([*asked, eps]) > 0.5  # the refused one crosses it ...
+    # by RDP at delta 1/400, 0.2, 0.21, 0.22 compose to 0.410 (their basic sum is 0.63), with 0.23 to 0.499;
+    # 0.24 would bring the table to 0.584
+    assert asked == [0.2, 0.21, 0.22, 0.23] and reported[2] == pytest.approx(0.40991, abs=1e-4)
+    entries = store.atomic(lambda t: t.entries())
+    assert sum(e.kind == "release" for e in entries) == 4  # ... and left nothing behind
+
+
+def test_571_release_loop_stops_at_the_budget_and_never_falls(store):
+    """The issue's 571 releases of 0.2 under 10: the loop stops when the composition reaches 10 (at a fixed
+    lifetime delta, never at delta -> 1)."""
+    last, n = 0.0, 0
+    with pytest.raises(DpiwError, match="release refused"):
+        for n in range(1, 2000):
+            out = admit(store, 0.2, f"r{n}", epsilon=10, delta=1e-6, delta_budget=1e-6)
+            spent = out["lifetime"]
+            assert last <= spent["epsilon"] <= 10 + 1e-9 and spent["delta"] == 1e-6
+            last = spent["epsilon"]
+    admitted = n - 1
+    assert composed([0.2] * admitted, 1e-6) <= 10 < composed([0.2] * (admitted + 1), 1e-6)
+    assert admitted > 571  # RDP at the fixed lifetime delta is tighter than the basic sum (50 releases)
+
+
+@pytest.mark.parametrize("curve", [False, True])
+def test_the_summed_deltas_of_mechanisms_without_rdp_are_capped_by_the_lifetime_delta(store, curve):
+    """Deltas that no RDP curve covers add up (MST without its curve: basic composition; with it, a second
+    (epsilon, delta) mechanism's delta); the release whose summed delta would pass the lifetime delta 3.5e-6
+    is refused though its epsilon fits (epsilon budget 100)."""
+    admitted = 0
+    with pytest.raises(DpiwError, match="delta past the budget"):
+        for i in range(10):
+            admit(store, 0.01, f"r{i}", curve=curve, delta=1e-6, approx_delta=1e-6 if curve else 0.0,
+                  epsilon=100, delta_budget=3.5e-6)
+            admitted += 1
+    assert admitted == 3
+
+
+def test_lifetime_never_falls_over_random_mixes():
+    rng = __import__("numpy").random.default_rng(0)
+    mechs, last = [], 0.0
+    for _ in range(200):
+        curve = rng.random() < 0.6
+        eps = float(rng.uniform(0, 0.3))
+        m = {"epsilon": eps, "delta": float(rng.uniform(0, 2e-7)),
+             "rdp": [{"kind": "zcdp", "rho": zcdp_rho(eps, 1e-6)}] if curve and eps > 0 else []}
+        mechs.append(m)
+        now = L.lifetime(mechs, 1e-5)["epsilon"]
+        assert now >= last - 1e-12
+        last = now
+
+
+def test_the_same_bytes_under_two_names_find_one_ledger(tmp_path, store):
+    a = tmp_path / "clinic.csv"
+    a.write_bytes(b"age,sex\n40,f\n51,m\n")
+    b = tmp_path / "copy.csv"
+    b.write_bytes(b"\xef\xbb\xbfage,sex\r\n40,f\r\n51,m\r\n\r\n")  # a BOM and Windows line ends
+    L.admit(store, digest=L.content_digest(a), label="clinic", manifest=manifest(0.3, "r1"), bundle_id="r1",
+            epsilon=0.5)
+    with pytest.raises(DpiwError, match="release refused: table 'clinic_copy' has spent epsilon = 0.3"):
+        L.admit(store, digest=L.content_digest(b), label="clinic_copy", manifest=manifest(0.4, "r2"), bundle_id="r2")
+    # a flag asking for another budget is refused: raising it is `dpiw ledger set-budget`
+    with pytest.raises(DpiwError, match="lifetime epsilon is 0.5 .* set-budget"):
+        L.admit(store, digest=L.content_digest(b), label="clinic_copy", manifest=manifest(0.1, "r3"),
+                bundle_id="r3", epsilon=100)
+    L.set_budget(store, digest=L.content_digest(b), label="clinic_copy", epsilon=1.0, delta=None,
+                 reason="the owners agreed")
+    out = L.admit(store, digest=L.content_digest(a), label="clinic", manifest=manifest(0.4, "r2"), bundle_id="r2")
+    assert out["budget"]["epsilon"] == 1.0 and out["releases"] == 2
+    summary = L.verify(store)
+    assert len(summary["tables"]) == 1 and summary["tables"][0]["labels"] == ["clinic", "clinic_copy"]
+    other = tmp_path / "other.csv"
+    other.write_bytes(b"age,sex\n40,f\n52,m\n")
+    assert L.content_digest(other) != L.content_digest(a)
+
+
+def test_an_identical_bundle_is_counted_once_and_shared_mechanisms_once(store):
+    first = admit(store, 0.3, "r1", epsilon=1)
+    again = admit(store, 0.3, "r1")
+    assert again["again"] and again["entry"] == first["entry"]
+    # a second bundle of the same run (same noise stream: same synthetic rows, another post chain)
+    m = manifest(0.3, "r1")
+    out = L.admit(store, digest="clinic-bytes", label="clinic", manifest=m, bundle_id="r1-other-post")
+    assert out["lifetime"]["epsilon"] == pytest.approx(first["lifetime"]["epsilon"])
+
+
+def test_an_add_remove_release_enters_a_replace_one_ledger_by_group_privacy_and_not_the_reverse(store):
+    admit(store, 0.2, "r1", epsilon=5, delta=1e-5)
+    out = admit(store, 0.1, "r2", relation="add_remove", delta=1e-7)
+    assert out["lifetime"]["from"] == "rdp"  # MST's curve, and the converted (0.2, 2.1e-7) added
+    assert out["lifetime"]["epsilon"] == pytest.approx(0.2 + rdp_to_dp(compose(
+        [{"kind": "zcdp", "rho": zcdp_rho(0.2, 1e-5)}]), 1e-5 - (1 + math.exp(0.1)) * 1e-7)[0])
+    mech = [e.data() for e in store.atomic(lambda t: t.entries()) if e.kind == "mechanism"][-1]
+    assert mech["epsilon"] == pytest.approx(0.2) and mech["delta"] == pytest.approx((1 + math.exp(0.1)) * 1e-7)
+    assert "group privacy" in mech["converted"]
+    with pytest.raises(DpiwError, match="cannot enter this table's add_remove ledger"):
+        admit(store, 0.1, "r3", digest="other-table", relation="add_remove", delta=1e-7, epsilon=5)
+        admit(store, 0.1, "r4", digest="other-table", delta=1e-7)
+    budgets = [e.data()["neighbours"] for e in store.atomic(lambda t: t.entries()) if e.kind == "budget"]
+    assert budgets == ["replace_one", "add_remove"]  # each table keeps the relation of its first release
+
+
+def _tamper(path, sql, args=()):
+    con = sqlite3.connect(path)
+    con.execute(sql, args)
+    con.commit()
+    con.close()
+
+
+def _rehash(path):
+    """Recompute every hash and the head after a hand edit, as a careful forger would."""
+    from dpiw.privacy.store import entry_hash, genesis
+
+    con = sqlite3.connect(path)
+    secret = con.execute("SELECT value FROM dpiw_ledger_meta WHERE key='secret'").fetchone()[0]
+    prev = genesis(secret)
+    for seq, dataset, kind, body in con.execute("SELECT seq, dataset, kind, body FROM dpiw_ledger ORDER BY seq")\
+            .fetchall():
+        h = entry_hash(prev, dataset, kind, body)
+        con.execute("UPDATE dpiw_ledger SET prev=?, hash=? WHERE seq=?", (prev, h, seq))
+        prev = h
+    con.execute("UPDATE dpiw_ledger_meta SET value=? WHERE key='head'", (prev,))
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("edit, message", [
+    ("DELETE FROM dpiw_ledger WHERE seq = 3", "entry 3 is missing"),
+    ("DELETE FROM dpiw_ledger WHERE seq = (SELECT MAX(seq) FROM dpiw_ledger)", "the last entries were removed"),
+    ("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":0.03') WHERE kind = 'mechanism'",
+     "was changed after it was written"),
+    ("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":-100') WHERE kind = 'mechanism'",
+     "was changed after it was written"),
+    ("rehash:UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":-100') "
+     "WHERE kind = 'mechanism'", "epsilon must be a finite number >= 0, got -100"),
+    ("rehash:UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":\"x\"') "
+     "WHERE kind = 'mechanism'", "epsilon must be a finite number >= 0, got 'x'"),
+    ("rehash:DELETE FROM dpiw_ledger WHERE kind = 'mechanism'", "entry 2 is missing"),
+    ("UPDATE dpiw_ledger_meta SET value = 'ab' || substr(value, 3) WHERE key = 'secret'",
+     "entry 1 does not follow"),
+])
+def test_a_hand_edit_is_found_by_verify_and_refuses_the_next_admission(tmp_path, edit, message):
+    path = tmp_path / "ledger.sqlite"
+    store = Store(str(path))
+    for i in range(3):
+        admit(store, 0.3, f"r{i}", epsilon=5)
+    rehash = edit.startswith("rehash:")
+    _tamper(path, edit.removeprefix("rehash:"))
+    if rehash:
+        _rehash(path)
+    count = sqlite3.connect(path).execute("SELECT COUNT(*) FROM dpiw_ledger").fetchone()[0]
+    with pytest.raises(DpiwError, match=message) as verify_error:
+        L.verify(store)
+    with pytest.raises(DpiwError, match="is broken: .*nothing is admitted") as admit_error:
+        admit(store, 0.1, "r9")
+    for exc in (verify_error.value, admit_error.value):
+        assert "\n" not in str(exc)
+    assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM dpiw_ledger").fetchone()[0] == count  # nothing written
+
+
+def test_negative_or_non_finite_spend_is_refused_at_the_door(store):
+    for bad in (-100.0, float("nan"), float("inf")):
+        m = manifest(0.3, "r1")
+        m["records"][1]["epsilon"] = bad
+        with pytest.raises(DpiwError, match="epsilon must be a finite number >= 0"):
+            L.admit(store, digest="d", label="t", manifest=m, bundle_id="x")
+    m = manifest(0.3, "r1")
+    m["records"][1]["rdp"] = [{"kind": "zcdp", "rho": -1.0}]
+    with pytest.raises(DpiwError):
+        L.admit(store, digest="d", label="t", manifest=m, bundle_id="x")
+    assert store.atomic(lambda t: t.entries()) == []
+
+
+def _admit_until_refused(url: str, worker: int, queue) -> None:
+    store = Store(url)
+    admitted = 0
+    for i in range(40):
+        try:
+            L.admit(store, digest="shared-table", label="t", manifest=manifest(0.5, f"w{worker}-{i}", delta=1e-6),
+                    bundle_id=f"w{worker}-{i}", epsilon=4, delta=1e-6)
+            admitted += 1
+        except DpiwError as exc:
+            assert "release refused" in str(exc), exc
+    queue.put(admitted)
+
+
+def concurrent_admissions(url: str, processes: int = 4) -> int:
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    workers = [ctx.Process(target=_admit_until_refused, args=(url, w, queue)) for w in range(processes)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(300)
+        assert w.exitcode == 0
+    return sum(queue.get() for _ in workers)
+
+
+def check_concurrent_total(url: str) -> None:
+    admitted = concurrent_admissions(url)
+    most = max(k for k in range(1, 200) if composed([0.5] * k, 1e-6) <= 4 + 1e-9)
+    assert admitted == most  # as many as the budget holds, not one more
+    summary = L.verify(Store(url))
+    (table,) = summary["tables"]
+    assert table["releases"] == admitted and table["lifetime"]["epsilon"] <= 4 + 1e-9
+
+
+def test_four_processes_admitting_at_once_against_sqlite_never_pass_the_budget(tmp_path):
+    check_concurrent_total(str(tmp_path / "ledger.sqlite"))
+
+
+@pytest.fixture(scope="module")
+def postgres_url():
+    import postgres
+
+    reason = postgres.install()
+    if reason:
+        pytest.skip(reason)
+    with postgres.server() as url:
+        yield url
+
+
+def test_four_processes_admitting_at_once_against_postgresql_never_pass_the_budget(postgres_url):
+    check_concurrent_total(postgres_url)
+
+
+def test_a_postgresql_store_keeps_the_chain_and_refuses_a_hand_edit(postgres_url):
+    import psycopg
+
+    store = Store(postgres_url)
+    before = len(store.atomic(lambda t: t.entries()))
+    out = L.admit(store, digest="pg-table", label="t", manifest=manifest(0.3, "pg1"), bundle_id="pg1", epsilon=1)
+    assert out["created"] and len(store.atomic(lambda t: t.entries())) == before + 4  # budget, 2 mechanisms, release
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":0.01') "
+                    "WHERE kind = 'mechanism' AND body LIKE '%pg1%'")
+    with pytest.raises(DpiwError, match="was changed after it was written"):
+        L.verify(store)
+    with pytest.raises(DpiwError, match="is broken"):
+        L.admit(store, digest="pg-table", label="t", manifest=manifest(0.1, "pg2"), bundle_id="pg2")
