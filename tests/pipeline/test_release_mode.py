@@ -1,8 +1,8 @@
 """A curator's release, as docs/release.md gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
 (mode: release). Every input row is private data (no test split, no public slice), the noise comes from
 OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs agree byte for byte), the bundle is fit to
-release, and the dataset's lifetime ledger refuses a bundle past privacy.dataset_epsilon and does not
-count an identical bundle twice. Editing one row of the CSV reruns scale and everything after it."""
+release, and the table's lifetime ledger (ledgers/ledger.sqlite) refuses a bundle past its lifetime budget
+and does not count an identical bundle twice. Editing one row of the CSV reruns scale and everything after it."""
 
 import json
 import os
@@ -71,9 +71,19 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
     # nothing to evaluate (no test split): no metrics, no tables
     assert not (wd / RUN / "metrics.json").exists() and not (wd / OUT / "tables").exists()
-    ledger = json.loads((wd / "ledgers/clinic.json").read_text())
-    assert [r["run"] for r in ledger["releases"]] == [RUN_ID]
-    assert ledger["total"]["epsilon"] == pytest.approx(1.0)
+    (table,) = ledger_tables(wd)
+    assert table["labels"] == ["clinic"] and table["releases"] == 1
+    assert table["lifetime"]["epsilon"] == pytest.approx(1.0) and table["budget"]["epsilon"] == 3
+    assert m["ledger"]["lifetime"]["epsilon"] == pytest.approx(1.0) and len(m["ledger"]["entry"]) == 64
+
+
+def ledger_tables(wd) -> list[dict]:
+    """Every table of the clone's ledger store, after `dpiw ledger verify` has checked its chain."""
+    from dpiw.privacy.ledger import verify
+    from dpiw.privacy.store import Store
+
+    assert "chain intact" in sh(["dpiw", "ledger", "verify"], wd).stdout
+    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
 
 
 def test_os_entropy_gives_other_noise_in_every_run(tmp_path):
@@ -115,30 +125,33 @@ def test_secret_key_gives_the_same_bytes_twice(tmp_path):
 
 def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_once(released):
     wd = released
-    ledger_path = wd / "ledgers/clinic.json"
-    before = json.loads(ledger_path.read_text())
+    before = ledger_tables(wd)
     # the identical bundle again (the ledger step rerun on the same files, its job records gone so that
     # the cell job cannot skip it): nothing new is counted
     shutil.rmtree(wd / OUT / "private/clinic/eps=1/privbayes/privacy_ledger.keys")
     smk(wd, "--forcerun", "privacy_ledger")
     log, = (wd / "logs/clinic_release/privacy_ledger").glob("clinic_eps=1_privbayes.*.log")
     assert "[1/1] privacy_ledger seed=0/beta_debiased/psis\n" in log.read_text()
-    assert json.loads(ledger_path.read_text())["total"] == before["total"]
-    assert len(json.loads(ledger_path.read_text())["releases"]) == 1
-    # epsilon 2.5 more would bring the dataset to 3.5 > privacy.dataset_epsilon = 3: refused, though this
-    # config writes into its own folder (results/more): the ledger is the dataset's, over every config
+    assert ledger_tables(wd) == before
+    # epsilon 2.5 more would bring the table to 3.5 > its lifetime epsilon 3: refused, though this config
+    # writes into its own folder (results/more): the ledger is the table's, over every config
     (wd / "more.yaml").write_text(yaml.safe_dump({"grid": {"epsilons": [2.5]}}))
     proc = smk(wd, "--configfile", CONFIG, "more.yaml", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     log = next((wd / "logs/more/privacy_ledger").glob("clinic_eps=2.5_privbayes.*.log")).read_text()
-    assert re.search(r"release refused: dataset 'clinic' has spent epsilon = 1 over 1 release", log), log + out
-    assert "privacy.dataset_epsilon = 3" in log
+    assert re.search(r"release refused: table 'clinic' has spent epsilon = 1 of its lifetime \(3, 0.0025\) over "
+                     r"1 release\(s\); clinic/eps=2.5/\S+ would bring it to 3\.\d+ at delta", log), log + out
     refused = wd / "results/more/runs" / RUN_ID.replace("eps=1", "eps=2.5")
     assert (refused / "log_weights.parquet").is_file()  # the run got as far as its ledger step
     assert not (refused / "release").exists() and not (refused / "manifest.json").exists()
-    assert json.loads(ledger_path.read_text()) == json.loads(ledger_path.read_text()) and \
-        json.loads(ledger_path.read_text())["total"] == before["total"]
+    assert ledger_tables(wd) == before
+    # a config asking for another lifetime budget is refused: raising it is `dpiw ledger set-budget`
+    (wd / "raise.yaml").write_text(yaml.safe_dump({"grid": {"epsilons": [2.5]}, "privacy": {"dataset_epsilon": 100}}))
+    proc = smk(wd, "--configfile", CONFIG, "raise.yaml", check=False)
+    log = next((wd / "logs/raise/privacy_ledger").glob("clinic_eps=2.5_privbayes.*.log")).read_text()
+    assert proc.returncode != 0 and "lifetime epsilon is 3 (set in its ledger), not 100" in log
+    assert ledger_tables(wd) == before
 
 
 def test_editing_one_row_of_the_csv_reruns_scale_and_everything_after(released, tmp_path):

@@ -3,8 +3,11 @@
 Every row of DATA is private. dpiw copies your schema to data/schemas/<name>.yaml (pointing at DATA), writes
 the run's config to configs/release_<name>.yaml (rerun it with Snakemake or edit it later), runs the
 workflow, and prints where the bundle is and what it spent. The noise comes from fresh OS entropy, so two
-releases never share it; the dataset's lifetime ledger (ledgers/<name>.json) refuses a release that would
-take the dataset past --dataset-epsilon. Run it from the repository's root.
+releases never share it. Every bundle is first admitted to the table's lifetime ledger
+(ledgers/ledger.sqlite, or $DPIW_LEDGER_URL), found by the table's content whatever its name; its budget is
+set when the first release creates it and a release that would pass it is refused. One release of a
+dataset runs at a time; a release that was killed resumes when the same command is run again. Run it from
+the repository's root.
 
     dpiw release data/examples/clinic.csv --schema data/schemas/clinic.yaml --epsilon 1
 """
@@ -12,7 +15,10 @@ take the dataset past --dataset-epsilon. Run it from the repository's root.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
@@ -43,8 +49,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "and epsilon), else none, giving the whole epsilon to the generator")
     p.add_argument("--post", default="none",
                    help="the post-processing chain (default none; e.g. psis for the logistic weights, temper)")
-    p.add_argument("--dataset-epsilon", type=float, default=10.0,
-                   help="the most epsilon all releases of this dataset may spend together (its lifetime ledger)")
+    p.add_argument("--dataset-epsilon", type=float,
+                   help="the table's lifetime epsilon, over all its releases: set when its ledger is created "
+                        "(default 10, printed); afterwards it must be the stored one (change it with `dpiw ledger "
+                        "set-budget`)")
+    p.add_argument("--dataset-delta", type=float,
+                   help="the table's lifetime delta, fixed when its ledger is created (default: this release's delta)")
+    p.add_argument("--ledger", help="the ledger store: a SQLite path or a postgresql:// URL (default "
+                                    "$DPIW_LEDGER_URL, else ledgers/ledger.sqlite)")
     p.add_argument("--neighbours", choices=NEIGHBOURS, default="replace_one",
                    help="replace_one (the row count is public) or add_remove (it is private; needs a numeric "
                         "--delta)")
@@ -78,10 +90,9 @@ def _schema_for(data: Path, schema_path: Path, root: Path) -> str:
     return name
 
 
-def _advise(args, data: Path, schema_path: Path, delta) -> str:
+def _advise(args, n_rows: int, schema_path: Path, delta) -> str:
     """The budget advisor's pick (dpiw.weights.advisor), printed with its reason. It reads the row count, which
     is public under replace-one neighbours only."""
-    from dpiw.data.datasets import read_table
     from dpiw.data.schema import load_schema
     from dpiw.privacy.spend import run_delta
     from dpiw.weights.advisor import WEIGHTS_FRACTION, advise
@@ -92,11 +103,51 @@ def _advise(args, data: Path, schema_path: Path, delta) -> str:
     if args.sdgp != "mst":
         raise DpiwError(f"--weights auto advises after mst only; with --sdgp {args.sdgp} name the weight method")
     schema = load_schema(schema_path)
-    n = len(read_table(schema, str(data)))
-    advice = advise(n, schema, epsilon=args.epsilon, delta=run_delta(delta, n, "replace_one"),
+    advice = advise(n_rows, schema, epsilon=args.epsilon, delta=run_delta(delta, n_rows, "replace_one"),
                     fraction=WEIGHTS_FRACTION)
     print(f"dpiw release: weights {advice.method}: {advice.reason}")
     return advice.method
+
+
+def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
+    """Check what can be checked before anything private is written: the table reads under its schema and the
+    delta is below 1/N_D (replace-one; the row count is private under add/remove). Returns N_D (replace-one)."""
+    from dpiw.data.datasets import read_table
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy.spend import run_delta
+
+    for flag, value in (("--delta", None if delta == "paper" else delta), ("--dataset-delta", args.dataset_delta)):
+        if value is not None and not 0 < value < 1:
+            raise DpiwError(f"{flag} must be in (0, 1), got {value:g}")
+    if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
+        raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
+    if args.neighbours != "replace_one":
+        return None
+    n_rows = len(read_table(load_schema(schema_path), str(data)))
+    run_delta(delta, n_rows, "replace_one")  # refuses a delta of 1/N_D or more, naming --delta's fix
+    return n_rows
+
+
+@contextmanager
+def one_release_at_a_time(root: Path, name: str):
+    """Hold the dataset's release lock (released by the OS if the process dies), or refuse with one line."""
+    lock = root / "results" / f"release_{name}" / ".dpiw-release.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise DpiwError(f"another `dpiw release` of '{name}' is running ({fh.read().strip() or 'pid unknown'}): "
+                            "wait for it to end, then run this one again") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def main(args) -> None:
@@ -111,16 +162,31 @@ def main(args) -> None:
         raise DpiwError(f"--epsilon must be positive, got {args.epsilon}")
     if not (root / "Snakefile").is_file():
         raise DpiwError(f"no Snakefile in {root}: run dpiw from the repository's root")
-    name = _schema_for(data, schema_path, root)
-    delta = args.delta if args.delta == "paper" else float(args.delta)
+    try:
+        delta = args.delta if args.delta == "paper" else float(args.delta)
+    except ValueError:
+        raise DpiwError(f"--delta must be 'paper' or a number, got {args.delta!r}") from None
+    n_rows = _preflight(args, data, schema_path, delta)
+    from dpiw.data.schema import load_schema
+
+    with one_release_at_a_time(root, load_schema(schema_path).name):
+        name = _schema_for(data, schema_path, root)
+        _release(args, root, data, schema_path, name, delta, n_rows, eps_str)
+
+
+def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, n_rows, eps_str) -> None:
     if args.weights == "auto":
-        args.weights = _advise(args, data, schema_path, delta)
+        args.weights = _advise(args, n_rows, schema_path, delta)
+    privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
+               "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
+               "neighbours": args.neighbours}
+    if args.ledger:
+        privacy["ledger"] = args.ledger
     config = {"mode": "release",
               "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
               "scale": {"public_fraction": 0, "out_of_bounds": "fail"},
-              "privacy": {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
-                          "dataset_epsilon": args.dataset_epsilon, "neighbours": args.neighbours}}
+              "privacy": privacy}
     if args.weights == "marginal_match":
         from dpiw.weights.advisor import WEIGHTS_FRACTION
 
@@ -131,15 +197,27 @@ def main(args) -> None:
         raise DpiwError(f"{path.relative_to(root)} exists and was not written by `dpiw release`: move it away")
     path.write_text(f"{MARK}; rerun: snakemake --cores all --configfile configs/release_{name}.yaml\n"
                     + yaml.safe_dump(config, sort_keys=False))
-    snakemake(["--cores", str(args.cores), "--configfile", str(path.relative_to(root))])
+    # --nolock: this command's own lock (one release of a dataset at a time) guards the outputs, and a
+    # killed release leaves no Snakemake lock behind; --rerun-incomplete resumes it
+    try:
+        snakemake(["--cores", str(args.cores), "--configfile", str(path.relative_to(root)), "--nolock",
+                   "--rerun-incomplete"])
+    except DpiwError:
+        # a failed release leaves no private split behind (a rerun draws fresh noise anyway)
+        shutil.rmtree(root / "results" / f"release_{name}" / "private", ignore_errors=True)
+        raise
     run_dir = (root / "results" / f"release_{name}" / "runs" / name / f"eps={eps_str(args.epsilon)}" / "seed=0"
                / args.sdgp / args.weights / args.post)
     manifest = read_json(run_dir / "manifest.json")
     print("\n".join(describe(manifest)))
     bundle = run_dir / "release"
     if manifest["release"]["fit_to_release"]:
+        from dpiw.privacy.store import describe as where
+        from dpiw.privacy.store import store_url
+
         files = ", ".join(sorted(p.name for p in bundle.iterdir()))
         print(f"\nbundle     {os.path.relpath(bundle)}/  ({files})\n"
-              f"ledger     ledgers/{name}.json: keep it; it counts every release of this dataset")
+              f"ledger     {where(store_url(args.ledger))}: keep it and back it up (never publish it); it counts "
+              "every release of this table (`dpiw ledger show`)")
     else:
         print(f"\nno bundle to publish: {bundle.relative_to(root)}/ holds the reasons")
