@@ -127,30 +127,29 @@ def read_log_weights(path: str | Path, column: str) -> np.ndarray:
     lw = read_parquet(path, columns=["row", column], finite=False)[column].to_numpy(float)
     bad = np.flatnonzero(np.isnan(lw) | np.isposinf(lw))
     if bad.size:
-        raise DpiwError(f"{path}: column '{column}' has a non-finite value ({lw[bad[0]]}) at row {bad[0]}; "
-                        "rerun the stage that wrote it")
+        raise DpiwError(f"{path}: column '{column}' has {bad.size} NaN or +inf value(s); rerun the stage that "
+                        "wrote it")
     if lw.size and np.isneginf(lw).all():
         raise DpiwError(f"{path}: every weight in '{column}' is zero")
     return lw
 
 
 def check_finite(df: pd.DataFrame, *, where: str) -> None:
-    """Raise a DpiwError naming the first column and row holding NaN or inf."""
+    """Raise a DpiwError naming the first column holding NaN or inf and how many rows do (never a value or a
+    row's position: the rows may be private)."""
     import pandas as pd
 
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]):
-            if df[col].isna().any():
-                row = int(np.flatnonzero(df[col].isna().to_numpy())[0])
-                raise DpiwError(f"{where}: column '{col}' has a missing value at row {row}; "
-                                "remove or impute it before running the pipeline")
+            missing = int(df[col].isna().sum())
+            if missing:
+                raise DpiwError(f"{where}: column '{col}' has {missing} missing value(s); "
+                                "remove or impute them before running the pipeline")
             continue
-        values = df[col].to_numpy(dtype=float)
-        bad = ~np.isfinite(values)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise DpiwError(f"{where}: column '{col}' has a non-finite value ({values[row]}) at row {row}; "
-                            "remove or impute it before running the pipeline")
+        bad = int((~np.isfinite(df[col].to_numpy(dtype=float))).sum())
+        if bad:
+            raise DpiwError(f"{where}: column '{col}' has {bad} missing or infinite value(s); "
+                            "remove or impute them before running the pipeline")
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

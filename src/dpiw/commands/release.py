@@ -121,9 +121,16 @@ def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
             raise DpiwError(f"{flag} must be in (0, 1), got {value:g}")
     if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
         raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
+    schema = load_schema(schema_path)
+    if args.sdgp == "mst":  # the domain guard, before any row is read
+        from dpiw.config import load_yaml
+        from dpiw.sdgp.mst import MST
+
+        mst = load_yaml("params.yaml")["sdgp"]["mst"]
+        MST(bins=mst["bins"], iters=mst["iters"], max_cells=mst["max_cells"]).check_domain(schema)
     if args.neighbours != "replace_one":
         return None
-    n_rows = len(read_table(load_schema(schema_path), str(data)))
+    n_rows = len(read_table(schema, str(data)))
     run_delta(delta, n_rows, "replace_one")  # refuses a delta of 1/N_D or more, naming --delta's fix
     return n_rows
 

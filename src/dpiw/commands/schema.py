@@ -37,7 +37,22 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     path = Path(data)
     if not path.is_file():
         raise DpiwError(f"{path}: no such file")
-    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    try:
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DpiwError(f"{path}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    except pd.errors.EmptyDataError:
+        raise DpiwError(f"{path}: the file is empty; a schema is drafted from a header and rows") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        raise DpiwError(f"{path}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+                        f"({type(exc).__name__}); check the file's format") from None
+    if frame.empty:
+        raise DpiwError(f"{path}: the file has a header but no rows")
+    from dpiw.data.datasets import repeated_columns
+
+    if repeated_columns(path):
+        raise DpiwError(f"{path}: column name(s) {repeated_columns(path)} appear more than once in the header; give "
+                        "every column one name")
     if frame.shape[1] < 2:
         raise DpiwError(f"{path}: {frame.shape[1]} column(s); a schema needs at least a feature and a target")
     name = name or re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_") or "data"

@@ -60,6 +60,12 @@ def describe(m: dict) -> list[str]:
         lines.append(f"weights    {release['weights']['note']}")
     verdict = "FIT TO RELEASE" if release["fit_to_release"] else "NOT fit to release"
     lines.append(f"release    {verdict}: " + "; ".join(release["reasons"]))
+    if m.get("ledger"):
+        led, b = m["ledger"], m["ledger"]["budget"]
+        first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
+        lines.append(f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
+                     f"{_num(b['delta'])} over {led['releases']} release(s) of this table{first}; ledger entry "
+                     f"{led['entry'][:16]}")
     return lines
 
 

@@ -126,11 +126,28 @@ def check_field_counts(path, where: str) -> None:
         header = next(reader, None)
         if header is None:
             raise DpiwError(f"{where}: the file is empty")
-        for row in reader:
-            if row and len(row) != len(header):
-                raise DpiwError(f"{where}: line {reader.line_num} has {len(row)} fields but the header has "
-                                f"{len(header)}; a value with an unquoted comma (a thousands separator such as "
-                                "76,246?) - quote it or drop the separator")
+        bad = sum(1 for row in reader if row and len(row) != len(header))
+        if bad:
+            raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
+                            "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
+                            "drop the separator")
+
+
+def repeated_columns(path) -> list[str]:
+    """The column names a CSV's header (or a parquet file) holds more than once: pandas would rename a repeated
+    "age" to "age.1" and go on."""
+    from pathlib import Path
+
+    if Path(path).suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        header = list(pq.read_schema(path).names)
+    else:
+        import csv
+
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            header = [h.strip() for h in next(csv.reader(fh), [])]
+    return sorted({h for h in header if header.count(h) > 1})
 
 
 def read_table(schema: Schema, file: str) -> pd.DataFrame:
@@ -158,16 +175,13 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
                 raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema lists "
                                 f"{len(schema.columns)} ({', '.join(schema.names)}) in file order")
             df.columns = schema.names
-    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DpiwError(f"{where}: cannot be read ({exc})") from None
+    except UnicodeDecodeError:
+        raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        raise DpiwError(f"{where}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+                        f"({type(exc).__name__}); check the file's format") from None
     df.columns = [str(c).strip() for c in df.columns]
-    header = list(df.columns)
-    if path.suffix != ".parquet" and schema.source.get("header", True):  # pandas renames a repeat "age" to "age.1"
-        import csv
-
-        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-            header = [h.strip() for h in next(csv.reader(fh), [])]
-    repeated = sorted({h for h in header if header.count(h) > 1})
+    repeated = repeated_columns(path) if schema.source.get("header", True) else []
     if repeated:
         raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
                         "one name")
@@ -183,17 +197,17 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
             num = pd.to_numeric(col, errors="coerce")
             bad = num.isna() & col.notna()
             if bad.any():
-                row = int(np.flatnonzero(bad.to_numpy())[0])
-                raise DpiwError(f"{where}: column '{c.name}' is declared numeric but row {row} holds "
-                                f"{col.iloc[row]!r}; fix the value or declare the column categorical")
+                raise DpiwError(f"{where}: column '{c.name}' is declared numeric but {int(bad.sum())} row(s) hold "
+                                "text; fix the values or declare the column categorical")
             df[c.name] = num
         else:
             text = col.map(lambda v: v if pd.isna(v) else (str(int(v)) if isinstance(v, float) and v.is_integer()
                                                            else str(v).strip()))
-            unknown = sorted(set(text.dropna()) - set(c.categories))
-            if unknown:
-                raise DpiwError(f"{where}: column '{c.name}' holds {unknown[:5]} outside its declared categories "
-                                f"{list(c.categories)}; add them to the schema (public list) or fix the rows")
+            outside = int((text.notna() & ~text.isin(list(c.categories))).sum())
+            if outside:
+                raise DpiwError(f"{where}: column '{c.name}' has {outside} row(s) outside its declared categories "
+                                f"{list(c.categories)}; add the missing categories to the schema (a public list) or "
+                                "fix the rows")
             df[c.name] = text
     return df
 
@@ -211,17 +225,16 @@ def validate_rows(df: pd.DataFrame, schema: Schema, *, out_of_bounds: str) -> pd
     for c in schema.columns:
         v = df[c.name]
         if v.nunique(dropna=False) < 2 and c.name != schema.target:
-            raise DpiwError(f"{where}: column '{c.name}' is constant ({v.iloc[0]!r} in all {len(v)} rows); it "
-                            "carries no information: drop it from the schema")
+            raise DpiwError(f"{where}: column '{c.name}' holds one value in every row; it carries no information: "
+                            "drop it from the schema")
         if c.is_numeric and out_of_bounds == "fail":
             x = v.to_numpy(float)
             out = (x < c.lower) | (x > c.upper)
             if out.any():
-                row = int(np.flatnonzero(out)[0])
                 raise DpiwError(f"{where}: column '{c.name}' has {int(out.sum())} value(s) outside its public bounds "
-                                f"[{c.lower:g}, {c.upper:g}] (first: {x[row]:g} at row {row}); widen the bounds in "
-                                "the schema (public knowledge only) or set scale.out_of_bounds: clip")
+                                f"[{c.lower:g}, {c.upper:g}]; widen the bounds in the schema (public knowledge only) "
+                                "or set scale.out_of_bounds: clip")
     if schema.task == "classification" and df[schema.target].nunique() < 2:
-        raise DpiwError(f"{where}: target '{schema.target}' has a single class ({df[schema.target].iloc[0]!r}); "
-                        "classification needs at least two")
+        raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification needs "
+                        "at least two")
     return df

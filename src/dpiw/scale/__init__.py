@@ -26,10 +26,10 @@ def split_rows(df: pd.DataFrame, schema: Schema, *, test_fraction: float, seed: 
     if stratify is not None:
         counts = stratify.value_counts()
         if len(counts) < 2:
-            raise DpiwError(f"dataset '{schema.name}': target '{schema.target}' has a single class "
-                            f"({counts.index[0]!r}); classification needs at least two")
+            raise DpiwError(f"dataset '{schema.name}': target '{schema.target}' has a single class in the data; "
+                            "classification needs at least two")
         if counts.min() < 2:
-            raise DpiwError(f"dataset '{schema.name}': class {counts.idxmin()!r} of '{schema.target}' has "
+            raise DpiwError(f"dataset '{schema.name}': {int((counts < 2).sum())} class(es) of '{schema.target}' have "
                             "fewer than 2 rows; a stratified split needs at least 2 per class")
     train, test = train_test_split(df, test_size=n_test, random_state=seed, stratify=stratify)
     return train.reset_index(drop=True), test.reset_index(drop=True)
@@ -114,21 +114,16 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
         if c.is_numeric:
             lo, hi = bounds[c.name]
             v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
-            if np.isnan(v).any():
-                row = int(np.flatnonzero(np.isnan(v))[0])
-                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has a missing or non-numeric "
-                                f"value at row {row}; remove or impute it")
-            if np.isinf(v).any():
-                row = int(np.flatnonzero(np.isinf(v))[0])
-                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has an infinite value at row {row}")
+            if not np.isfinite(v).all():
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((~np.isfinite(v)).sum())} "
+                                "missing, non-numeric or infinite value(s); remove or impute them")
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
             labels = df[c.name].astype(str)
             lookup = {cat: i for i, cat in enumerate(c.categories)}
             codes = labels.map(lookup)
             if codes.isna().any():
-                bad = labels[codes.isna()].iloc[0]
-                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has value {bad!r} outside its "
-                                f"declared categories {list(c.categories)}")
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int(codes.isna().sum())} value(s) "
+                                f"outside its declared categories {list(c.categories)}")
             out[c.name] = codes.to_numpy(dtype=np.int64)
     return pd.DataFrame(out)[schema.names]

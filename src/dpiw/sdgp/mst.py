@@ -70,6 +70,10 @@ def _mbi():
     return mbi
 
 
+#: the cells of all pairs of columns MST scores, at most this many times sdgp.mst.max_cells (a domain guard)
+PAIR_CELLS_PER_MAX = 200
+
+
 class MST:
     """See the module docstring.
 
@@ -86,6 +90,19 @@ class MST:
     def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
 
+    def check_domain(self, schema: Schema) -> None:
+        """Refuse, before any row is read, a table whose marginals would not fit (public quantities only: the
+        schema's categories and the bins). MST scores every pair of columns: the cells of all pairs together
+        are capped at :data:`PAIR_CELLS_PER_MAX` times ``max_cells``."""
+        cards = [self.bins if c.is_numeric else len(c.categories) for c in schema.columns]
+        total, squares = sum(cards), sum(c * c for c in cards)
+        pair_cells, pairs = (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2
+        limit = PAIR_CELLS_PER_MAX * self.max_cells
+        if pair_cells > limit:
+            raise DpiwError(f"MST on '{schema.name}': its {len(cards)} columns make {pairs} pairs holding "
+                            f"{pair_cells:.3g} cells, more than {limit:.3g} ({PAIR_CELLS_PER_MAX} x sdgp.mst.max_cells)"
+                            ": drop columns from the schema, merge categories, or lower sdgp.mst.bins")
+
     def _check(self, schema: Schema, cards: list[int], epsilon: float, delta: float) -> None:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
             raise DpiwError(f"sdgp.mst.bins must be an integer in [2, 1000], got {self.bins!r}")
@@ -99,6 +116,7 @@ class MST:
                             f"max_cells={self.max_cells}; lower sdgp.mst.bins")
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
+        self.check_domain(schema)
 
     @shared_doc(SDGP_FIT, "Measures (:meth:`measure`), then estimates the graphical model from the measurements "
                 "(post-processing).")
