@@ -1,0 +1,121 @@
+"""`dpiw release` against the lifetime ledger, as a curator runs it in a fresh clone: two releases of one table
+at once (each charged exactly what it asked for, or one refused with one line), a killed release resumed by
+running the same command again, and bad input whose errors and logs never show a private value."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+from helpers import clone
+
+pytestmark = pytest.mark.slow
+
+SCHEMA = "data/schemas/clinic.yaml"
+DATA = "data/examples/clinic.csv"
+
+
+def release(wd, *flags, data=DATA, schema=SCHEMA, popen=False):
+    cmd = ["dpiw", "release", data, "--schema", schema, "--cores", "1", *flags]
+    if popen:
+        return subprocess.Popen(cmd, cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    return subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=900)
+
+
+def manifest(wd, eps) -> dict:
+    run = wd / f"results/release_clinic/runs/clinic/eps={eps}/seed=0/mst/none/none/manifest.json"
+    return json.loads(run.read_text())
+
+
+def tables(wd) -> list[dict]:
+    proc = subprocess.run(["dpiw", "ledger", "verify"], cwd=wd, capture_output=True, text=True)
+    assert proc.returncode == 0 and "chain intact" in proc.stdout, proc.stderr
+    from dpiw.privacy.ledger import verify
+    from dpiw.privacy.store import Store
+
+    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
+
+
+@pytest.fixture(scope="module")
+def wd(tmp_path_factory):
+    return clone(tmp_path_factory.mktemp("ledger") / "repo")
+
+
+def wait_for_lock(wd, proc, seconds=120) -> None:
+    lock = wd / "results/release_clinic/.dpiw-release.lock"
+    end = time.time() + seconds
+    while time.time() < end:
+        if lock.is_file() and lock.read_text().startswith("pid") and proc.poll() is None:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the first release never took its lock: {proc.poll()}")
+
+
+def test_two_releases_of_one_table_at_once_one_is_refused_the_other_charged_exactly(wd):
+    first = release(wd, "--epsilon", "0.5", "--dataset-epsilon", "5", popen=True)
+    wait_for_lock(wd, first)
+    second = release(wd, "--epsilon", "0.7")
+    assert second.returncode == 2
+    err = second.stderr.strip()
+    assert err.count("\n") == 0 and "another `dpiw release` of 'clinic' is running (pid" in err, err
+    out, err = first.communicate(timeout=900)
+    assert first.returncode == 0, err[-3000:]
+    assert manifest(wd, "0.5")["spent"]["epsilon"] == pytest.approx(0.5)
+    (table,) = tables(wd)
+    assert table["releases"] == 1 and table["lifetime"]["epsilon"] == pytest.approx(0.5)
+    # the refused one, run again on its own: charged what it asked for
+    again = release(wd, "--epsilon", "0.7")
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert manifest(wd, "0.7")["spent"]["epsilon"] == pytest.approx(0.7)
+    assert "lifetime   epsilon" in again.stdout and "over 2 release(s) of this table" in again.stdout
+
+
+def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
+    proc = release(wd, "--epsilon", "0.3", popen=True)
+    wait_for_lock(wd, proc)
+    time.sleep(8)  # Snakemake is running its jobs
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = tables(wd)[0]["releases"]
+    again = release(wd, "--epsilon", "0.3")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "LockException" not in again.stdout + again.stderr
+    assert tables(wd)[0]["releases"] == before + 1
+
+
+#: private values planted in the table, each in a column where an error would have quoted it
+SENTINELS = {"age": 131.2468, "region": "zq-private-region", "bmi": "zq-private-bmi"}
+
+
+@pytest.mark.parametrize("column", sorted(SENTINELS))
+def test_errors_and_logs_of_bad_input_show_no_private_value(wd, column):
+    frame = pd.read_csv(wd / DATA)
+    frame[column] = frame[column].astype(object)
+    frame.loc[17, column] = SENTINELS[column]
+    bad = wd / f"bad_{column}.csv"
+    frame.to_csv(bad, index=False)
+    # through `dpiw release`: refused before the workflow starts
+    proc = release(wd, "--epsilon", "1", data=str(bad))
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    # through the workflow on a config (the job logs too)
+    schema = (wd / SCHEMA).read_text().replace("path: data/examples/clinic.csv", f"path: {bad.name}")
+    assert schema != (wd / SCHEMA).read_text()
+    (wd / f"data/schemas/bad_{column}.yaml").write_text(schema.replace("name: clinic", f"name: bad_{column}"))
+    (wd / f"bad_{column}.yaml").write_text(
+        (wd / "configs/clinic_release.yaml").read_text().replace("datasets: [clinic]", f"datasets: [bad_{column}]"))
+    smk = subprocess.run(["snakemake", "--cores", "1", "--configfile", f"bad_{column}.yaml"], cwd=wd,
+                         capture_output=True, text=True, timeout=900)
+    assert smk.returncode != 0
+    logs = [p for p in (wd / "logs" / f"bad_{column}").rglob("*") if p.is_file()]
+    assert logs, "the failed job wrote no log"
+    texts = [proc.stdout, proc.stderr, smk.stdout, smk.stderr, *(p.read_text(errors="replace") for p in logs)]
+    assert any(f"column '{column}'" in t for t in texts)  # the column is named ...
+    value = str(SENTINELS[column])
+    for token in {value, value[:5], "row 17", "line 19"}:  # ... its value and position are not
+        assert not any(token in t for t in texts), token
