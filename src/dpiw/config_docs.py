@@ -63,7 +63,7 @@ def _default(params: Any, path: list[str]) -> str:
         return f"`[{text}]`" if len(text) <= 60 else f"`[{text[:57]}...]`"
     if isinstance(node, dict):
         return "(mapping)"
-    return f"`{node}`"
+    return "`null`" if node is None else f"`{node}`"
 
 
 def _rows(node: dict, path: list[str], params: Any) -> list[str]:

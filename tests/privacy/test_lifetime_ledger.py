@@ -231,6 +231,26 @@ def test_a_hand_edit_is_found_by_verify_and_refuses_the_next_admission(tmp_path,
     assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM dpiw_ledger").fetchone()[0] == count  # nothing written
 
 
+def test_a_consistently_rewritten_chain_is_caught_by_the_bundles_it_admitted(tmp_path):
+    """A forger with write access drops a release and rewrites every hash: the chain verifies, but the entry
+    hash a published bundle's manifest carries is no longer in it."""
+    path = tmp_path / "ledger.sqlite"
+    store = Store(str(path))
+    outs = [admit(store, 0.3, f"r{i}", epsilon=5) for i in range(3)]
+    bundles = {f"bundle{i}": out["entry"] for i, out in enumerate(outs)}
+    assert L.verify(store, entries=bundles)["entries"] == 8
+    con = sqlite3.connect(path)
+    last = con.execute("SELECT MAX(seq) FROM dpiw_ledger").fetchone()[0]
+    con.execute("DELETE FROM dpiw_ledger WHERE seq >= ?", (last - 1,))  # the last release and its mechanism
+    con.execute("UPDATE dpiw_ledger_meta SET value = ? WHERE key = 'count'", (str(last - 2),))
+    con.commit()
+    con.close()
+    _rehash(path)
+    assert L.verify(store)["entries"] == 6  # the chain alone looks whole
+    with pytest.raises(DpiwError, match="bundle2: its ledger entry .* is not in"):
+        L.verify(store, entries=bundles)
+
+
 def test_negative_or_non_finite_spend_is_refused_at_the_door(store):
     for bad in (-100.0, float("nan"), float("inf")):
         m = manifest(0.3, "r1")

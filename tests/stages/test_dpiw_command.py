@@ -37,7 +37,8 @@ def test_every_subcommand_documents_every_flag():
             if sub not in STAGES:  # a stage's flags: tests/stages/test_help.py
                 stack.append((f"{name} {sub}", sp))
         seen.append(name)
-    assert {"dpiw", "dpiw run", "dpiw release", "dpiw show", "dpiw schema", "dpiw schema infer"} <= set(seen)
+    assert {"dpiw", "dpiw run", "dpiw release", "dpiw show", "dpiw schema", "dpiw schema infer", "dpiw ledger",
+            "dpiw ledger verify", "dpiw ledger set-budget"} <= set(seen)
     assert {"scale", "synthesize", "fit_weights", "privacy_ledger"} <= set(STAGES)
 
 

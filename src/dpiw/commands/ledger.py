@@ -5,7 +5,8 @@ the same table. The store is ledgers/ledger.sqlite, or the store named by --stor
 (a postgresql:// URL shared by several machines).
 
     dpiw ledger show                                     every table: budget, lifetime spend, releases
-    dpiw ledger verify                                   check the hash chain and every entry; exit 2 if broken
+    dpiw ledger verify [--bundles DIR ...]               check the hash chain and every entry (and that each
+                                                         published bundle's entry is in it); exit 2 if not
     dpiw ledger set-budget DATA --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
 """
 
@@ -25,6 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         sp = sub.add_parser(name, help=text, description=text)
         sp.add_argument("--store", help="the ledger store: a SQLite path or a postgresql:// URL (default "
                                         "$DPIW_LEDGER_URL, else ledgers/ledger.sqlite)")
+        if name == "verify":
+            sp.add_argument("--bundles", nargs="+", default=[], metavar="DIR",
+                            help="published bundles (folders or manifest.json files): each one's ledger entry must be "
+                                 "in the chain (an entry removed and the chain rewritten shows here)")
         if name == "set-budget":
             sp.add_argument("data", metavar="DATA", help="the private table (CSV or parquet) whose budget this is")
             sp.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon")
@@ -48,6 +53,24 @@ def _lines(summary: dict) -> list[str]:
     return out
 
 
+def _bundle_entries(paths: list[str]) -> dict[str, str]:
+    """{bundle: its manifest's ledger entry hash}; DpiwError for a bundle without one."""
+    from pathlib import Path
+
+    from dpiw.io import read_json
+
+    out = {}
+    for p in map(Path, paths):
+        manifest = p / "manifest.json" if p.is_dir() else p
+        if not manifest.is_file():
+            raise DpiwError(f"--bundles {p}: no manifest.json there")
+        entry = (read_json(manifest).get("ledger") or {}).get("entry")
+        if not entry:
+            raise DpiwError(f"--bundles {p}: its manifest names no ledger entry (not a release-mode bundle)")
+        out[str(p)] = entry
+    return out
+
+
 def main(args) -> None:
     from pathlib import Path
 
@@ -56,7 +79,10 @@ def main(args) -> None:
 
     url = store_url(args.store)
     if args.action in ("show", "verify"):
-        print("\n".join(_lines(ledger.verify(Store(url, create=False)))))
+        summary = ledger.verify(Store(url, create=False), entries=_bundle_entries(getattr(args, "bundles", [])))
+        print("\n".join(_lines(summary)))
+        if getattr(args, "bundles", []):
+            print(f"  the {len(args.bundles)} bundle(s)' ledger entries are all in the chain")
         return
     data = Path(args.data)
     if not data.is_file():

@@ -324,13 +324,20 @@ def _verified(txn: Transaction, store: Store) -> list[Entry]:
                         "restored from a backup (`dpiw ledger verify` checks it)") from None
 
 
-def verify(store: Store) -> dict[str, Any]:
-    """Check the whole store; a summary of it, or DpiwError naming the first break."""
+def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any]:
+    """Check the whole store, and that every ``entries`` hash ({bundle: its manifest's ledger entry}) is a release
+    entry in it; a summary of the store, or DpiwError naming the first break."""
     def work(txn):
-        entries = _verified(txn, store)
-        keys = list(dict.fromkeys(e.dataset for e in entries))
-        return {"store": describe(store.url), "entries": len(entries), "head": entries[-1].hash if entries else None,
-                "tables": [fold(entries, k).summary() for k in keys]}
+        chain = _verified(txn, store)
+        releases = {e.hash for e in chain if e.kind == "release"}
+        for bundle, entry in (entries or {}).items():
+            if entry not in releases:
+                raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
+                                "lost a release (rewritten, or restored from an older backup) or is another store")
+        entries_ = chain
+        keys = list(dict.fromkeys(e.dataset for e in entries_))
+        return {"store": describe(store.url), "entries": len(entries_),
+                "head": entries_[-1].hash if entries_ else None, "tables": [fold(entries_, k).summary() for k in keys]}
     return store.atomic(work)
 
 
