@@ -76,6 +76,22 @@ def test_two_releases_of_one_table_at_once_one_is_refused_the_other_charged_exac
     assert "lifetime   epsilon" in again.stdout and "over 2 release(s) of this table" in again.stdout
 
 
+def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
+    """A copy of the file under a schema named clinic_copy finds the clinic table's ledger: its budget (set by the
+    first release), its releases; a flag asking for a larger budget is refused."""
+    (wd / "clinic_copy.csv").write_bytes((wd / DATA).read_bytes())
+    (wd / "copy.yaml").write_text((wd / SCHEMA).read_text().replace("name: clinic", "name: clinic_copy"))
+    before = tables(wd)[0]["releases"]
+    raised = release(wd, "--epsilon", "0.2", "--dataset-epsilon", "100", data="clinic_copy.csv", schema="copy.yaml")
+    assert raised.returncode != 0
+    assert "lifetime epsilon is 5 (set in its ledger), not 100" in raised.stdout + raised.stderr
+    proc = release(wd, "--epsilon", "0.2", data="clinic_copy.csv", schema="copy.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (table,) = tables(wd)
+    assert table["labels"] == ["clinic", "clinic_copy"] and table["releases"] == before + 1
+    assert table["budget"]["epsilon"] == 5
+
+
 def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     proc = release(wd, "--epsilon", "0.3", popen=True)
     wait_for_lock(wd, proc)

@@ -1,7 +1,7 @@
 """A curator's release, as docs/release.md gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
 (mode: release). Every input row is private data (no test split, no public slice), the noise comes from
-OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs agree byte for byte), the bundle is fit to
-release, and the table's lifetime ledger (ledgers/ledger.sqlite) refuses a bundle past its lifetime budget
+OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs give the same rows and weights), the bundle is
+fit to release, and the table's lifetime ledger (ledgers/ledger.sqlite) refuses a bundle past its lifetime budget
 and does not count an identical bundle twice. Editing one row of the CSV reruns scale and everything after it."""
 
 import json
@@ -105,7 +105,7 @@ def test_os_entropy_gives_other_noise_in_every_run(tmp_path):
         assert (runs[0] / cell / rel).read_bytes() != (runs[1] / cell / rel).read_bytes(), rel
 
 
-def test_secret_key_gives_the_same_bytes_twice(tmp_path):
+def test_secret_key_gives_the_same_rows_and_weights_twice(tmp_path):
     env = {**os.environ, "DPIW_SECRET_KEY": "a long random string the curator keeps"}
     runs = []
     for name in ("a", "b"):
@@ -113,7 +113,12 @@ def test_secret_key_gives_the_same_bytes_twice(tmp_path):
         use_secret_key(wd)
         smk(wd, env=env)
         runs.append(wd)
-    assert bundle(runs[0]) == bundle(runs[1])
+    a, b = bundle(runs[0]), bundle(runs[1])
+    assert a.pop("synthetic.parquet") == b.pop("synthetic.parquet") and a.pop("weights.parquet") == b.pop(
+        "weights.parquet")
+    # the manifests agree but for their entry in each clone's own ledger store (its own secret and time)
+    ma, mb = json.loads(a["manifest.json"]), json.loads(b["manifest.json"])
+    assert ma.pop("ledger")["entry"] != mb.pop("ledger")["entry"] and ma == mb
     m = json.loads(bundle(runs[0])["manifest.json"])
     assert m["release"]["fit_to_release"] and set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
     # without the key the run refuses to start, before anything is written

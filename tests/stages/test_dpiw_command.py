@@ -3,6 +3,7 @@ through it, the draft schema reading no private value, and `dpiw show` saying a 
 
 import argparse
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -92,3 +93,21 @@ def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
     (tmp_path / "t.csv").write_text("a,b\n1,2\n")
     with pytest.raises(DpiwError, match="no Snakefile"):
         main(["release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"), "--epsilon", "1"])
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--delta", "0.5"], "privacy.delta = 0.5 is not below 1/N_D = 1/400"),
+    (["--delta", "many"], "--delta must be 'paper' or a number"),
+    (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
+    (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),
+])
+def test_release_refuses_a_bad_budget_before_it_reads_or_writes_anything(tmp_path, monkeypatch, root, flags,
+                                                                          message):
+    """Checked before the workflow starts: no config, no schema copy, no results (no private split left)."""
+    for name in ("Snakefile", "params.yaml"):
+        (tmp_path / name).write_bytes((root / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DpiwError, match=re.escape(message)):
+        main(["release", str(root / "data/examples/clinic.csv"), "--schema", str(root / "data/schemas/clinic.yaml"),
+              "--epsilon", "1", *flags])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Snakefile", "params.yaml"]
