@@ -331,3 +331,27 @@ def test_a_postgresql_store_keeps_the_chain_and_refuses_a_hand_edit(postgres_url
         L.verify(store)
     with pytest.raises(DpiwError, match="is broken"):
         L.admit(store, digest="pg-table", label="t", manifest=manifest(0.1, "pg2"), bundle_id="pg2")
+
+
+def test_a_ledger_of_the_earlier_json_format_is_imported_once_with_its_spend(tmp_path, store):
+    """ledgers/<name>.json of the earlier format (budget_epsilon, mechanisms, releases): imported as the table's
+    ledger with the same mechanisms; its lifetime is their composition at the releases' delta."""
+    mechs, releases = {}, []
+    for i, eps in enumerate((0.2, 0.21, 0.22)):
+        rec = manifest(eps, f"old{i}")["records"][1]
+        key = L.mechanism_key(rec)
+        mechs[key] = {k: rec[k] for k in ("stage", "mechanism", "epsilon", "delta", "rdp")}
+        releases.append({"release_id": f"old{i}", "run": f"old{i}", "mechanisms": [key], "epsilon": eps,
+                         "delta": DELTA})
+    old = {"dataset": "clinic", "budget_epsilon": 0.5, "mechanisms": mechs, "releases": releases,
+           "total": {"epsilon": 0.63}}
+    out = L.import_json(store, digest="clinic-bytes", label="clinic", old=old, delta=None, reason="imported")
+    assert out["releases"] == 3 and out["budget"] == {"epsilon": 0.5, "delta": DELTA, "neighbours": "replace_one"}
+    assert out["lifetime"]["epsilon"] == pytest.approx(composed([0.2, 0.21, 0.22]))
+    assert admit(store, 0.23, "new")["releases"] == 4  # 0.499: still within 0.5
+    with pytest.raises(DpiwError, match="release refused"):
+        admit(store, 0.1, "one-more")
+    with pytest.raises(DpiwError, match="already has a ledger"):
+        L.import_json(store, digest="clinic-bytes", label="clinic", old=old, delta=None, reason="again")
+    with pytest.raises(DpiwError, match="not a dpiw ledger file"):
+        L.import_json(store, digest="other", label="x", old={"dataset": "x"}, delta=None, reason="bad")

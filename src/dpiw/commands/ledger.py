@@ -8,6 +8,7 @@ the same table. The store is ledgers/ledger.sqlite, or the store named by --stor
     dpiw ledger verify [--bundles DIR ...]               check the hash chain and every entry (and that each
                                                          published bundle's entry is in it); exit 2 if not
     dpiw ledger set-budget DATA --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
+    dpiw ledger import ledgers/clinic.json DATA          bring in a ledger of the earlier one-file-per-name format
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     for name, text in (("show", "every table's budget, lifetime spend and releases"),
                        ("verify", "check the chain and every entry (exit 2 and one line if it is broken)"),
-                       ("set-budget", "set a table's lifetime budget on the record (creates its ledger)")):
+                       ("set-budget", "set a table's lifetime budget on the record (creates its ledger)"),
+                       ("import", "bring a ledgers/<name>.json of the earlier format into the store")):
         sp = sub.add_parser(name, help=text, description=text)
         sp.add_argument("--store", help="the ledger store: a SQLite path or a postgresql:// URL (default "
                                         "$DPIW_LEDGER_URL, else ledgers/ledger.sqlite)")
@@ -30,6 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             sp.add_argument("--bundles", nargs="+", default=[], metavar="DIR",
                             help="published bundles (folders or manifest.json files): each one's ledger entry must be "
                                  "in the chain (an entry removed and the chain rewritten shows here)")
+        if name == "import":
+            sp.add_argument("old", metavar="LEDGER_JSON", help="the earlier ledger file (ledgers/<name>.json)")
+            sp.add_argument("data", metavar="DATA", help="the private table it counted (CSV or parquet)")
+            sp.add_argument("--delta", type=float,
+                            help="the lifetime delta (default: the largest delta of its releases)")
         if name == "set-budget":
             sp.add_argument("data", metavar="DATA", help="the private table (CSV or parquet) whose budget this is")
             sp.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon")
@@ -87,6 +94,22 @@ def main(args) -> None:
     data = Path(args.data)
     if not data.is_file():
         raise DpiwError(f"DATA {data}: no such file")
+    if args.action == "import":
+        from dpiw.io import read_json
+
+        old = Path(args.old)
+        if not old.is_file():
+            raise DpiwError(f"LEDGER_JSON {old}: no such file")
+        label = read_json(old).get("dataset") or data.stem
+        out = ledger.import_json(Store(url), digest=ledger.content_digest(data), label=label, old=read_json(old),
+                                 delta=args.delta, reason=f"imported from {old.name}")
+        old.rename(old.with_name(old.name + ".imported"))
+        b, s = out["budget"], out["lifetime"]
+        over = "  OVER the budget: nothing more is admitted" if s["epsilon"] > b["epsilon"] else ""
+        print(f"{describe(url)}: imported {out['releases']} release(s) of '{label}': lifetime epsilon "
+              f"{s['epsilon']:.6g} of {b['epsilon']:g} at delta {b['delta']:.3g}{over}; {old} is now "
+              f"{old.name}.imported")
+        return
     out = ledger.set_budget(Store(url), digest=ledger.content_digest(data), label=args.label or data.stem,
                             epsilon=args.epsilon, delta=args.delta, reason=args.reason, neighbours=args.neighbours)
     b = out["budget"]

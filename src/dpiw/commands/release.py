@@ -181,7 +181,34 @@ def main(args) -> None:
         _release(args, root, data, schema_path, name, delta, n_rows, eps_str)
 
 
+def earlier_bundles_in_the_ledger(root: Path, name: str, url: str) -> int:
+    """Refuse to release while the bundles this command wrote before are not in the ledger store (a deleted,
+    replaced or rewritten store would otherwise start the table again at zero). Returns how many were checked."""
+    from dpiw.privacy.ledger import verify
+    from dpiw.privacy.store import Store, describe
+
+    runs = root / "results" / f"release_{name}" / "runs"
+    entries = {}
+    for manifest in sorted(runs.glob("**/release/manifest.json")):
+        entry = (read_json(manifest).get("ledger") or {}).get("entry")
+        if entry:
+            entries[os.path.relpath(manifest.parent, root)] = entry
+    if entries:
+        try:
+            verify(Store(url, create=False), entries=entries)
+        except DpiwError as exc:
+            raise DpiwError(f"{len(entries)} earlier bundle(s) of '{name}' were admitted to a ledger that "
+                            f"{describe(url)} does not hold ({exc}); restore the store from its backup, or point "
+                            "--ledger / DPIW_LEDGER_URL at it") from None
+    return len(entries)
+
+
 def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, n_rows, eps_str) -> None:
+    from dpiw.config import load_yaml
+    from dpiw.privacy.store import store_url
+
+    url = store_url(args.ledger or load_yaml(root / "params.yaml")["privacy"].get("ledger"))
+    earlier_bundles_in_the_ledger(root, name, url)
     if args.weights == "auto":
         args.weights = _advise(args, n_rows, schema_path, delta)
     privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
@@ -220,11 +247,10 @@ def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, 
     bundle = run_dir / "release"
     if manifest["release"]["fit_to_release"]:
         from dpiw.privacy.store import describe as where
-        from dpiw.privacy.store import store_url
 
         files = ", ".join(sorted(p.name for p in bundle.iterdir()))
         print(f"\nbundle     {os.path.relpath(bundle)}/  ({files})\n"
-              f"ledger     {where(store_url(args.ledger))}: keep it and back it up (never publish it); it counts "
+              f"ledger     {where(url)}: keep it and back it up (never publish it); it counts "
               "every release of this table (`dpiw ledger show`)")
     else:
         print(f"\nno bundle to publish: {bundle.relative_to(root)}/ holds the reasons")

@@ -63,6 +63,9 @@ def describe(m: dict) -> list[str]:
     if m.get("ledger"):
         led, b = m["ledger"], m["ledger"]["budget"]
         first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
+        if led.get("default_budget"):
+            first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
+                      "set-budget`)")
         lines.append(f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
                      f"{_num(b['delta'])} over {led['releases']} release(s) of this table{first}; ledger entry "
                      f"{led['entry'][:16]}")

@@ -457,3 +457,42 @@ def set_budget(store: Store, *, digest: str, label: str, epsilon: float, delta: 
                 "previous": body["previous"], "created": state.budget is None}
 
     return store.atomic(work)
+
+
+def import_json(store: Store, *, digest: str, label: str, old: dict[str, Any], delta: float | None,
+                reason: str) -> dict[str, Any]:
+    """Bring a ledger of the earlier one-JSON-file-per-name format (``ledgers/<name>.json``) into the store as the
+    table's ledger: its budget (epsilon as it was; delta ``delta``, else the largest delta of its releases), its
+    mechanisms (replace-one, the only relation that format knew) and its releases. Refused when the table already
+    has a ledger in the store. The imported spend may already be over the budget (that format let delta grow):
+    nothing more is then admitted."""
+    try:
+        budget = float(old["budget_epsilon"])
+        mechanisms = old["mechanisms"]
+        releases = old["releases"]
+        delta = float(delta if delta is not None else max(float(r["delta"]) for r in releases))
+    except (KeyError, TypeError, ValueError):
+        raise DpiwError("not a dpiw ledger file of the earlier format (budget_epsilon, mechanisms, releases)") from None
+    bodies = []
+    for key, m in mechanisms.items():
+        body = {"key": key, "stage": m.get("stage"), "mechanism": m.get("mechanism"), "epsilon": m.get("epsilon"),
+                "delta": m.get("delta"), "rdp": list(m.get("rdp") or []), "neighbours": "replace_one"}
+        check_mechanism(body, f"imported mechanism {key}")
+        bodies.append(body)
+
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key = dataset_key(txn.secret(), digest)
+        if fold(entries, key).budget is not None:
+            raise DpiwError(f"table '{label}' already has a ledger in {describe(store.url)}: nothing imported")
+        txn.append(key, "budget", _budget_body(label, budget, delta, "replace_one", reason))
+        for body in bodies:
+            txn.append(key, "mechanism", {**body, "label": label})
+        for r in releases:
+            txn.append(key, "release", {"release_id": r["release_id"], "label": label, "run": r.get("run"),
+                                        "mechanisms": list(r["mechanisms"]), "imported": True,
+                                        "spent": {"epsilon": r.get("epsilon"), "delta": r.get("delta")}})
+        state = fold(txn.entries(), key)
+        return {"budget": state.budget, "lifetime": state.spent(), "releases": len(state.releases)}
+
+    return store.atomic(work)

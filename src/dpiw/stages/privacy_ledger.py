@@ -9,6 +9,7 @@ the table's composed lifetime spend would pass its budget."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from dpiw import DpiwError
 from dpiw.io import write_json
@@ -163,6 +164,10 @@ def admit_release(args, manifest: dict) -> dict:
     from dpiw.privacy.store import Store, describe, store_url
 
     schema = load_schema(args.schema)
+    earlier = Path("ledgers") / f"{schema.name}.json"
+    if earlier.is_file():
+        raise DpiwError(f"{earlier} holds earlier releases of '{schema.name}' in the old one-file format: bring them "
+                        f"into the ledger store first (`dpiw ledger import {earlier} DATA`)")
     store = Store(store_url(args.ledger))
     out = admit(store, digest=fingerprint(schema), label=schema.name, manifest=manifest,
                 bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
@@ -177,7 +182,7 @@ def admit_release(args, manifest: dict) -> dict:
           f"at delta {budget['delta']:.3g} over {out['releases']} release(s) ({describe(store.url)})")
     return {"entry": out["entry"], "budget": budget,
             "lifetime": {"epsilon": spent["epsilon"], "delta": spent["delta"], "composition": spent["from"]},
-            "releases": out["releases"],
+            "releases": out["releases"], "default_budget": bool(out["created"] and args.dataset_epsilon is None),
             "note": "this bundle's entry in its table's hash-chained lifetime ledger (`dpiw ledger verify`)"}
 
 
