@@ -105,6 +105,21 @@ def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     assert tables(wd)[0]["releases"] == before + 1
 
 
+def test_a_release_is_refused_while_its_earlier_bundles_are_missing_from_the_ledger(wd):
+    """A deleted (or replaced) store would start the table again at zero: refused, with one line, until the store
+    is back."""
+    store = wd / "ledgers/ledger.sqlite"
+    store.rename(wd / "backup.sqlite")
+    try:
+        proc = release(wd, "--epsilon", "0.1")
+        assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+        assert "earlier bundle(s) of 'clinic' were admitted to a ledger that ledgers/ledger.sqlite does not hold" \
+            in proc.stderr
+        assert not store.exists()
+    finally:
+        (wd / "backup.sqlite").rename(store)
+
+
 #: private values planted in the table, each in a column where an error would have quoted it
 SENTINELS = {"age": 131.2468, "region": "zq-private-region", "bmi": "zq-private-bmi"}
 
