@@ -84,6 +84,11 @@ def test_show_says_the_manifest_in_words(tmp_path):
     assert "(0.9, 1e-05)-DP" in text and "add/remove neighbours" in text and "FIT TO RELEASE" in text
     with pytest.raises(DpiwError, match="no manifest.json"):
         find_manifest(tmp_path)
+    m["ledger"] = {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
+                   "lifetime": {"epsilon": 0.9, "delta": 1e-5}, "default_budget": True}
+    line = describe(m)[-1]
+    assert line.startswith("lifetime   epsilon 0.9 of 10 at delta 1e-05 over 1 release(s)") and "abababab" in line
+    assert "the default lifetime epsilon 10" in line and "set-budget" in line
 
 
 def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
