@@ -169,9 +169,10 @@ def _check_neighbours(privacy: dict, params_name: str) -> None:
     """privacy.neighbours: add_remove keeps N_D private, so nothing may be derived from it in the config."""
     if privacy["neighbours"] != "add_remove":
         return
-    if privacy["delta"] == "paper":
-        raise DpiwError(f"{params_name}: privacy.neighbours: add_remove keeps N_D private, but privacy.delta: paper "
-                        "is 1/N_D - 1e-6; set privacy.delta to a number well below 1/N_D (e.g. 1e-5)")
+    if privacy["delta"] in ("paper", "auto"):
+        raise DpiwError(f"{params_name}: privacy.neighbours: add_remove keeps N_D private, but privacy.delta: "
+                        f"{privacy['delta']} is computed from N_D; set privacy.delta to a number well below 1/N_D "
+                        "(e.g. 1e-6)")
     if privacy["accounting"] != "dpiw":
         raise DpiwError(f"{params_name}: privacy.accounting: {privacy['accounting']} is an ablation of the "
                         "replace-one accounting; set privacy.neighbours: replace_one or privacy.accounting: dpiw")

@@ -140,15 +140,14 @@ def test_dataset_ledger_refuses_past_the_lifetime_budget_and_counts_a_bundle_onc
     log, = (wd / "logs/clinic_release/privacy_ledger").glob("clinic_eps=1_privbayes.*.log")
     assert "[1/1] privacy_ledger seed=0/beta_debiased/psis\n" in log.read_text()
     assert ledger_tables(wd) == before
-    # epsilon 4 more would bring the table past its lifetime epsilon 3 (2.5 would not: PrivBayes and the Laplace
-    # weights compose in RDP to 2.57 at delta 1/400): refused, though this config writes into its own folder
-    # (results/more): the ledger is the table's, over every config
+    # epsilon 4 more would bring the table past its lifetime epsilon 3: refused, though this config writes into
+    # its own folder (results/more): the ledger is the table's, over every config
     (wd / "more.yaml").write_text(yaml.safe_dump({"grid": {"epsilons": [4]}}))
     proc = smk(wd, "--configfile", CONFIG, "more.yaml", check=False)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     log = next((wd / "logs/more/privacy_ledger").glob("clinic_eps=4_privbayes.*.log")).read_text()
-    found = re.search(r"release refused: table 'clinic' has spent epsilon = [0-9.]+ of its lifetime \(3, 0.0025\) "
+    found = re.search(r"release refused: table 'clinic' has spent epsilon = [0-9.]+ of its lifetime \(3, 0.000125\) "
                       r"over 1 release\(s\); clinic/eps=4/\S+ would bring it to ([0-9.]+) at delta", log)
     assert found and float(found.group(1)) > 3, log + out
     refused = wd / "results/more/runs" / RUN_ID.replace("eps=1", "eps=4")

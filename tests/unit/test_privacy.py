@@ -3,7 +3,15 @@ import math
 import pytest
 
 from dpiw import DpiwError
-from dpiw.privacy.spend import Ledger, PrivacySpend, budget_share, no_spend, paper_delta, split_budget
+from dpiw.privacy.spend import (
+    Ledger,
+    PrivacySpend,
+    budget_share,
+    no_spend,
+    paper_delta,
+    run_delta,
+    split_budget,
+)
 from dpiw.stages.privacy_ledger import build_manifest
 
 
@@ -103,6 +111,17 @@ def test_budget_split_and_share():
     with pytest.raises(DpiwError):
         split_budget(-1.0, 1e-3, weights_method="none", weights_epsilon_fraction=0.1, weights_delta_fraction=0.3)
     assert paper_delta(1000) == pytest.approx(1e-3 - 1e-6)
+
+
+def test_the_auto_delta_is_well_below_one_over_n_at_every_size_and_paper_is_refused_where_it_is_zero():
+    for n in (10, 178, 400, 10**4, 10**6, 10**8, 10**10):
+        delta = run_delta("auto", n)
+        assert 0 < delta == pytest.approx(n**-1.5) and delta * n <= n**-0.5 + 1e-15
+    for n in (10**6, 10**7):
+        with pytest.raises(DpiwError, match=f"paper is 1/N_D - 1e-6 = .* at N_D = {n} rows .* privacy.delta: auto"):
+            run_delta("paper", n)
+    with pytest.raises(DpiwError, match="privacy.delta: auto is computed from N_D"):
+        run_delta("auto", 100, "add_remove")
 
 
 def test_laplace_signal_check_is_its_closed_form_and_rarely_fires_on_noise_alone():

@@ -39,8 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="its schema (YAML): every column's type and PUBLIC bounds or categories, and the target "
                         "(start from `dpiw schema infer DATA`)")
     p.add_argument("--epsilon", type=float, required=True, help="the release's total epsilon (generator + weights)")
-    p.add_argument("--delta", default="paper",
-                   help="the release's delta: 'paper' (1/N_D - 1e-6) or a number below 1/N_D")
+    p.add_argument("--delta", default="auto",
+                   help="the release's delta: 'auto' (default: N_D^-1.5, well below 1/N_D at every size), 'paper' "
+                        "(1/N_D - 1e-6, the paper's rule; 0 from a million rows on) or a number below 1/N_D")
     p.add_argument("--sdgp", default="mst", choices=registry.sdgp_names(dp=True),
                    help="the DP generator (default mst: MST on Private-PGM)")
     p.add_argument("--weights", default="auto", choices=("auto", *registry.weight_names(dp=True)),
@@ -116,7 +117,8 @@ def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
     from dpiw.data.schema import load_schema
     from dpiw.privacy.spend import run_delta
 
-    for flag, value in (("--delta", None if delta == "paper" else delta), ("--dataset-delta", args.dataset_delta)):
+    for flag, value in (("--delta", None if isinstance(delta, str) else delta),
+                        ("--dataset-delta", args.dataset_delta)):
         if value is not None and not 0 < value < 1:
             raise DpiwError(f"{flag} must be in (0, 1), got {value:g}")
     if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
@@ -170,9 +172,9 @@ def main(args) -> None:
     if not (root / "Snakefile").is_file():
         raise DpiwError(f"no Snakefile in {root}: run dpiw from the repository's root")
     try:
-        delta = args.delta if args.delta == "paper" else float(args.delta)
+        delta = args.delta if args.delta in ("paper", "auto") else float(args.delta)
     except ValueError:
-        raise DpiwError(f"--delta must be 'paper' or a number, got {args.delta!r}") from None
+        raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
     n_rows = _preflight(args, data, schema_path, delta)
     from dpiw.data.schema import load_schema
 

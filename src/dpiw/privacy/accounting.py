@@ -202,7 +202,7 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
     if not (epsilon > 0 and 0 < delta < 1):
         raise DpiwError(f"a zCDP mechanism (MST, marginal_match) needs epsilon > 0 and 0 < delta < 1, got "
                         f"epsilon={epsilon}, delta={delta}; set "
-                        "privacy.delta to a positive number or 'paper'")
+                        "privacy.delta to a positive number, 'auto' or 'paper'")
     lo, hi = 0.0, epsilon
     while zcdp_to_dp(hi, delta) <= epsilon:
         lo, hi = hi, 2 * hi

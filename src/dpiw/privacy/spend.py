@@ -155,16 +155,34 @@ def no_spend(stage: str, *, basis: str, reads_private: tuple[str, ...] = (), **d
 
 
 def paper_delta(n_private: int) -> float:
-    """The paper's delta = 1/N_D - 1e-6 (Section 4.2)."""
+    """The paper's delta = 1/N_D - 1e-6 (Section 4.2): 0 or less from N_D = 10^6 on, where it is refused."""
     if n_private < 1:
         raise DpiwError("the private training split is empty")
-    return 1.0 / n_private - 1e-6
+    delta = 1.0 / n_private - 1e-6
+    if delta <= 0:
+        raise DpiwError(f"privacy.delta: paper is 1/N_D - 1e-6 = {delta:.3g} at N_D = {n_private} rows (the paper's "
+                        "rule is positive below a million rows only); set privacy.delta: auto (N_D^-1.5) or a "
+                        f"number below {1 / n_private:.3g} (dpiw release: --delta)")
+    return delta
+
+
+def auto_delta(n_private: int) -> float:
+    """The release rule, N_D^-1.5: below 1/N_D by a factor sqrt(N_D) at every size, and never 0 (the default of
+    SmartNoise's synthesizers too).
+
+    >>> auto_delta(400), auto_delta(10**6)
+    (0.000125, 1e-09)
+    """
+    if n_private < 1:
+        raise DpiwError("the private training split is empty")
+    return float(n_private) ** -1.5
 
 
 def run_delta(delta: str | float, n_private: int | None, neighbours: str = "replace_one") -> float:
-    """The run's delta: 'paper' (1/N_D - 1e-6) or a number, which must lie below 1/N_D - a delta of
-    1/N_D or more allows mechanisms that publish a whole private row. Under add/remove neighbours N_D is
-    private, so the delta must be a number and nothing here compares it with N_D (``n_private`` unused).
+    """The run's delta: 'auto' (:func:`auto_delta`), 'paper' (1/N_D - 1e-6) or a number, which must lie below
+    1/N_D - a delta of 1/N_D or more allows mechanisms that publish a whole private row. Under add/remove
+    neighbours N_D is private, so the delta must be a number and nothing here compares it with N_D
+    (``n_private`` unused).
 
     >>> run_delta(1e-4, 1000)
     0.0001
@@ -174,12 +192,14 @@ def run_delta(delta: str | float, n_private: int | None, neighbours: str = "repl
     dpiw.DpiwError: privacy.delta = 0.01 is not below 1/N_D = 1/280 = 0.00357143: ...
     """
     if neighbours == "add_remove":
-        if delta == "paper":
-            raise DpiwError("privacy.delta: paper is 1/N_D - 1e-6, and N_D is private under privacy.neighbours: "
-                            "add_remove; set privacy.delta to a number well below 1/N_D (e.g. 1e-5)")
+        if delta in ("paper", "auto"):
+            raise DpiwError(f"privacy.delta: {delta} is computed from N_D, and N_D is private under privacy."
+                            "neighbours: add_remove; set privacy.delta to a number well below 1/N_D (e.g. 1e-6)")
         return float(delta)
     if delta == "paper":
         return paper_delta(n_private)
+    if delta == "auto":
+        return auto_delta(n_private)
     if n_private < 1:
         raise DpiwError("the private training split is empty")
     if not float(delta) < 1.0 / n_private:

@@ -83,7 +83,7 @@ def calibrate_noise(*, epsilon: float, delta: float, sample_rate: float, steps: 
     (replace-one: through :func:`add_remove_target`; add/remove: opacus's target as it is)."""
     if not (epsilon > 0 and 0 < delta < 1):
         raise DpiwError(f"DP-SGD needs epsilon > 0 and 0 < delta < 1, got epsilon={epsilon}, delta={delta}; "
-                        "set privacy.delta to a positive number or 'paper'")
+                        "set privacy.delta to a positive number, 'auto' or 'paper'")
     eps_ar, delta_ar = _target(epsilon, delta, neighbours)
     try:
         sigma = _noise_multiplier(eps_ar, delta_ar, float(sample_rate), int(steps), accountant)

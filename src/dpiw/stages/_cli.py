@@ -118,13 +118,13 @@ def boolean(text: str) -> bool:
 
 
 def delta_arg(text: str) -> str | float:
-    """'paper' or a float in (0, 1)."""
-    if text == "paper":
+    """'paper', 'auto' or a float in (0, 1) (dpiw.privacy.spend.run_delta)."""
+    if text in ("paper", "auto"):
         return text
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"delta must be 'paper' or a number in (0, 1), got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"delta must be 'paper', 'auto' or a number in (0, 1), got {text!r}") from None
     if not (0 < value < 1):
         raise argparse.ArgumentTypeError(f"delta must be in (0, 1), got {value}")
     return value
@@ -149,7 +149,7 @@ COMMON_HELP = {
     "--eps": "the run's total epsilon, as written in the run's path",
     "--weights": "the weight method of the run",
     "--post": "the run's post-processing chain (a step or a '+' chain)",
-    "--delta": "the run's delta: 'paper' (1/N_D - 1e-6) or a number below 1/N_D",
+    "--delta": "the run's delta: 'auto' (N_D^-1.5), 'paper' (1/N_D - 1e-6) or a number below 1/N_D",
     "--weights-epsilon-fraction": "privacy.weights_epsilon_fraction: the weight methods' share of epsilon",
     "--weights-delta-fraction": "privacy.weights_delta_fraction: the weight methods' share of delta",
     "--out": "where the stage's artifact goes (written atomically)",

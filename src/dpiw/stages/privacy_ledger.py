@@ -25,7 +25,7 @@ def parse_args(argv):
     p = Parser(prog="dpiw.stages.privacy_ledger", description=__doc__)
     p.add_argument("--records", nargs="+", required=True, help="privacy JSONs of the run's release stages")
     p.add_argument("--epsilon", type=positive_float, required=True, help="the run's epsilon budget")
-    p.add_argument("--delta", type=delta_arg, required=True, help="'paper' or the run's delta budget")
+    p.add_argument("--delta", type=delta_arg, required=True, help="'auto', 'paper' or the run's delta budget")
     p.add_argument("--allow-non-dp", type=boolean, required=True,
                    help="privacy.allow_non_dp_baselines: true or false; false refuses a run that is not DP")
     p.add_argument("--run", required=True, help="the run's id (its results path)")

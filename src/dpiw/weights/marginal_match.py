@@ -141,8 +141,8 @@ class MarginalMatch:
         if len(cards) < 2:
             raise DpiwError(f"marginal_match on '{schema.name}' needs at least 2 columns")
         if not (epsilon > 0 and math.isfinite(epsilon) and 0 < delta < 1):
-            raise DpiwError(f"marginal_match needs a weight budget epsilon > 0 and 0 < delta < 1, got "
-                            f"epsilon={epsilon}, delta={delta}; set privacy.delta to a positive number or 'paper'")
+            raise DpiwError(f"marginal_match needs a weight budget epsilon > 0 and 0 < delta < 1, got epsilon="
+                            f"{epsilon}, delta={delta}; set privacy.delta to a positive number, 'auto' or 'paper'")
 
     def measure(self, real: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float, rng: np.random.Generator,
                 rows: RowCount | None = None) -> MarginalMatch:
