@@ -102,7 +102,7 @@ def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
 
 @pytest.mark.parametrize("flags, message", [
     (["--delta", "0.5"], "privacy.delta = 0.5 is not below 1/N_D = 1/400"),
-    (["--delta", "many"], "--delta must be 'paper' or a number"),
+    (["--delta", "many"], "--delta must be 'auto', 'paper' or a number"),
     (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
     (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),
 ])
