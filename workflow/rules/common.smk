@@ -129,6 +129,8 @@ def cell_log(stage):
     return f"{LOGS}/{stage}/{{dataset}}_eps={{eps}}_{{sdgp}}.{{digest}}.log"
 
 
-CELL_SHELL = ("python -m dpiw.stages.cell --stage {params.stage} --config {params.config:q}"
+# PYTHONHASHSEED=0: MST's compiled JAX programs are cached under .cache/jax (dpiw.sdgp.mst), and their keys
+# depend on Python's string hashing; a fixed seed lets every job find what the first one compiled
+CELL_SHELL = ("PYTHONHASHSEED=0 python -m dpiw.stages.cell --stage {params.stage} --config {params.config:q}"
               " --cell {wildcards.dataset}/eps={wildcards.eps}/{wildcards.sdgp}"
               " --done {output.done} > {log} 2>&1")

@@ -56,12 +56,23 @@ def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(y - css[k] / (k + 1), 0.0)
 
 
+#: where MST's compiled JAX programs are kept between processes (relative to the working directory: the
+#: repository's root in the workflow); DPIW_JAX_CACHE names another folder, or "off"
+JAX_CACHE = ".cache/jax"
+
+
 def _mbi():
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    jax.config.update("jax_enable_compilation_cache", False)
+    cache = os.environ.get("DPIW_JAX_CACHE", JAX_CACHE)
+    if cache == "off":
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:  # compile once per machine, not once per fit: the fit itself takes a few hundredths of a second
+        jax.config.update("jax_compilation_cache_dir", os.path.abspath(cache))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     import warnings
 
     with warnings.catch_warnings():
