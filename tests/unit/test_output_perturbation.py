@@ -29,7 +29,26 @@ def test_gaussian_b_matches_monte_carlo():
         assert 1 / math.exp(lb) == pytest.approx(m.mean(), abs=4 * m.std() / math.sqrt(m.size))
 
 
-def test_gaussian_debiased_weights_are_unbiased_over_noise_draws():
+@pytest.fixture
+def one_fit_per_problem(monkeypatch):
+    """The non-private logistic fit memoised on its inputs: a Monte Carlo over noise draws refits the same
+    problem thousands of times, and only the noise differs between draws (the estimator's own noise path runs
+    every time)."""
+    import dpiw.weights.estimators as estimators
+
+    fit, cache = estimators.fit_l2_logistic, {}
+
+    def memo(X, y, *, lam, **kw):
+        key = (X.shape, X.tobytes(), y.tobytes(), lam, tuple(sorted(kw.items())))
+        if key not in cache:
+            cache[key] = fit(X, y, lam=lam, **kw)
+        return cache[key].copy()
+
+    monkeypatch.setattr(estimators, "fit_l2_logistic", memo)
+    return cache
+
+
+def test_gaussian_debiased_weights_are_unbiased_over_noise_draws(one_fit_per_problem):
     real, synth = data()
     kw = dict(lam="auto", sensitivity_n="private", rho_target=0.5)
     base = make_estimator("logreg", **kw).fit(real, synth, epsilon=0.5, delta=1e-4, rng=None, norm_bound=math.sqrt(2))
@@ -49,6 +68,7 @@ def test_gaussian_debiased_weights_are_unbiased_over_noise_draws():
     noised = np.exp(add_intercept(X) @ (est.coef_ + 0) + est.log_prior_odds_)
     assert noised == pytest.approx(target)
     assert base.lambda_ != est.lambda_
+    assert len(one_fit_per_problem) == 2  # base; est, its 3000 redraws and truth (one problem, one lambda)
 
 
 @pytest.mark.parametrize("method", ["output_laplace", "output_gauss"])
