@@ -40,8 +40,7 @@ from dpiw.data.schema import Schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
-from dpiw.sdgp.marginals import discretise
-from dpiw.sdgp.privbayes import joint_counts
+from dpiw.sdgp.counting import Counter, InProcessCounter
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
@@ -133,7 +132,14 @@ class MST:
                 "(post-processing).")
     def fit(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
             rng: np.random.Generator, rows: RowCount | None = None) -> MST:
-        self.measure(train, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
+        return self.fit_counts(InProcessCounter.of(train, schema, self.bins), schema, epsilon=epsilon, delta=delta,
+                               rng=rng, rows=rows)
+
+    def fit_counts(self, counter: Counter, schema: Schema, *, epsilon: float, delta: float,
+                   rng: np.random.Generator, rows: RowCount | None = None) -> MST:
+        """:meth:`fit` from a counter (dpiw.sdgp.counting): MST reads the private rows only through their marginal
+        counts, so a table counted part by part (a partitioned parquet dataset) fits the same model."""
+        self.measure_counts(counter, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
         mbi = _mbi()
         measurements = [mbi.LinearMeasurement(y, tuple(map(str, cl)), stddev=sd) for cl, y, sd in self.measurements_]
         self.model_ = mbi.estimation.MirrorDescent().estimate(self._domain(mbi), measurements,
@@ -147,10 +153,16 @@ class MST:
                 rng: np.random.Generator, rows: RowCount | None = None) -> MST:
         """The private part: the noisy one-way marginals, the tree, the noisy two-way marginals and the record.
         ``measurements_`` holds (clique, noisy counts, std) with the counts of a clique (a, b) row-major."""
-        cells, cards = discretise(train, schema, self.bins)
+        return self.measure_counts(InProcessCounter.of(train, schema, self.bins), schema, epsilon=epsilon,
+                                   delta=delta, rng=rng, rows=rows)
+
+    def measure_counts(self, counter: Counter, schema: Schema, *, epsilon: float, delta: float,
+                       rng: np.random.Generator, rows: RowCount | None = None) -> MST:
+        """:meth:`measure` from a counter: every one- and two-way count in one pass over the rows."""
+        cards = list(counter.cards)
         self._check(schema, cards, epsilon, delta)
-        d = cells.shape[1]
-        rows = rows or RowCount.exact(len(train))
+        d = len(cards)
+        rows = rows or RowCount.exact(counter.total)
         marginal_l2, score_l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
         self.schema_, self.cards_, self.n_ = schema, cards, rows.n
         rho = zcdp_rho(epsilon, delta)
@@ -159,16 +171,18 @@ class MST:
         sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho_part))    # d - 1 two-way marginals
         eps_em = math.sqrt(8.0 * rho_part / (d - 1))
 
+        pairs = list(itertools.combinations(range(d), 2))
+        table = counter.counts([*((j,) for j in range(d)), *pairs])
+
         def measure(cliques, sigma):
             out = []
             for cl in cliques:
-                x = joint_counts(cells, cl, cards).reshape(-1)
+                x = table[cl]
                 out.append((cl, x + rng.normal(0.0, sigma, size=x.size), sigma))
             return out
 
         one_way = measure([(j,) for j in range(d)], sigma1)
-        pairs = list(itertools.combinations(range(d), 2))
-        scores = self._tree_scores(cells, cards, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
+        scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
         component = list(range(d))
 
         def root(a):
@@ -205,7 +219,7 @@ class MST:
                  {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"}))
         return self
 
-    def _tree_scores(self, cells, cards, one_way, pairs) -> dict:
+    def _tree_scores(self, table, one_way, pairs) -> dict:
         """Each pair's L1 distance between its true two-way counts and the prediction of the model fitted on the
         noisy one-way marginals alone (the exponential mechanism's quality score). That model is the product of
         its one-way marginals, each the Euclidean projection of the noisy counts onto {x >= 0, sum x = N}: what
@@ -216,7 +230,7 @@ class MST:
         scores = {}
         for a, b in pairs:
             pred = n * np.outer(marg[a], marg[b]).reshape(-1)
-            scores[a, b] = float(np.abs(joint_counts(cells, (a, b), cards).reshape(-1) - pred).sum())
+            scores[a, b] = float(np.abs(table[a, b] - pred).sum())
         return scores
 
     @shared_doc(SDGP_SAMPLE)
