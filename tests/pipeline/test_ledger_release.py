@@ -85,6 +85,7 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
     raised = release(wd, "--epsilon", "0.2", "--dataset-epsilon", "100", data="clinic_copy.csv", schema="copy.yaml")
     assert raised.returncode != 0
     assert "lifetime epsilon is 5 (set in its ledger), not 100" in raised.stdout + raised.stderr
+    assert not (wd / "configs/release_clinic_copy.yaml").exists()  # a failed call leaves no config behind
     proc = release(wd, "--epsilon", "0.2", data="clinic_copy.csv", schema="copy.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (table,) = tables(wd)

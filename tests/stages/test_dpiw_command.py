@@ -116,3 +116,32 @@ def test_release_refuses_a_bad_budget_before_it_reads_or_writes_anything(tmp_pat
         main(["release", str(root / "data/examples/clinic.csv"), "--schema", str(root / "data/schemas/clinic.yaml"),
               "--epsilon", "1", *flags])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Snakefile", "params.yaml"]
+
+
+def test_release_offers_only_what_a_release_can_use_and_checks_the_post_chain_first(tmp_path, monkeypatch, root):
+    for name in ("Snakefile", "params.yaml"):
+        (tmp_path / name).write_bytes((root / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    base = ["release", str(root / "data/examples/clinic.csv"), "--schema", str(root / "data/schemas/clinic.yaml"),
+            "--epsilon", "1"]
+    with pytest.raises(SystemExit):  # the toy data's oracle is not a choice
+        main([*base, "--weights", "true"])
+    with pytest.raises(DpiwError, match="--weights discriminator reuses a GAN's networks: choose --sdgp dpgan"):
+        main([*base, "--weights", "discriminator"])
+    with pytest.raises(DpiwError, match=r"--post: post 'none,temper': unknown step 'none,temper'.*chain with '\+'"):
+        main([*base, "--post", "none,temper"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Snakefile", "params.yaml"]  # nothing written
+
+
+def test_schema_infer_drafts_a_coded_label_as_classification_and_never_overwrites_by_itself(tmp_path, capsys):
+    data = tmp_path / "wine.csv"
+    pd.DataFrame({"alcohol": [12.1, 13.4, 11.9, 14.0], "class": [0, 1, 2, 1]}).to_csv(data, index=False)
+    text = draft(data)
+    assert "task: classification" in text and "{name: class, type: categorical, categories: [FILL IN]}" in text
+    out = tmp_path / "wine.yaml"
+    out.write_text("name: wine  # the curator's own\n")
+    with pytest.raises(DpiwError, match="--out .* exists: choose another file, or pass --force"):
+        main(["schema", "infer", str(data), "--out", str(out)])
+    assert out.read_text() == "name: wine  # the curator's own\n"
+    main(["schema", "infer", str(data), "--out", str(out), "--force"])
+    assert out.read_text() == text

@@ -31,6 +31,9 @@ from dpiw.privacy.neighbours import NEIGHBOURS
 
 #: the first line of every config this command writes (it overwrites only its own)
 MARK = "# written by `dpiw release`"
+#: the weight methods a release can use: DP, and not the toy data's oracle (`true`)
+RELEASABLE_WEIGHTS = tuple(w for w in registry.weight_names(dp=True)
+                           if registry.weight_method(w).applies_to != "toy_uniform")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,12 +47,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(1/N_D - 1e-6, the paper's rule; 0 from a million rows on) or a number below 1/N_D")
     p.add_argument("--sdgp", default="mst", choices=registry.sdgp_names(dp=True),
                    help="the DP generator (default mst: MST on Private-PGM)")
-    p.add_argument("--weights", default="auto", choices=("auto", *registry.weight_names(dp=True)),
+    p.add_argument("--weights", default="auto", choices=("auto", *RELEASABLE_WEIGHTS),
                    help="the DP weight method; auto (default): the budget advisor picks marginal_match where its "
                         "measurements are expected to see past their noise (from the row count, the schema's cells "
                         "and epsilon), else none, giving the whole epsilon to the generator")
     p.add_argument("--post", default="none",
-                   help="the post-processing chain (default none; e.g. psis for the logistic weights, temper)")
+                   help="the post-processing chain, steps joined with '+' (default none; e.g. psis for the logistic "
+                        "weights, temper+psis); steps: " + ", ".join(registry.POST_STEPS))
     p.add_argument("--dataset-epsilon", type=float,
                    help="the table's lifetime epsilon, over all its releases: set when its ledger is created "
                         "(default 10, printed); afterwards it must be the stored one (change it with `dpiw ledger "
@@ -108,6 +112,21 @@ def _advise(args, n_rows: int, schema_path: Path, delta) -> str:
                     fraction=WEIGHTS_FRACTION)
     print(f"dpiw release: weights {advice.method}: {advice.reason}")
     return advice.method
+
+
+def _check_choices(args) -> None:
+    """The post chain parses and the weight method applies to the SDGP, before anything runs."""
+    from dpiw.postprocess import parse_post
+
+    try:
+        parse_post(args.post)
+    except DpiwError as exc:
+        raise DpiwError(f"--post: {exc}") from None
+    if args.weights != "auto" and registry.weight_method(args.weights).applies_to == "gan" \
+            and not registry.sdgp(args.sdgp).gan:
+        gans = ", ".join(s for s in registry.sdgp_names(dp=True) if registry.sdgp(s).gan)
+        raise DpiwError(f"--weights {args.weights} reuses a GAN's networks: choose --sdgp {gans}, or another weight "
+                        "method")
 
 
 def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
@@ -175,6 +194,7 @@ def main(args) -> None:
         delta = args.delta if args.delta in ("paper", "auto") else float(args.delta)
     except ValueError:
         raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
+    _check_choices(args)
     n_rows = _preflight(args, data, schema_path, delta)
     from dpiw.data.schema import load_schema
 
@@ -231,6 +251,7 @@ def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, 
     path = root / "configs" / f"release_{name}.yaml"
     if path.exists() and not path.read_text().startswith(MARK):
         raise DpiwError(f"{path.relative_to(root)} exists and was not written by `dpiw release`: move it away")
+    before = path.read_text() if path.exists() else None
     path.write_text(f"{MARK}; rerun: snakemake --cores all --configfile configs/release_{name}.yaml\n"
                     + yaml.safe_dump(config, sort_keys=False))
     # --nolock: this command's own lock (one release of a dataset at a time) guards the outputs, and a
@@ -239,8 +260,10 @@ def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, 
         snakemake(["--cores", str(args.cores), "--configfile", str(path.relative_to(root)), "--nolock",
                    "--rerun-incomplete"])
     except DpiwError:
-        # a failed release leaves no private split behind (a rerun draws fresh noise anyway)
+        # a failed release leaves no private split behind (a rerun draws fresh noise anyway), and its config is
+        # put back as it was
         shutil.rmtree(root / "results" / f"release_{name}" / "private", ignore_errors=True)
+        path.write_text(before) if before is not None else path.unlink(missing_ok=True)
         raise
     run_dir = (root / "results" / f"release_{name}" / "runs" / name / f"eps={eps_str(args.epsilon)}" / "seed=0"
                / args.sdgp / args.weights / args.post)

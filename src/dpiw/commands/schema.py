@@ -27,7 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     infer.add_argument("data", metavar="DATA", help="the CSV (with a header) or parquet file")
     infer.add_argument("--name", help="the dataset's name (default: the file's name, lower case)")
     infer.add_argument("--target", help="the column to predict (default: the last column)")
-    infer.add_argument("--out", help="write the draft here instead of to standard output")
+    infer.add_argument("--out", help="write the draft here instead of to standard output (an existing file is "
+                                     "refused without --force)")
+    infer.add_argument("--force", action="store_true", help="overwrite the --out file if it exists")
 
 
 def draft(data: str | Path, *, name: str | None = None, target: str | None = None) -> str:
@@ -60,6 +62,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     if target not in frame.columns:
         raise DpiwError(f"--target {target}: no such column; the columns are {list(map(str, frame.columns))}")
     numeric_target = pd.api.types.is_numeric_dtype(frame[target]) and not pd.api.types.is_bool_dtype(frame[target])
+    if numeric_target and _looks_like_codes(frame[target]):  # a class label written as a small integer code
+        numeric_target = False
     lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
              "# with few values (a code) may be better declared categorical.",
@@ -70,14 +74,26 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              "columns:"]
     for col in frame.columns:
         s = frame[col]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
+                and not (str(col) == target and not numeric_target):
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}}}")
         else:
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]}}")
     return "\n".join(lines) + "\n"
 
 
+#: a numeric target with at most this many distinct integer values is drafted as a classification label
+MAX_CODES = 10
+
+
+def _looks_like_codes(s) -> bool:
+    values = s.dropna()
+    return bool(len(values)) and bool((values == values.round()).all()) and values.nunique() <= MAX_CODES
+
+
 def main(args) -> None:
+    if args.out and Path(args.out).exists() and not args.force:
+        raise DpiwError(f"--out {args.out} exists: choose another file, or pass --force to overwrite it")
     text = draft(args.data, name=args.name, target=args.target)
     if args.out:
         Path(args.out).write_text(text)
