@@ -117,6 +117,25 @@ def test_minimiser_sensitivity_bound_holds_on_neighbours(rng):
     assert worst > 0.1 * bound  # the bound is not vacuous for these neighbours
 
 
+def test_repeated_rows_are_fitted_once_with_their_count_and_give_the_same_minimiser(rng):
+    """A table of binned columns repeats rows: the fit on (distinct row, count) is the same objective, so the same
+    minimiser (the gradient of the full objective vanishes at it), and the grouping is exact."""
+    from dpiw.weights.logistic import distinct_rows, objective
+
+    X = add_intercept(np.floor(rng.uniform(size=(20_000, 3)) * 4) / 4)
+    y = (rng.uniform(size=len(X)) < 0.3 + 0.4 * X[:, 0]).astype(float)
+    Xu, yu, counts = distinct_rows(X, y)
+    expected = np.unique(np.column_stack([X, y]), axis=0)
+    assert len(Xu) == len(expected) == 2 * 4**3 and counts.sum() == len(X)
+    assert {tuple(r) for r in np.column_stack([Xu, yu])} == {tuple(r) for r in expected}
+    for row, label, c in zip(Xu[:5], yu[:5], counts[:5], strict=True):
+        assert c == np.sum(np.all(X == row, axis=1) & (y == label))
+    beta = fit_l2_logistic(X, y, lam=1e-3)
+    assert np.linalg.norm(objective(beta, X, y, 1e-3)[1]) < 1e-8  # stationary for the objective on every row
+    assert objective(beta, X, y, 1e-3)[0] == pytest.approx(objective(beta, Xu, yu, 1e-3, counts)[0], rel=1e-12)
+    assert distinct_rows(add_intercept(rng.uniform(size=(1000, 3))), y[:1000]) is None  # all distinct: no grouping
+
+
 def test_prior_odds_direction_on_gaussian_mean_shift(rng):
     """real ~ N(mu1, I), synth ~ N(mu0, I), N_D != N_G: log r(x) = (mu1-mu0).x - (|mu1|^2-|mu0|^2)/2
     once log(N_G/N_D) is added to the logit (a sign error shifts it by 2 log(N_G/N_D) = 1.4)."""

@@ -137,6 +137,16 @@ def rate_lambda(*, auto: float, rho_target: float, variance_factor: float, rho_m
     return max(k / rho_max, math.sqrt(math.sqrt(variance_factor) * k * RATE_CURVATURE / RATE_COEF_NORM))
 
 
+def design(X_real: np.ndarray, X_synth: np.ndarray) -> np.ndarray:
+    """[[X_real, 1], [X_synth, 1]] written once into one array (no stacked copy, then an intercept copy)."""
+    n_real, (n_synth, p) = len(X_real), np.shape(X_synth)
+    X = np.empty((n_real + n_synth, p + 1))
+    X[:n_real, :p] = X_real
+    X[n_real:, :p] = X_synth
+    X[:, p] = 1.0
+    return X
+
+
 #: BetaNoised/BetaDebiased weights have E[w^2] proportional to prod_j 1/(1 - 4 rho^2 x~_j^2): finite only for
 #: rho max|x~_j| < 1/2, and the intercept coordinate is 1 (bench/rho_target.py chose the default below it)
 LAPLACE_RHO_LIMIT = 0.5
@@ -190,7 +200,7 @@ class LogReg:
                   rows: RowCount | None = None):
         if self.sensitivity_n not in SENSITIVITY_N:
             raise DpiwError(f"weights.beta.sensitivity_n must be one of {SENSITIVITY_N}, got {self.sensitivity_n!r}")
-        X = add_intercept(np.vstack([X_real, X_synth]))
+        X = design(X_real, X_synth)
         y = np.r_[np.ones(len(X_real)), np.zeros(len(X_synth))]
         self.rows_ = rows or RowCount.exact(len(X_real))
         self.terms_ = changed_terms(self.rows_.neighbours)
