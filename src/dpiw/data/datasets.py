@@ -118,19 +118,42 @@ def data_files(schema: Schema) -> list[str]:
 
 def check_field_counts(path, where: str) -> None:
     """Every CSV line holds as many fields as the header: a value with an unquoted comma (a thousands
-    separator, a free-text field) would otherwise shift a column or turn one into pandas' index."""
+    separator, a free-text field) would otherwise shift a column or turn one into pandas' index. Counted by
+    Arrow's CSV reader (every field read as text), which hands each line of another length to a counter."""
     import csv
 
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, skipinitialspace=True)
-        header = next(reader, None)
-        if header is None:
-            raise DpiwError(f"{where}: the file is empty")
-        bad = sum(1 for row in reader if row and len(row) != len(header))
-        if bad:
-            raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
-                            "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
-                            "drop the separator")
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    bad = 0
+
+    def count(row) -> str:
+        nonlocal bad
+        bad += 1
+        return "skip"
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        header = next(csv.reader(f, skipinitialspace=True), None)
+    if not header:
+        raise DpiwError(f"{where}: the file is empty")
+    try:
+        names = [f"c{i}" for i in range(len(header))]  # every field read as text, the header skipped
+        reader = pacsv.open_csv(
+            path, parse_options=pacsv.ParseOptions(invalid_row_handler=count),
+            read_options=pacsv.ReadOptions(block_size=1 << 24, skip_rows=1, column_names=names),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}))
+        for _ in reader:
+            pass
+    except pa.ArrowInvalid as exc:  # the message may quote a row: not shown
+        if "Empty CSV file" in str(exc):
+            raise DpiwError(f"{where}: the file is empty") from None
+        if "UTF8" in str(exc) or "UTF-8" in str(exc):
+            raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+        raise DpiwError(f"{where}: cannot be read as CSV (check the file's format)") from None
+    if bad:
+        raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
+                        "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
+                        "drop the separator")
 
 
 def repeated_columns(path) -> list[str]:
@@ -201,8 +224,11 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
                                 "text; fix the values or declare the column categorical")
             df[c.name] = num
         else:
-            text = col.map(lambda v: v if pd.isna(v) else (str(int(v)) if isinstance(v, float) and v.is_integer()
-                                                           else str(v).strip()))
+            def label(v):
+                return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
+
+            # each distinct value is turned into its label once (a table repeats its categories), then looked up
+            text = col.map({v: label(v) for v in col.dropna().unique()})
             outside = int((text.notna() & ~text.isin(list(c.categories))).sum())
             if outside:
                 raise DpiwError(f"{where}: column '{c.name}' has {outside} row(s) outside its declared categories "

@@ -119,9 +119,9 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
                                 "missing, non-numeric or infinite value(s); remove or impute them")
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
-            labels = df[c.name].astype(str)
             lookup = {cat: i for i, cat in enumerate(c.categories)}
-            codes = labels.map(lookup)
+            col = df[c.name]  # each distinct value's text looked up once, then mapped
+            codes = col.map({v: lookup.get(str(v)) for v in pd.unique(col)})
             if codes.isna().any():
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int(codes.isna().sum())} value(s) "
                                 f"outside its declared categories {list(c.categories)}")
