@@ -77,3 +77,14 @@ def random_frame(schema, n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     return pd.DataFrame({c.name: (rng.uniform(size=n) if c.is_numeric else rng.integers(len(c.categories), size=n))
                          for c in schema.columns})
+
+
+def ledger_tables(wd: Path) -> list[dict]:
+    """Every table of a clone's ledger store, after `dpiw ledger verify` (the command a curator runs) has checked
+    its chain."""
+    from dpiw.privacy.ledger import verify
+    from dpiw.privacy.store import Store
+
+    proc = sh(["dpiw", "ledger", "verify"], wd)
+    assert "chain intact" in proc.stdout, proc.stdout
+    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]

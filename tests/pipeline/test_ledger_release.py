@@ -12,7 +12,7 @@ import time
 
 import pandas as pd
 import pytest
-from helpers import clone
+from helpers import clone, ledger_tables
 
 pytestmark = pytest.mark.slow
 
@@ -31,15 +31,6 @@ def release(wd, *flags, data=DATA, schema=SCHEMA, popen=False):
 def manifest(wd, eps) -> dict:
     run = wd / f"results/release_clinic/runs/clinic/eps={eps}/seed=0/mst/none/none/manifest.json"
     return json.loads(run.read_text())
-
-
-def tables(wd) -> list[dict]:
-    proc = subprocess.run(["dpiw", "ledger", "verify"], cwd=wd, capture_output=True, text=True)
-    assert proc.returncode == 0 and "chain intact" in proc.stdout, proc.stderr
-    from dpiw.privacy.ledger import verify
-    from dpiw.privacy.store import Store
-
-    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +58,7 @@ def test_two_releases_of_one_table_at_once_one_is_refused_the_other_charged_exac
     out, err = first.communicate(timeout=900)
     assert first.returncode == 0, err[-3000:]
     assert manifest(wd, "0.5")["spent"]["epsilon"] == pytest.approx(0.5)
-    (table,) = tables(wd)
+    (table,) = ledger_tables(wd)
     assert table["releases"] == 1 and table["lifetime"]["epsilon"] == pytest.approx(0.5)
     # the refused one, run again on its own: charged what it asked for
     again = release(wd, "--epsilon", "0.7")
@@ -81,14 +72,14 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
     first release), its releases; a flag asking for a larger budget is refused."""
     (wd / "clinic_copy.csv").write_bytes((wd / DATA).read_bytes())
     (wd / "copy.yaml").write_text((wd / SCHEMA).read_text().replace("name: clinic", "name: clinic_copy"))
-    before = tables(wd)[0]["releases"]
+    before = ledger_tables(wd)[0]["releases"]
     raised = release(wd, "--epsilon", "0.2", "--dataset-epsilon", "100", data="clinic_copy.csv", schema="copy.yaml")
     assert raised.returncode != 0
     assert "lifetime epsilon is 5 (set in its ledger), not 100" in raised.stdout + raised.stderr
     assert not (wd / "configs/release_clinic_copy.yaml").exists()  # a failed call leaves no config behind
     proc = release(wd, "--epsilon", "0.2", data="clinic_copy.csv", schema="copy.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    (table,) = tables(wd)
+    (table,) = ledger_tables(wd)
     assert table["labels"] == ["clinic", "clinic_copy"] and table["releases"] == before + 1
     assert table["budget"]["epsilon"] == 5
 
@@ -99,11 +90,11 @@ def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     time.sleep(8)  # Snakemake is running its jobs
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    before = tables(wd)[0]["releases"]
+    before = ledger_tables(wd)[0]["releases"]
     again = release(wd, "--epsilon", "0.3")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "LockException" not in again.stdout + again.stderr
-    assert tables(wd)[0]["releases"] == before + 1
+    assert ledger_tables(wd)[0]["releases"] == before + 1
 
 
 def test_a_release_is_refused_while_its_earlier_bundles_are_missing_from_the_ledger(wd):

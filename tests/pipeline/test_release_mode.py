@@ -13,7 +13,7 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-from helpers import clone, sh
+from helpers import clone, ledger_tables, sh
 
 pytestmark = pytest.mark.slow
 
@@ -77,15 +77,6 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     tightest = m["spent"]["tightest"]["epsilon"]
     assert tightest <= 1 and table["lifetime"]["epsilon"] == pytest.approx(tightest) and table["budget"]["epsilon"] == 3
     assert m["ledger"]["lifetime"]["epsilon"] == pytest.approx(tightest) and len(m["ledger"]["entry"]) == 64
-
-
-def ledger_tables(wd) -> list[dict]:
-    """Every table of the clone's ledger store, after `dpiw ledger verify` has checked its chain."""
-    from dpiw.privacy.ledger import verify
-    from dpiw.privacy.store import Store
-
-    assert "chain intact" in sh(["dpiw", "ledger", "verify"], wd).stdout
-    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
 
 
 def test_os_entropy_gives_other_noise_in_every_run(tmp_path):

@@ -62,19 +62,14 @@ def _lines(summary: dict) -> list[str]:
 
 def _bundle_entries(paths: list[str]) -> dict[str, str]:
     """{bundle: its manifest's ledger entry hash}; DpiwError for a bundle without one."""
-    from pathlib import Path
-
-    from dpiw.io import read_json
+    from dpiw.privacy.ledger import bundle_entry
 
     out = {}
-    for p in map(Path, paths):
-        manifest = p / "manifest.json" if p.is_dir() else p
-        if not manifest.is_file():
-            raise DpiwError(f"--bundles {p}: no manifest.json there")
-        entry = (read_json(manifest).get("ledger") or {}).get("entry")
+    for p in paths:
+        entry = bundle_entry(p)
         if not entry:
             raise DpiwError(f"--bundles {p}: its manifest names no ledger entry (not a release-mode bundle)")
-        out[str(p)] = entry
+        out[p] = entry
     return out
 
 

@@ -206,15 +206,12 @@ def main(args) -> None:
 def earlier_bundles_in_the_ledger(root: Path, name: str, url: str) -> int:
     """Refuse to release while the bundles this command wrote before are not in the ledger store (a deleted,
     replaced or rewritten store would otherwise start the table again at zero). Returns how many were checked."""
-    from dpiw.privacy.ledger import verify
+    from dpiw.privacy.ledger import bundle_entry, verify
     from dpiw.privacy.store import Store, describe
 
     runs = root / "results" / f"release_{name}" / "runs"
-    entries = {}
-    for manifest in sorted(runs.glob("**/release/manifest.json")):
-        entry = (read_json(manifest).get("ledger") or {}).get("entry")
-        if entry:
-            entries[os.path.relpath(manifest.parent, root)] = entry
+    entries = {os.path.relpath(m.parent, root): bundle_entry(m) for m in sorted(runs.glob("**/release/manifest.json"))}
+    entries = {bundle: entry for bundle, entry in entries.items() if entry}
     if entries:
         try:
             verify(Store(url, create=False), entries=entries)

@@ -334,11 +334,22 @@ def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any
             if entry not in releases:
                 raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
                                 "lost a release (rewritten, or restored from an older backup) or is another store")
-        entries_ = chain
-        keys = list(dict.fromkeys(e.dataset for e in entries_))
-        return {"store": describe(store.url), "entries": len(entries_),
-                "head": entries_[-1].hash if entries_ else None, "tables": [fold(entries_, k).summary() for k in keys]}
+        keys = list(dict.fromkeys(e.dataset for e in chain))
+        return {"store": describe(store.url), "entries": len(chain), "head": chain[-1].hash if chain else None,
+                "tables": [fold(chain, k).summary() for k in keys]}
     return store.atomic(work)
+
+
+def bundle_entry(path: str | Path) -> str | None:
+    """The ledger entry a bundle's manifest names (``path``: the bundle folder or its manifest.json), or None for
+    a bundle never admitted (benchmark mode, refused); DpiwError when there is no manifest."""
+    from dpiw.io import read_json
+
+    path = Path(path)
+    manifest = path / "manifest.json" if path.is_dir() else path
+    if not manifest.is_file():
+        raise DpiwError(f"{path}: no manifest.json there")
+    return (read_json(manifest).get("ledger") or {}).get("entry")
 
 
 # ---------------------------------------------------------------------------------------------- changes
