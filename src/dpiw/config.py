@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from dpiw import DpiwError
+from dpiw import DpiwError, registry
 
 
 def load_yaml(path: str | Path) -> Any:
@@ -107,11 +107,12 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
                         "scale.public_fraction > 0 (e.g. 0.1; those rows leave the private data D) or drop it")
     _check_neighbours(params["privacy"], params_name)
     mm = params["weights"]["marginal_match"]
-    if (mm["reuse_sdgp"] and "marginal_match" in params["grid"]["weights"] and "mst" in params["grid"]["sdgps"]
-            and mm["bins"] != params["sdgp"]["mst"]["bins"]):
-        raise DpiwError(f"{params_name}: weights.marginal_match.reuse_sdgp matches MST's measurements, which need "
-                        f"the same bins: weights.marginal_match.bins = {mm['bins']}, sdgp.mst.bins = "
-                        f"{params['sdgp']['mst']['bins']}; make them equal or set reuse_sdgp: false")
+    for sdgp in registry.sdgp_names(zcdp=True):  # the zCDP SDGPs whose measurements marginal_match reuses
+        if (mm["reuse_sdgp"] and "marginal_match" in params["grid"]["weights"] and sdgp in params["grid"]["sdgps"]
+                and mm["bins"] != params["sdgp"][sdgp]["bins"]):
+            raise DpiwError(f"{params_name}: weights.marginal_match.reuse_sdgp matches {sdgp}'s measurements, which "
+                            f"need the same bins: weights.marginal_match.bins = {mm['bins']}, sdgp.{sdgp}.bins = "
+                            f"{params['sdgp'][sdgp]['bins']}; make them equal or set reuse_sdgp: false")
     if params["evaluation"]["against"] == "public" and not params["scale"]["public_fraction"]:
         raise DpiwError(f"{params_name}: evaluation.against: public compares with the public slice, but "
                         "scale.public_fraction is 0: set it above 0 (e.g. 0.1) or evaluate against: test")

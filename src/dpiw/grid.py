@@ -253,7 +253,8 @@ def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]
 
 def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
     args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
-            "--rows-factor", str(lookup("sdgp.rows_factor")), *noise_args(lookup), *neighbours_args(lookup)]
+            "--rows-factor", str(lookup("sdgp.rows_factor")), "--max-rows", str(lookup("sdgp.max_rows")),
+            *noise_args(lookup), *neighbours_args(lookup)]
     if sdgp in GAN_SDGPS:
         args += ["--accounting", str(lookup("privacy.accounting"))]
     args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
@@ -278,8 +279,10 @@ MARGINAL_MATCH_KEYS = ("bins", "degree", "max_marginals", "max_cells")
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells", "root")
 #: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
 MST_KEYS = ("bins", "iters", "max_cells")
-#: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (all of them integers but one)
-SDGP_KEYS = {"privbayes": PRIVBAYES_KEYS, "mst": MST_KEYS}
+#: sdgp.aim keys, each passed to the synthesize stage as --aim-<key>
+AIM_KEYS = ("bins", "iters", "rounds", "max_model_size", "max_cells", "target_triples")
+#: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (integers but those in synthesize's SDGP_KEY_TYPES)
+SDGP_KEYS = {"privbayes": PRIVBAYES_KEYS, "mst": MST_KEYS, "aim": AIM_KEYS}
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
 GAN_KEYS = ("hidden", "noise_dim", "steps", "batch_size", "lr", "n_critic", "weight_clip", "max_grad_norm",
             "keep_last", "snapshot_every", "accountant", "label_epsilon_fraction", "condition_bins", "gumbel_tau")

@@ -12,7 +12,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,14 +58,44 @@ def _atomic(path: Path, write: Callable[[Path], None]) -> None:
 
 
 def _same_bytes(new: Path, old: Path) -> bool:
+    import filecmp
+
     if not old.is_file() or old.stat().st_size != new.stat().st_size:
         return False
-    return new.read_bytes() == old.read_bytes()
+    return filecmp.cmp(new, old, shallow=False)  # block by block: an artifact may be larger than memory
 
 
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
     """Write ``df`` to parquet atomically (no index, deterministic bytes for equal frames)."""
     _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False, engine="pyarrow"))
+
+
+def write_parquet_chunks(chunks: Iterable[pd.DataFrame], path: str | Path) -> int:
+    """Write frames of the same columns and dtypes to one parquet file atomically, a row group each, holding
+    one in memory at a time; nothing is left at ``path`` if a chunk raises. Returns the rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 0
+
+    def write(tmp: Path) -> None:
+        nonlocal rows
+        writer = None
+        try:
+            for df in chunks:
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                if writer is None:
+                    writer = pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+                rows += len(df)
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            raise DpiwError(f"{path}: no rows to write")
+
+    _atomic(Path(path), write)
+    return rows
 
 
 def _jsonable(obj: Any) -> Any:
@@ -99,6 +129,20 @@ def read_json(path: str | Path) -> Any:
         return json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise DpiwError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def parquet_rows(path: str | Path) -> int:
+    """The row count of a parquet artifact, from its footer (no row is read)."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if not path.is_file():
+        raise DpiwError(f"{path}: file not found")
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except (ValueError, OSError) as exc:
+        raise DpiwError(f"{path}: not a readable parquet file ({str(exc).splitlines()[0][:200]}); truncated by a "
+                        "crash or an interrupted copy? Delete it and rerun the stage that wrote it") from None
 
 
 def read_parquet(path: str | Path, *, columns: list[str] | None = None, finite: bool = True) -> pd.DataFrame:

@@ -62,6 +62,9 @@ SDGPS: tuple[SDGP, ...] = (
     SDGP("mst", True, False, "dpiw.sdgp.mst:MST",
          "MST on Private-PGM: Gaussian 1- and 2-way marginals of a private spanning tree (McKenna et al. 2021)",
          zcdp=True),
+    SDGP("aim", True, False, "dpiw.sdgp.aim:AIM",
+         "AIM on Private-PGM: Gaussian marginals chosen round by round for a workload, budget annealing "
+         "(McKenna et al. 2022)", zcdp=True),
     SDGP("uniform", True, False, "dpiw.sdgp.uniform:UniformBox",
          "uniform on the public bounds: reads no data (the paper's toy setting)"),
     SDGP("dpgan", True, True, "dpiw.sdgp.gan:dpgan", "WGAN with a DP-SGD critic (opacus accountant)"),

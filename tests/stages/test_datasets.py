@@ -285,3 +285,52 @@ def test_release_mode_keeps_every_row_private_and_reads_public_rows_from_their_o
     scale.main(_scale_args(schema, user_data.out))
     record = json.loads((user_data.out / "privacy/scale.json").read_text())
     assert record["details"]["split_depends_on_private"] is True and "stratified" in record["basis"]
+
+
+def _release_args(schema, out, chunk_rows, extra=()):
+    args = _scale_args(schema, out, extra=["--mode", "release", "--chunk-rows", str(chunk_rows), *extra])
+    return [a if a != "0.1" else "0" for a in args]  # release mode: no public slice
+
+
+@pytest.mark.parametrize("suffix, header", [(".csv", True), (".csv", False), (".parquet", True)])
+def test_a_release_read_in_chunks_gives_the_rows_of_one_read(user_data, suffix, header):
+    """Release mode reads, checks and scales its file a chunk at a time (memory holds one chunk): the train
+    split is the in-memory scaling of the whole file, row for row, whatever the chunk size."""
+    from dpiw.data.datasets import count_rows, iter_table, read_table
+    from dpiw.scale import column_bounds, scale_frame
+
+    path = user_data(suffix=suffix, header=header)
+    schema = load_schema(path)
+    whole = read_table(schema, schema.source["path"])
+    expected = scale_frame(whole, schema, column_bounds(whole, schema, bounds="schema"))
+    for chunk_rows in (7, 64, 10_000):
+        parts = list(iter_table(schema, schema.source["path"], chunk_rows=chunk_rows))
+        assert len(parts) == math.ceil(400 / chunk_rows)
+        pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), whole[schema.names])
+        scale.main(_release_args(path, user_data.out, chunk_rows))
+        pd.testing.assert_frame_equal(pd.read_parquet(user_data.out / "train.parquet"), expected)
+        assert json.loads((user_data.out / "privacy/scale.json").read_text())["details"]["n_train"] == 400
+    assert count_rows(schema, schema.source["path"]) == 400
+
+
+@pytest.mark.parametrize("case", sorted(set(BAD) - {"too_few_rows", "one_row_class"}))  # those two: the split's
+def test_a_bad_row_in_a_later_chunk_is_refused_with_no_artifact(user_data, capsys, case):
+    """The streamed release refuses what the in-memory read refuses, with the same line, when the bad row sits
+    in the second chunk or a check needs every chunk (a constant column, a single class); nothing is left."""
+    edit, extra, message, private = BAD[case]
+    schema = user_data(edit(user_data.frame))
+    with pytest.raises(SystemExit) as exc:
+        run(scale.main, _release_args(schema, user_data.out, 4, extra or ()))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err, err
+    assert err.strip().count("\n") == 0 and not any(token in err for token in private), err
+    assert not any(user_data.out.rglob("*")), list(user_data.out.rglob("*"))
+
+
+def test_a_streamed_release_refuses_a_clipped_column_after_the_last_chunk(user_data, capsys):
+    frame = user_data.frame.copy()
+    frame.loc[200:, "bmi"] = 75.0  # half the column above its bound, all of it in the later chunks
+    with pytest.raises(SystemExit):
+        run(scale.main, _release_args(user_data(frame), user_data.out, 50))
+    assert "50% of column 'bmi' lies outside its public bounds" in capsys.readouterr().err
+    assert not any(user_data.out.rglob("*"))

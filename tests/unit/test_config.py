@@ -53,7 +53,8 @@ def test_default_params_are_valid(params, check):
     (lambda p: p["grid"]["exclude"].append({"weights": ["none", "beta_debaised"]}),
      "unknown weights 'beta_debaised' (did you mean 'beta_debiased'?)"),
     (lambda p: p["grid"]["exclude"].append({"dataset": "brest"}), "unknown dataset 'brest'"),
-    (lambda p: p["grid"]["exclude"].append({"post": "psis+calibrate"}), "grid.exclude[9].post: post 'psis+calib"),
+    (lambda p: p["grid"]["exclude"].append({"post": "psis+calibrate"}),
+     "].post: post 'psis+calibrate': 'calibrate' must come first"),
     (lambda p: p.update(mode="publish"), "mode = 'publish' is not one of ['benchmark', 'release']"),
     # release mode runs only what may be published
     (lambda p: p.update(mode="release"), "mode: release, but grid lists ['logreg', 'mlp', 'gan', 'cgan']"),

@@ -132,7 +132,7 @@ def _check_choices(args) -> None:
 def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
     """Check what can be checked before anything private is written: the table reads under its schema and the
     delta is below 1/N_D (replace-one; the row count is private under add/remove). Returns N_D (replace-one)."""
-    from dpiw.data.datasets import read_table
+    from dpiw.data.datasets import count_rows
     from dpiw.data.schema import load_schema
     from dpiw.privacy.spend import run_delta
 
@@ -143,15 +143,14 @@ def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
     if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
         raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
     schema = load_schema(schema_path)
-    if args.sdgp == "mst":  # the domain guard, before any row is read
+    if registry.sdgp(args.sdgp).zcdp:  # the marginal SDGPs' domain guard, before any row is read
         from dpiw.config import load_yaml
-        from dpiw.sdgp.mst import MST
+        from dpiw.sdgp import make_sdgp
 
-        mst = load_yaml("params.yaml")["sdgp"]["mst"]
-        MST(bins=mst["bins"], iters=mst["iters"], max_cells=mst["max_cells"]).check_domain(schema)
+        make_sdgp(args.sdgp, **load_yaml("params.yaml")["sdgp"][args.sdgp]).check_domain(schema)
     if args.neighbours != "replace_one":
         return None
-    n_rows = len(read_table(schema, str(data)))
+    n_rows = count_rows(schema, str(data))  # a chunk at a time: the table may be larger than memory
     run_delta(delta, n_rows, "replace_one")  # refuses a delta of 1/N_D or more, naming --delta's fix
     return n_rows
 

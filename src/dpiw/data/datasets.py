@@ -173,47 +173,75 @@ def repeated_columns(path) -> list[str]:
     return sorted({h for h in header if header.count(h) > 1})
 
 
-def read_table(schema: Schema, file: str) -> pd.DataFrame:
-    """The rows of a CSV or parquet file (relative to the working directory, the repository root in the
-    pipeline), checked against the schema: every field count right (CSV), every column present, numeric
-    columns numeric, categorical values among the declared categories (as text), labels of a
-    classification target as text. NaN/inf, bounds, constant columns and class counts are checked by
-    `validate_rows`."""
+#: rows per chunk when a table is read in parts (:func:`iter_table`): about 40 MB a numeric column
+CHUNK_ROWS = 1 << 22
+
+
+def _where(schema: Schema, file) -> str:
     from pathlib import Path
 
-    path = Path(file)
-    where = f"dataset '{schema.name}' ({path})"
+    return f"dataset '{schema.name}' ({Path(file)})"
+
+
+def _open_checked(schema: Schema, file) -> None:
+    """What is checked of a file before its rows are read: it exists, every CSV line has the header's field
+    count, and no column name is repeated."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
     if not path.is_file():
         raise DpiwError(f"{where}: file not found; paths in data/schemas/{schema.name}.yaml are relative to "
                         "the repository root")
     try:
-        if path.suffix == ".parquet":
-            df = pd.read_parquet(path)
-        elif schema.source.get("header", True):
+        if path.suffix != ".parquet" and schema.source.get("header", True):
             check_field_counts(path, where)
-            df = pd.read_csv(path, skipinitialspace=True, index_col=False)
-        else:
-            df = pd.read_csv(path, header=None, skipinitialspace=True, index_col=False)
-            if df.shape[1] != len(schema.columns):
-                raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema lists "
-                                f"{len(schema.columns)} ({', '.join(schema.names)}) in file order")
-            df.columns = schema.names
+    except UnicodeDecodeError:
+        raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    repeated = repeated_columns(path) if schema.source.get("header", True) else []
+    if repeated:
+        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
+                        "one name")
+
+
+def _frames(schema: Schema, file, chunk_rows: int | None):
+    """The file's rows as pandas frames, untyped: one frame (``chunk_rows`` None) or chunks of that many rows."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
+    try:
+        if path.suffix == ".parquet":
+            if chunk_rows is None:
+                yield pd.read_parquet(path)
+                return
+            import pyarrow.parquet as pq
+
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+                yield batch.to_pandas()
+            return
+        header = schema.source.get("header", True)
+        reader = pd.read_csv(path, header=0 if header else None, skipinitialspace=True, index_col=False,
+                             chunksize=chunk_rows)
+        for df in [reader] if chunk_rows is None else reader:
+            if not header:
+                if df.shape[1] != len(schema.columns):
+                    raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema "
+                                    f"lists {len(schema.columns)} ({', '.join(schema.names)}) in file order")
+                df.columns = schema.names
+            yield df
     except UnicodeDecodeError:
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
         raise DpiwError(f"{where}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
                         f"({type(exc).__name__}); check the file's format") from None
+
+
+def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
+    """The schema's columns of ``df``: numeric columns as numbers, categorical ones as their labels (text)."""
     df.columns = [str(c).strip() for c in df.columns]
-    repeated = repeated_columns(path) if schema.source.get("header", True) else []
-    if repeated:
-        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
-                        "one name")
     missing = [c for c in schema.names if c not in df.columns]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(df.columns)} (fix the names in the schema or the file)")
-    if df.empty:
-        raise DpiwError(f"{where}: the file has no rows")
     for c in schema.columns:
         col = df[c.name]
         if c.is_numeric:
@@ -238,29 +266,89 @@ def read_table(schema: Schema, file: str) -> pd.DataFrame:
     return df
 
 
+def read_table(schema: Schema, file: str) -> pd.DataFrame:
+    """The rows of a CSV or parquet file (relative to the working directory, the repository root in the
+    pipeline), checked against the schema: every field count right (CSV), every column present, numeric
+    columns numeric, categorical values among the declared categories (as text), labels of a
+    classification target as text. NaN/inf, bounds, constant columns and class counts are checked by
+    `validate_rows`."""
+    _open_checked(schema, file)
+    df = _typed(next(_frames(schema, file, None)), schema, _where(schema, file))
+    if df.empty:
+        raise DpiwError(f"{_where(schema, file)}: the file has no rows")
+    return df
+
+
+def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
+    """:func:`read_table` in parts: the same checks and the same rows, ``chunk_rows`` at a time (the schema's
+    columns only), so memory holds one chunk, not the table. Raises on a file with no rows."""
+    _open_checked(schema, file)
+    where, rows = _where(schema, file), 0
+    for df in _frames(schema, file, chunk_rows):
+        if len(df):
+            rows += len(df)
+            yield _typed(df, schema, where)[schema.names]
+    if not rows:
+        raise DpiwError(f"{where}: the file has no rows")
+
+
+class RowChecks:
+    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and the bounds are
+    checked there), then :meth:`finish` (no constant column, at least two classes) and :meth:`clipped` (the
+    share of each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
+
+    def __init__(self, schema: Schema, *, out_of_bounds: str):
+        if out_of_bounds not in ("clip", "fail"):
+            raise DpiwError(f"scale.out_of_bounds must be 'clip' or 'fail', got {out_of_bounds!r}")
+        self.schema, self.out_of_bounds, self.rows = schema, out_of_bounds, 0
+        self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
+        self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+
+    def add(self, df: pd.DataFrame) -> None:
+        from dpiw.io import check_finite
+
+        schema, where = self.schema, f"dataset '{self.schema.name}'"
+        check_finite(df, where=where)
+        for c in schema.columns:
+            if len(self.seen[c.name]) < 2:
+                self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
+            if c.is_numeric:
+                x = df[c.name].to_numpy(float)
+                out = int(((x < c.lower) | (x > c.upper)).sum())
+                if out and self.out_of_bounds == "fail":
+                    raise DpiwError(f"{where}: column '{c.name}' has {out} value(s) outside its public bounds "
+                                    f"[{c.lower:g}, {c.upper:g}]; widen the bounds in the schema (public knowledge "
+                                    "only) or set scale.out_of_bounds: clip")
+                self.outside[c.name] += out
+        self.rows += len(df)
+
+    def finish(self) -> None:
+        schema, where = self.schema, f"dataset '{self.schema.name}'"
+        for c in schema.columns:
+            if len(self.seen[c.name]) < 2 and c.name != schema.target:
+                raise DpiwError(f"{where}: column '{c.name}' holds one value in every row; it carries no "
+                                "information: drop it from the schema")
+        if schema.task == "classification" and len(self.seen[schema.target]) < 2:
+            raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification "
+                            "needs at least two")
+
+    def clipped(self, *, max_fraction: float) -> dict[str, float]:
+        from dpiw.scale import clip_verdict
+
+        return clip_verdict({name: out / max(self.rows, 1) for name, out in self.outside.items()}, self.schema,
+                            max_fraction=max_fraction)
+
+
+def count_rows(schema: Schema, file: str) -> int:
+    """The rows of a table, each chunk checked as :func:`read_table` checks them, in the memory of one chunk."""
+    return sum(len(df) for df in iter_table(schema, file))
+
+
 def validate_rows(df: pd.DataFrame, schema: Schema, *, out_of_bounds: str) -> pd.DataFrame:
     """Checks before anything is fitted, each one error naming the column and the fix: no NaN/inf,
     numeric values inside the public bounds (``out_of_bounds`` "fail"; "clip" lets scaling clip them),
     no constant column, a classification target with at least two classes. Returns ``df``."""
-    from dpiw.io import check_finite
-
-    if out_of_bounds not in ("clip", "fail"):
-        raise DpiwError(f"scale.out_of_bounds must be 'clip' or 'fail', got {out_of_bounds!r}")
-    where = f"dataset '{schema.name}'"
-    check_finite(df, where=where)
-    for c in schema.columns:
-        v = df[c.name]
-        if v.nunique(dropna=False) < 2 and c.name != schema.target:
-            raise DpiwError(f"{where}: column '{c.name}' holds one value in every row; it carries no information: "
-                            "drop it from the schema")
-        if c.is_numeric and out_of_bounds == "fail":
-            x = v.to_numpy(float)
-            out = (x < c.lower) | (x > c.upper)
-            if out.any():
-                raise DpiwError(f"{where}: column '{c.name}' has {int(out.sum())} value(s) outside its public bounds "
-                                f"[{c.lower:g}, {c.upper:g}]; widen the bounds in the schema (public knowledge only) "
-                                "or set scale.out_of_bounds: clip")
-    if schema.task == "classification" and df[schema.target].nunique() < 2:
-        raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification needs "
-                        "at least two")
+    checks = RowChecks(schema, out_of_bounds=out_of_bounds)
+    checks.add(df)
+    checks.finish()
     return df

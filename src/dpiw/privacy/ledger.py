@@ -97,18 +97,60 @@ def content_digest(path: str | Path) -> str:
         h.update(sink.getvalue().to_pybytes())
         return h.hexdigest()
     h.update(b"text\0")
-    blank = 0
     with open(path, "rb") as f:
-        for i, line in enumerate(f):
-            line = line.rstrip(b"\r\n")
-            if i == 0:
-                line = line.removeprefix(b"\xef\xbb\xbf")
+        _hash_text_lines(f, h)
+    return h.hexdigest()
+
+
+#: the bytes a blank line may start with: LF (an empty line) and bytes.strip's whitespace but CR
+_BLANK_START = np.zeros(256, dtype=bool)
+_BLANK_START[[10, 32, 9, 11, 12]] = True
+
+
+def _may_hold_a_blank_line(buf: bytes, start: int, end: int) -> bool:
+    """False only if no line of ``buf[start:end]`` (whole lines joined by LF, no CR) is empty or blank: no line
+    starts with a blank character or a LF, and the last line is not empty."""
+    if end <= start:
+        return True
+    a = np.frombuffer(buf, dtype=np.uint8, count=end)[start:]
+    after_lf = np.flatnonzero(a[:-1] == 10) + 1
+    return bool(_BLANK_START[a[0]] or a[-1] == 10 or _BLANK_START[a[after_lf]].any())
+
+
+def _hash_text_lines(f, h, block: int = 1 << 24) -> None:
+    """Feed ``h`` each line of ``f`` with its line ending (CR and LF), the first line's BOM and trailing blank
+    lines dropped and blank lines inside kept empty. A block of whole lines with no CR and no blank line is
+    exactly those lines, so it goes to the hash in one call; any other block goes line by line."""
+    blank, first, rest = 0, True, b""
+
+    def lines(blob: bytes) -> None:
+        nonlocal blank
+        for line in blob.split(b"\n"):
+            line = line.rstrip(b"\r")
             if not line.strip():
                 blank += 1
                 continue
             h.update(b"\n" * blank + line + b"\n")
             blank = 0
-    return h.hexdigest()
+
+    while data := f.read(block):
+        buf = rest + data if rest else data
+        cut = buf.rfind(b"\n") + 1
+        if not cut:
+            rest = buf
+            continue
+        start, end, rest = 0, cut - 1, buf[cut:]  # buf[start:end]: whole lines, the last one's LF dropped
+        if first:
+            start, first = 3 if buf.startswith(b"\xef\xbb\xbf", 0, end) else 0, False
+        if buf.find(b"\r", start, end) >= 0 or _may_hold_a_blank_line(buf, start, end):
+            lines(buf[start:end])
+        else:
+            h.update(b"\n" * blank)
+            h.update(memoryview(buf)[start:end])
+            h.update(b"\n")
+            blank = 0
+    if rest:
+        lines(rest.removeprefix(b"\xef\xbb\xbf") if first else rest)
 
 
 def fingerprint(schema) -> str:

@@ -65,20 +65,26 @@ def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> 
     >>> check_clipping(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, 0.5]}), s, max_fraction=0.6)
     {'x': 0.5, 'y': 0.0}
     """
+    fractions = {}
+    for c in schema.columns:
+        if c.is_numeric:
+            v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+            fractions[c.name] = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
+    return clip_verdict(fractions, schema, max_fraction=max_fraction)
+
+
+def clip_verdict(fractions: dict[str, float], schema: Schema, *, max_fraction: float) -> dict[str, float]:
+    """``fractions`` (each numeric column's share outside its bounds), or the refusal of the first column above
+    ``max_fraction``."""
     if not (0 <= max_fraction <= 1):
         raise DpiwError(f"scale.max_clip_fraction must be in [0, 1], got {max_fraction}")
-    out = {}
     for c in schema.columns:
-        if not c.is_numeric:
-            continue
-        v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
-        frac = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
-        out[c.name] = frac
-        if frac > max_fraction:
+        frac = fractions.get(c.name)
+        if frac is not None and frac > max_fraction:
             raise DpiwError(f"dataset '{schema.name}': {frac:.0%} of column '{c.name}' lies outside its public bounds "
                             f"[{c.lower:g}, {c.upper:g}] and would be clipped (scale.max_clip_fraction = "
                             f"{max_fraction:g}); check the column's units or the schema's bounds")
-    return out
+    return fractions
 
 
 def column_bounds(train: pd.DataFrame, schema: Schema, *, bounds: str) -> dict[str, tuple[float, float]]:

@@ -66,7 +66,7 @@ class PartitionedCounter:
     """Counts summed over the record batches of a parquet dataset of scaled rows (the schema's columns, numeric
     in [0, 1], categories as codes: what the scale stage writes). One pass over the data per call."""
 
-    def __init__(self, source: str | Path, schema: Schema, bins: int, *, batch_rows: int = 1 << 18):
+    def __init__(self, source: str | Path, schema: Schema, bins: int, *, batch_rows: int = 1 << 20):
         import pyarrow.dataset as ds
 
         if not Path(source).exists():
@@ -75,13 +75,17 @@ class PartitionedCounter:
         missing = [c for c in schema.names if c not in self.dataset.schema.names]
         if missing:
             raise DpiwError(f"{source}: column(s) {missing} of schema '{schema.name}' are missing")
-        self.schema, self.bins, self.batch_rows = schema, bins, batch_rows
+        self.source, self.schema, self.bins, self.batch_rows = source, schema, bins, batch_rows
         self.cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
         self.total = int(self.dataset.count_rows())
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
         out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}
+        from dpiw.io import check_finite
+
         for batch in self.dataset.to_batches(columns=self.schema.names, batch_size=self.batch_rows):
-            cells, _ = discretise(batch.to_pandas(), self.schema, self.bins)
+            frame = batch.to_pandas()
+            check_finite(frame, where=str(self.source))
+            cells, _ = discretise(frame, self.schema, self.bins)
             _add_counts(cells, self.cards, cliques, out)
         return out

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 
 import numpy as np
 import pandas as pd
@@ -41,6 +40,7 @@ from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.counting import Counter, InProcessCounter
+from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module, sample_rows
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
@@ -53,31 +53,6 @@ def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
     css = np.cumsum(u) - total
     k = np.nonzero(u - css / np.arange(1, len(u) + 1) > 0)[0][-1]
     return np.maximum(y - css[k] / (k + 1), 0.0)
-
-
-#: where MST's compiled JAX programs are kept between processes (relative to the working directory: the
-#: repository's root in the workflow); DPIW_JAX_CACHE names another folder, or "off"
-JAX_CACHE = ".cache/jax"
-
-
-def _mbi():
-    os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    import jax
-
-    jax.config.update("jax_enable_x64", True)
-    cache = os.environ.get("DPIW_JAX_CACHE", JAX_CACHE)
-    if cache == "off":
-        jax.config.update("jax_enable_compilation_cache", False)
-    else:  # compile once per machine, not once per fit: the fit itself takes a few hundredths of a second
-        jax.config.update("jax_compilation_cache_dir", os.path.abspath(cache))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import mbi
-    return mbi
 
 
 #: the cells of all pairs of columns MST scores, at most this many times sdgp.mst.max_cells (a domain guard)
@@ -140,14 +115,11 @@ class MST:
         """:meth:`fit` from a counter (dpiw.sdgp.counting): MST reads the private rows only through their marginal
         counts, so a table counted part by part (a partitioned parquet dataset) fits the same model."""
         self.measure_counts(counter, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
-        mbi = _mbi()
-        measurements = [mbi.LinearMeasurement(y, tuple(map(str, cl)), stddev=sd) for cl, y, sd in self.measurements_]
-        self.model_ = mbi.estimation.MirrorDescent().estimate(self._domain(mbi), measurements,
-                                                             known_total=float(self.n_), iters=self.iters)
+        mbi = mbi_module()
+        self.model_ = mbi.estimation.MirrorDescent().estimate(
+            domain(mbi, self.cards_), linear_measurements(mbi, self.measurements_), known_total=float(self.n_),
+            iters=self.iters)
         return self
-
-    def _domain(self, mbi):
-        return mbi.Domain([str(j) for j in range(len(self.cards_))], self.cards_)
 
     def measure(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
                 rng: np.random.Generator, rows: RowCount | None = None) -> MST:
@@ -235,15 +207,4 @@ class MST:
 
     @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        # mbi draws from numpy's global generator: seed it from ours, and put the global state back
-        state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator
-        np.random.seed(int(rng.integers(2**32)))  # noqa: NPY002
-        try:
-            synth = self.model_.synthetic_data(rows=n)
-        finally:
-            np.random.set_state(state)  # noqa: NPY002
-        out = {}
-        for j, c in enumerate(self.schema_.columns):
-            cell = np.asarray(synth.data[str(j)], dtype=np.int64)
-            out[c.name] = (cell + rng.uniform(size=len(cell))) / self.bins if c.is_numeric else cell
-        return pd.DataFrame(out)[self.schema_.names]
+        return sample_rows(self.model_, self.schema_, self.bins, n, rng)

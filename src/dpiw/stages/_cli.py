@@ -92,7 +92,11 @@ def noise_from(args) -> Any:
 
 #: flags left out of a stage's identity at these values: options added later, at the behaviour they keep,
 #: so that adding one does not redraw the noise of every run that does not use it
-NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbayes_root": "random"}
+NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbayes_root": "random",
+           "max_rows": 1_000_000,
+           # sdgp.aim's flags, unset for every other SDGP
+           **{f"aim_{key}": None for key in ("bins", "iters", "rounds", "max_model_size", "max_cells",
+                                             "target_triples")}}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
@@ -137,6 +141,16 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not (value > 0 and value < float("inf")):
         raise argparse.ArgumentTypeError(f"expected a positive finite number, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
     return value
 
 

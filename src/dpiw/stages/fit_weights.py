@@ -17,7 +17,7 @@ from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
 from dpiw.grid import MARGINAL_MATCH_KEYS, MLP_KEYS
-from dpiw.io import read_parquet, write_parquet
+from dpiw.io import parquet_rows, read_parquet, write_parquet
 from dpiw.privacy.spend import (
     ACCOUNTINGS,
     CALIBRATABLE_WEIGHT_METHODS,
@@ -50,6 +50,8 @@ from dpiw.weights import make_estimator
 from dpiw.weights.estimators import LAMBDA_RULES
 from dpiw.weights.marginal_match import read_measurements
 
+#: the weight families that read the private rows into memory (the rest count them, or read none)
+ROW_FAMILIES = ("logistic", "output", "mlp", "gan")
 #: the weight methods whose noise privacy.accounting 'paper' changes (the rest keep dpiw's accounting)
 PAPER_ABLATED = ("beta_noised", "beta_debiased", "dp_mlp")
 
@@ -126,10 +128,14 @@ def main(argv: list[str] | None = None) -> None:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
     if args.measurements and registry.weight_method(args.method).family != "marginal":
         raise DpiwError(f"--measurements is for marginal_match, not weight method '{args.method}': drop it")
-    real = read_parquet(args.real, columns=schema.names)
+    family = registry.weight_method(args.method).family
+    # the private rows in memory only for the classifiers; marginal matching counts them batch by batch, and
+    # the methods without a budget read none
+    real = read_parquet(args.real, columns=schema.names) if family in ROW_FAMILIES else None
     synth = read_parquet(args.synth, columns=schema.names)
-    for flag, path, frame in (("--real", args.real, real), ("--synth", args.synth, synth)):
-        if frame.empty:
+    n_real = len(real) if real is not None else parquet_rows(args.real)
+    for flag, path, rows_in in (("--real", args.real, n_real), ("--synth", args.synth, len(synth))):
+        if not rows_in:
             raise DpiwError(f"{path}: no rows ({flag}); rerun the stage that wrote it")
     if bool(args.public) != bool(args.public_out):
         raise DpiwError("--public and --public-out go together")
@@ -140,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.method in WEIGHT_METHODS_WITH_OWN_BUDGET:
         if args.weights_epsilon_fraction is None or args.weights_delta_fraction is None:
             raise DpiwError(f"weight method '{args.method}' needs the budget fractions")
-        delta = run_delta(args.delta, len(real), args.neighbours)
+        delta = run_delta(args.delta, n_real, args.neighbours)
         split = split_budget(args.epsilon, delta, weights_method=args.method,
                              weights_epsilon_fraction=args.weights_epsilon_fraction,
                              weights_delta_fraction=args.weights_delta_fraction,
@@ -152,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
                    outputs=("out", "public_out", "privacy_out"))
     rng = noise.rng("fit_weights", {**who, "weights_epsilon": eps_w, "weights_delta": delta_w})
     eps_count = count_epsilon(args, eps_w)  # add/remove: the noisy row count's part of the weights' share
-    rows = stage_rows(args, len(real), eps_count, noise, "fit_weights-count", who)
+    rows = stage_rows(args, n_real, eps_count, noise, "fit_weights-count", who)
     eps_w -= eps_count
     fit_rows = {} if rows is None else {"rows": rows}
     if args.method in GAN_WEIGHT_METHODS:
@@ -166,10 +172,13 @@ def main(argv: list[str] | None = None) -> None:
                                                               rng=rng, **fit_rows)
         log_ratio = est.log_ratio_
         public_lr = est.log_ratio_at(public) if len(public) else []
-    elif registry.weight_method(args.method).family == "marginal":
+    elif family == "marginal":
+        from dpiw.sdgp.counting import PartitionedCounter
+
         params = {k: getattr(args, f"mm_{k}") for k in MARGINAL_MATCH_KEYS if getattr(args, f"mm_{k}") is not None}
         est = make_estimator(args.method, **params)
-        est.measure(real, schema, epsilon=eps_w, delta=delta_w, rng=rng, **fit_rows)
+        est.measure_counts(PartitionedCounter(args.real, schema, est.bins), schema, epsilon=eps_w, delta=delta_w,
+                           rng=rng, **fit_rows)
         extra = read_measurements(args.measurements, schema, bins=est.bins) if args.measurements else ()
         est.reweight(synth, extra=extra)
         if extra:
@@ -178,7 +187,8 @@ def main(argv: list[str] | None = None) -> None:
                                                       "(post-processing: no further spend)"}
         log_ratio, public_lr = est.log_ratio_, []
     else:
-        X_real, X_synth = encode(real, schema), encode(synth, schema)
+        X_synth = encode(synth, schema)
+        X_real = encode(real, schema) if real is not None else X_synth[:0]
         params, fit_kw = {}, {}
         if args.method == "logreg":
             if args.logreg_c is None:

@@ -16,10 +16,12 @@ share of values clipped to the bounds goes to the log, per column; a column with
 
 from __future__ import annotations
 
+import pandas as pd
+
 from dpiw import DpiwError
 from dpiw.data import load_raw, load_schema
-from dpiw.data.datasets import load_public, validate_rows
-from dpiw.io import write_parquet
+from dpiw.data.datasets import CHUNK_ROWS, RowChecks, iter_table, load_public, validate_rows
+from dpiw.io import write_parquet, write_parquet_chunks
 from dpiw.privacy.seeding import MODES
 from dpiw.privacy.spend import PrivacySpend, no_spend
 from dpiw.scale import check_clipping, column_bounds, scale_frame, split_public, split_rows
@@ -45,6 +47,8 @@ def parse_args(argv):
                    help="benchmark: train/test split and simulated public slice; release: every row is private")
     p.add_argument("--n-rows", type=int, help="rows to generate (generated datasets only)")
     p.add_argument("--data-seed", type=int, default=0, help="seed of the generated private data")
+    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS,
+                   help="release mode on a file: rows read, checked and scaled at a time (memory, not results)")
     p.add_argument("--train-out", required=True, help="the private train split (parquet, scaled)")
     p.add_argument("--test-out", required=True, help="the real test split (parquet, scaled)")
     p.add_argument("--public-out", help="the public slice (required when --public-fraction > 0)")
@@ -57,19 +61,23 @@ def main(argv: list[str] | None = None) -> None:
     schema = load_schema(args.schema)
     if schema.name != args.dataset:
         raise DpiwError(f"{args.schema}: schema name '{schema.name}' does not match dataset '{args.dataset}'")
-    raw = load_raw(schema, n_rows=args.n_rows, data_seed=args.data_seed)
-    validate_rows(raw, schema, out_of_bounds=args.out_of_bounds)
-    clipped = check_clipping(raw, schema, max_fraction=args.max_clip_fraction) if args.bounds == "schema" else {}
-    for name, frac in clipped.items():  # to the log only: it describes the private rows
-        print(f"scale: column '{name}': {frac:.1%} of the values clipped to the public bounds")
-    if args.mode == "release":
-        train_raw, test_raw, public_raw, design = release_split(raw, schema, args)
+    if args.mode == "release" and schema.source.get("kind") == "file" and args.bounds == "schema":
+        n_train, test, public, design = stream_release(schema, args)  # writes the train split
     else:
-        train_raw, test_raw, public_raw, design = benchmark_split(raw, schema, args)
-    bounds = column_bounds(train_raw, schema, bounds=args.bounds)
-    train, test = scale_frame(train_raw, schema, bounds), scale_frame(test_raw, schema, bounds)
-    public = scale_frame(public_raw, schema, bounds)
-    facts = {"dataset": schema.name, "mode": args.mode, "n_train": len(train), "n_test": len(test),
+        raw = load_raw(schema, n_rows=args.n_rows, data_seed=args.data_seed)
+        validate_rows(raw, schema, out_of_bounds=args.out_of_bounds)
+        clipped = check_clipping(raw, schema, max_fraction=args.max_clip_fraction) if args.bounds == "schema" else {}
+        log_clipping(clipped)
+        if args.mode == "release":
+            train_raw, test_raw, public_raw, design = release_split(raw, schema, args)
+        else:
+            train_raw, test_raw, public_raw, design = benchmark_split(raw, schema, args)
+        bounds = column_bounds(train_raw, schema, bounds=args.bounds)
+        train, test = scale_frame(train_raw, schema, bounds), scale_frame(test_raw, schema, bounds)
+        public = scale_frame(public_raw, schema, bounds)
+        n_train = len(train)
+        write_parquet(train, args.train_out)
+    facts = {"dataset": schema.name, "mode": args.mode, "n_train": n_train, "n_test": len(test),
              "n_public": len(public), "public_fraction": args.public_fraction if args.mode == "benchmark" else 0.0,
              **design}
     if args.bounds == "schema":
@@ -80,13 +88,38 @@ def main(argv: list[str] | None = None) -> None:
                               delta=None, dp=False, reads_private=("raw",),
                               basis="bounds: data takes min/max of the private rows, which is NOT DP",
                               details={"bounds": "data", **facts})
-    write_parquet(train, args.train_out)
     write_parquet(test, args.test_out)
     if args.public_out:
         write_parquet(public, args.public_out)
     record.write(args.privacy_out)
-    print(f"scale: {schema.name} ({args.mode} mode) seed={args.seed}: {len(train)} private / {len(test)} test / "
+    print(f"scale: {schema.name} ({args.mode} mode) seed={args.seed}: {n_train} private / {len(test)} test / "
           f"{len(public)} public rows, bounds={args.bounds}")
+
+
+def log_clipping(clipped: dict[str, float]) -> None:
+    for name, frac in clipped.items():  # to the log only: it describes the private rows
+        print(f"scale: column '{name}': {frac:.1%} of the values clipped to the public bounds")
+
+
+def stream_release(schema, args):
+    """Release mode on a file: its rows read, checked and scaled a chunk at a time straight into the train
+    split (memory holds one chunk: :func:`dpiw.data.datasets.iter_table`), with the rows and checks of the
+    in-memory path; a check that fails leaves no train split behind. Returns N_D, the (empty) test split, the
+    public rows and the design facts."""
+    checks = RowChecks(schema, out_of_bounds=args.out_of_bounds)
+    bounds = column_bounds(None, schema, bounds="schema")
+
+    def scaled():
+        for chunk in iter_table(schema, schema.source["path"], chunk_rows=args.chunk_rows):
+            checks.add(chunk)
+            yield scale_frame(chunk, schema, bounds)
+        checks.finish()
+        log_clipping(checks.clipped(max_fraction=args.max_clip_fraction))
+
+    n_train = write_parquet_chunks(scaled(), args.train_out)
+    none = pd.DataFrame({c: [] for c in schema.names})
+    _, test_raw, public_raw, design = release_split(none, schema, args)
+    return n_train, scale_frame(test_raw, schema, bounds), scale_frame(public_raw, schema, bounds), design
 
 
 def benchmark_split(raw, schema, args):

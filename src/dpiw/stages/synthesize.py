@@ -22,17 +22,19 @@ from dpiw.stages._cli import (
     Parser,
     add_neighbours_args,
     add_noise_args,
+    boolean,
     count_epsilon,
     delta_arg,
     identity,
     noise_from,
     positive_float,
+    positive_int,
     run,
     stage_rows,
 )
 
 #: the sdgp.<name> keys that are not integers
-SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "root": str}
+SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "root": str, "max_model_size": float, "target_triples": boolean}
 
 
 def parse_args(argv):
@@ -47,6 +49,8 @@ def parse_args(argv):
     p.add_argument("--weights-epsilon-fraction", type=float)
     p.add_argument("--weights-delta-fraction", type=float)
     p.add_argument("--rows-factor", type=positive_float, default=1.0, help="sdgp.rows_factor: N_G = rows_factor * N_D")
+    p.add_argument("--max-rows", type=positive_int, default=1_000_000,
+                   help="sdgp.max_rows: N_G is at most this (a public cap)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--bins", type=int, help="sdgp.marginals.bins: public equal-width bins per numeric column")
     p.add_argument("--structure", help="sdgp.marginals.structure: independent or naive_bayes")
@@ -87,10 +91,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     noise = noise_from(args)
     schema = load_schema(args.schema)
-    train = read_parquet(args.train, columns=schema.names)
-    eps_stage, delta = sdgp_budget(args, len(train))
-    eps_count = count_epsilon(args, eps_stage)
-    eps = eps_stage - eps_count
     params = {k: v for k, v in (("bins", args.bins), ("structure", args.structure)) if v is not None}
     if args.sdgp in SDGP_KEYS:
         params = {k: getattr(args, f"{args.sdgp}_{k}") for k in SDGP_KEYS[args.sdgp]
@@ -109,15 +109,27 @@ def main(argv: list[str] | None = None) -> None:
     if args.measurements_out and not registry.sdgp(args.sdgp).zcdp:
         raise DpiwError(f"SDGP {args.sdgp} keeps no measurements to reuse: drop --measurements-out")
     gen = make_sdgp(args.sdgp, **params)
+    if registry.sdgp(args.sdgp).zcdp:  # they read the rows only through marginal counts: one pass, batch by batch
+        from dpiw.sdgp.counting import PartitionedCounter
+
+        train = PartitionedCounter(args.train, schema, gen.bins)
+        n_train = train.total
+    else:
+        train = read_parquet(args.train, columns=schema.names)
+        n_train = len(train)
+    eps_stage, delta = sdgp_budget(args, n_train)
+    eps_count = count_epsilon(args, eps_stage)
+    eps = eps_stage - eps_count
     # keyed by everything this invocation privatises (budget share, epsilon, SDGP, data digest, ...)
     who = {**identity(args, inputs=("train", "schema"), outputs=("out", "privacy_out", "models_out",
                                                                   "measurements_out")),
            "sdgp_epsilon": eps, "sdgp_delta": delta}
-    rows = stage_rows(args, len(train), eps_count, noise, "synthesize-count", who)
+    rows = stage_rows(args, n_train, eps_count, noise, "synthesize-count", who)
     t0 = time.perf_counter()
-    gen.fit(train, schema, epsilon=eps, delta=delta, rng=noise.rng("synthesize-fit", who), rows=rows)
+    fit = gen.fit_counts if registry.sdgp(args.sdgp).zcdp else gen.fit
+    fit(train, schema, epsilon=eps, delta=delta, rng=noise.rng("synthesize-fit", who), rows=rows)
     seconds = time.perf_counter() - t0
-    n_synth = max(1, int(round(args.rows_factor * rows.n)))
+    n_synth = min(max(1, int(round(args.rows_factor * rows.n))), args.max_rows)
     synth = gen.sample(n_synth, rng=noise.rng("synthesize-sample", who))
     record = replace(with_row_count(gen.privacy_, rows), seeding=noise.record())
     if args.accounting == "paper" and is_gan:

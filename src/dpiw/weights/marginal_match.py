@@ -148,11 +148,17 @@ class MarginalMatch:
                 rows: RowCount | None = None) -> MarginalMatch:
         """The private part: the noisy marginals ``measurements_`` [(clique, noisy counts)], ``sigma_`` and the
         record ``privacy_``."""
-        from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
-        from dpiw.sdgp.marginals import discretise
-        from dpiw.sdgp.privbayes import joint_counts
+        from dpiw.sdgp.counting import InProcessCounter
 
-        cells, cards = discretise(real, schema, self.bins)
+        return self.measure_counts(InProcessCounter.of(real, schema, self.bins), schema, epsilon=epsilon,
+                                   delta=delta, rng=rng, rows=rows)
+
+    def measure_counts(self, counter, schema: Schema, *, epsilon: float, delta: float, rng: np.random.Generator,
+                       rows: RowCount | None = None) -> MarginalMatch:
+        """:meth:`measure` from a counter (dpiw.sdgp.counting): the workload's counts in one pass over the rows."""
+        from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
+
+        cards = list(counter.cards)
         self._check(schema, cards, epsilon, delta)
         self.cliques_ = workload(schema, degree=self.degree, max_marginals=self.max_marginals)
         for cl in self.cliques_:
@@ -161,15 +167,16 @@ class MarginalMatch:
                 raise DpiwError(f"marginal_match on '{schema.name}': the marginal of "
                                 f"{[schema.names[j] for j in cl]} has {size} cells > max_cells={self.max_cells}; "
                                 "lower weights.marginal_match.bins or degree")
-        rows = rows or RowCount.exact(len(real))
+        rows = rows or RowCount.exact(counter.total)
         self.rows_, self.cards_, self.schema_ = rows, cards, schema
         delta_l2 = count_l2(rows.neighbours)
         m = len(self.cliques_)
         rho = zcdp_rho(epsilon, delta)
         self.sigma_ = math.sqrt(m * delta_l2**2 / (2 * rho))
+        table = counter.counts(self.cliques_)
         self.measurements_ = []
         for cl in self.cliques_:
-            x = joint_counts(cells, cl, cards).reshape(-1)
+            x = table[cl]
             self.measurements_.append((cl, x + rng.normal(0.0, self.sigma_, size=x.size)))
         names = schema.names
         self.privacy_ = PrivacySpend(

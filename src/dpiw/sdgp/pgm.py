@@ -1,0 +1,69 @@
+"""What the Private-PGM SDGPs (MST, AIM) share: the `mbi` package behind JAX's compilation cache, the public
+discretisation of the scaled columns into cells, and sampling rows from an estimated model.
+
+JAX runs on the CPU in float64. Its compiled programs are kept in :data:`JAX_CACHE` between processes, so a
+grid of fits pays compilation once per machine (the workflow runs its jobs with a fixed PYTHONHASHSEED, which
+keeps the cache's keys stable).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pandas as pd
+
+from dpiw.data.schema import Schema
+
+#: where the compiled JAX programs are kept between processes (relative to the working directory: the
+#: repository's root in the workflow); DPIW_JAX_CACHE names another folder, or "off"
+JAX_CACHE = ".cache/jax"
+
+
+def mbi_module():
+    """The `mbi` package, with JAX configured first (CPU, float64, the persistent compilation cache)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    cache = os.environ.get("DPIW_JAX_CACHE", JAX_CACHE)
+    if cache == "off":
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:  # compile once per machine, not once per fit: the fit itself takes a few hundredths of a second
+        jax.config.update("jax_compilation_cache_dir", os.path.abspath(cache))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import mbi
+    return mbi
+
+
+def domain(mbi, cards: list[int]):
+    """The model's domain: column j of the schema is attribute ``str(j)`` with ``cards[j]`` cells."""
+    return mbi.Domain([str(j) for j in range(len(cards))], cards)
+
+
+def linear_measurements(mbi, measurements) -> list:
+    """(clique, noisy counts, std) triples as mbi's measurements (counts row-major over the clique's columns)."""
+    return [mbi.LinearMeasurement(np.asarray(y, float), tuple(map(str, cl)), stddev=float(sd))
+            for cl, y, sd in measurements]
+
+
+def sample_rows(model, schema: Schema, bins: int, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``n`` scaled rows from an mbi model (its randomised rounding): a numeric cell maps back to a uniform value
+    inside its bin, a category to its code."""
+    # mbi draws from numpy's global generator: seed it from ours, and put the global state back
+    state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator
+    np.random.seed(int(rng.integers(2**32)))  # noqa: NPY002
+    try:
+        synth = model.synthetic_data(rows=n)
+    finally:
+        np.random.set_state(state)  # noqa: NPY002
+    out = {}
+    for j, c in enumerate(schema.columns):
+        cell = np.asarray(synth.data[str(j)], dtype=np.int64)
+        out[c.name] = (cell + rng.uniform(size=len(cell))) / bins if c.is_numeric else cell
+    return pd.DataFrame(out)[schema.names]
