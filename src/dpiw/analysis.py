@@ -2,14 +2,16 @@
 
 A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows: numeric columns scaled to
 [0, 1] by the schema's public bounds, value = lower + v (upper - lower); categorical columns as category
-codes), ``weights.parquet`` (one weight per row, column ``weight``) and ``manifest.json`` (the privacy spend
-and the weights' diagnostics). Everything here is post-processing of the release: it costs no privacy.
+codes), ``weights.parquet`` (one weight per row, column ``weight``), ``manifest.json`` (the privacy spend
+and the weights' diagnostics) and ``schema.json`` (the public bounds and categories), with which
+:func:`load_bundle` gives the rows back in their units and labels. Everything here is post-processing of the
+release: it costs no privacy.
 
-    from dpiw.analysis import load_bundle, weighted_mean
-    b = load_bundle("results/default/runs/breast/eps=1/seed=0/privbayes/beta_debiased/none/release")
-    est = weighted_mean(b.data["mean_radius"], b.weights)
-    est.value, est.ci()                                        # the IW mean and its 95% interval
-    b.fit(LogisticRegression(), features, "diagnosis")         # any estimator with sample_weight
+    from dpiw.analysis import load_bundle
+    b = load_bundle("results/release_clinic/runs/clinic/eps=1/seed=0/mst/none/none/release")
+    b.mean("age").value, b.mean("age").ci()                    # the IW mean in years and its 95% interval
+    b.rate("outcome", "ill", where=b.data.smoker == "yes")     # a subgroup's weighted share of a label
+    b.fit(LogisticRegression(), ["age", "region"], "outcome")  # any estimator with sample_weight
 
 The standard error of a self-normalised weighted mean is the weighted standard deviation over the square
 root of Kish's effective sample size (sum w)^2 / sum w^2. When the bundle's Pareto k-hat is above its
@@ -128,27 +130,75 @@ class Bundle:
     Attributes
     ----------
     data : pandas.DataFrame
-        The synthetic rows.
+        The synthetic rows in the table's own units: numeric columns in their units, categorical columns as
+        their labels (pandas Categorical). A bundle written before bundles carried their schema has no
+        ``schema.json``: its ``data`` is then the scaled view (with a warning).
+    scaled : pandas.DataFrame
+        The rows as released: numeric columns in [0, 1] by the public bounds, categories as codes.
     weights : numpy.ndarray
         One importance weight per row.
     manifest : dict
         The bundle's manifest (privacy spend, verdict, the weights' Pareto k-hat).
+    schema : dpiw.data.schema.Schema or None
+        The table's public schema (columns, bounds, categories, target, task).
     """
 
     data: pd.DataFrame
     weights: np.ndarray
     manifest: dict
+    scaled: pd.DataFrame | None = None
+    schema: object = None
 
     @property
     def ess_fraction(self) -> float:
         """Kish's ESS over the number of rows."""
         return kish_ess(self.weights) / len(self.weights)
 
-    def mean(self, column: str) -> Estimate:
-        """The weighted mean of one column (see :func:`weighted_mean`)."""
+    def _column(self, column: str) -> pd.Series:
         if column not in self.data:
             raise DpiwError(f"no column {column!r} in the bundle; it has {list(self.data.columns)}")
-        return weighted_mean(self.data[column].to_numpy(float), self.weights)
+        return self.data[column]
+
+    def _where(self, where) -> np.ndarray:
+        if where is None:
+            return np.ones(len(self.data), dtype=bool)
+        mask = np.asarray(where, dtype=bool)
+        if mask.shape != (len(self.data),):
+            raise DpiwError(f"where: a boolean mask of the {len(self.data)} rows, got shape {mask.shape}")
+        if not mask.any():
+            raise DpiwError("where: no synthetic row is in this subgroup")
+        return mask
+
+    def mean(self, column: str, where=None) -> Estimate:
+        """The weighted mean of a numeric column, in its units (see :func:`weighted_mean`), over the rows where
+        ``where`` (a boolean mask, e.g. ``b.data.region == "north"``) holds, or over all of them."""
+        col = self._column(column)
+        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+            raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
+        mask = self._where(where)
+        return weighted_mean(col.to_numpy(float)[mask], self.weights[mask])
+
+    def rate(self, column: str, label, where=None) -> Estimate:
+        """The weighted share of rows whose ``column`` is ``label`` (a category's label), over the rows where
+        ``where`` holds, or over all of them."""
+        col = self._column(column)
+        if isinstance(col.dtype, pd.CategoricalDtype) and label not in col.cat.categories:
+            raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
+        mask = self._where(where)
+        return weighted_mean((col == label).to_numpy(float)[mask], self.weights[mask])
+
+    def design(self, features: list[str]) -> pd.DataFrame:
+        """The features as a numeric design matrix: numeric columns in their units, a categorical column with K
+        categories as K - 1 indicator columns ``name=label`` (the first category is the reference)."""
+        blocks = []
+        for name in features:
+            col = self._column(name)
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                blocks.append(pd.DataFrame({f"{name}={c}": (col == c).to_numpy(float)
+                                            for c in col.cat.categories[1:]}, index=self.data.index))
+            else:
+                blocks.append(col.astype(float).to_frame())
+        return pd.concat(blocks, axis=1)
 
     def fit(self, estimator, features: list[str], target: str):
         """Fit a scikit-learn style estimator on the synthetic rows with ``sample_weight`` = the weights.
@@ -158,19 +208,18 @@ class Bundle:
         estimator : object
             Anything with ``fit(X, y, sample_weight=...)`` (LogisticRegression, LinearRegression, ...).
         features : list of str
-            The columns used as inputs.
+            The columns used as inputs (:meth:`design`: categorical ones as indicator columns).
         target : str
-            The column to predict.
+            The column to predict (a categorical one as its labels).
 
         Returns
         -------
         object
             The fitted estimator.
         """
-        missing = [c for c in [*features, target] if c not in self.data]
-        if missing:
-            raise DpiwError(f"no column(s) {missing} in the bundle; it has {list(self.data.columns)}")
-        return estimator.fit(self.data[features], self.data[target], sample_weight=self.weights)
+        y = self._column(target)
+        y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
+        return estimator.fit(self.design(features), y, sample_weight=self.weights)
 
 
 def load_bundle(path: str | Path, *, warn: bool = True) -> Bundle:
@@ -196,11 +245,22 @@ def load_bundle(path: str | Path, *, warn: bool = True) -> Bundle:
     missing = [n for n, p in files.items() if not p.exists()]
     if missing:
         raise DpiwError(f"{folder}: not a release bundle, it lacks {missing}")
-    data = pd.read_parquet(files["synthetic.parquet"])
+    scaled = pd.read_parquet(files["synthetic.parquet"])
     weights = pd.read_parquet(files["weights.parquet"])["weight"].to_numpy(float)
-    if len(weights) != len(data):
-        raise DpiwError(f"{folder}: {len(weights)} weights for {len(data)} synthetic rows")
-    bundle = Bundle(data, _check_weights(weights), json.loads(files["manifest.json"].read_text()))
+    if len(weights) != len(scaled):
+        raise DpiwError(f"{folder}: {len(weights)} weights for {len(scaled)} synthetic rows")
+    schema, data = None, scaled
+    if (folder / "schema.json").is_file():
+        from dpiw.data.schema import parse_schema
+        from dpiw.scale import decode_frame
+
+        schema = parse_schema(json.loads((folder / "schema.json").read_text())["schema"],
+                              path=str(folder / "schema.json"))
+        data = decode_frame(scaled, schema)
+    elif warn:
+        warnings.warn(f"{folder}: a bundle without schema.json (written before bundles carried their schema): its "
+                      "data are the scaled rows (numeric columns in [0, 1], categories as codes)", stacklevel=2)
+    bundle = Bundle(data, _check_weights(weights), json.loads(files["manifest.json"].read_text()), scaled, schema)
     if warn:
         release = bundle.manifest.get("release", {})
         k, limit = release.get("pareto_k"), release.get("pareto_k_threshold")

@@ -96,8 +96,60 @@ def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
     with pytest.raises(DpiwError, match="no such file"):
         main(["release", "missing.csv", "--schema", str(root / "data/schemas/clinic.yaml"), "--epsilon", "1"])
     (tmp_path / "t.csv").write_text("a,b\n1,2\n")
-    with pytest.raises(DpiwError, match="no Snakefile"):
+    with pytest.raises(DpiwError, match=r"column\(s\) \['age', 'bmi', 'smoker', 'region', 'outcome'\] .* missing"):
         main(["release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"), "--epsilon", "1"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]  # the project is made only for a release
+
+
+#: a `dpiw` call a curator could get wrong -> the line that refuses it
+REFUSALS = {
+    "weights_true": (["--weights", "true"], "argument --weights: invalid choice: 'true'"),
+    "weights_not_dp": (["--weights", "logreg"], "argument --weights: invalid choice: 'logreg'"),
+    "weights_mlp_not_dp": (["--weights", "mlp"], "argument --weights: invalid choice: 'mlp'"),
+    "sdgp_not_dp": (["--sdgp", "gan"], "argument --sdgp: invalid choice: 'gan'"),
+    "gan_weights_after_mst": (["--weights", "discriminator"], "--weights discriminator reuses a GAN's networks"),
+    "post_comma": (["--post", "none,temper"], "--post: post 'none,temper': unknown step 'none,temper'"),
+    "post_order": (["--post", "psis+calibrate"], "'calibrate' must come first"),
+    "delta_too_big": (["--delta", "0.5"], "privacy.delta = 0.5 is not below 1/N_D = 1/400"),
+    "delta_text": (["--delta", "many"], "--delta must be 'auto', 'paper' or a number"),
+    "dataset_delta": (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
+    "dataset_epsilon": (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),
+    "epsilon": (["--epsilon", "0"], "--epsilon must be positive"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_each_refusal_is_one_line_exit_2_and_writes_nothing(tmp_path, monkeypatch, root, capsys, case):
+    """`dpiw release` from a folder of the curator's own: a bad choice is refused before the project folder is
+    made, before any row is written and before the workflow starts."""
+    from dpiw.commands import entry
+
+    flags, message = REFUSALS[case]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.argv", ["dpiw", "release", str(root / "data/examples/clinic.csv"), "--schema",
+                                     str(root / "data/schemas/clinic.yaml"), "--epsilon", "1", *flags,
+                                     "--project", "proj"])
+    with pytest.raises(SystemExit) as exc:
+        entry()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err, err
+    assert err.strip().count("\n") == 0, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_schema_infer_refuses_to_overwrite_with_one_line(tmp_path, capsys, monkeypatch):
+    from dpiw.commands import entry
+
+    data, out = tmp_path / "t.csv", tmp_path / "t.yaml"
+    pd.DataFrame({"x": [1.5, 2.5, 3.5], "label": [0, 1, 1]}).to_csv(data, index=False)
+    out.write_text("mine\n")
+    monkeypatch.setattr("sys.argv", ["dpiw", "schema", "infer", str(data), "--out", str(out)])
+    with pytest.raises(SystemExit) as exc:
+        entry()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "exists: choose another file, or pass --force" in err
+    assert err.strip().count("\n") == 0 and out.read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.yaml"]
 
 
 @pytest.mark.parametrize("flags, message", [

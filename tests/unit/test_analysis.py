@@ -48,6 +48,10 @@ def _bundle(tmp_path, weights, k=0.2):
     pd.DataFrame({"log_weight": np.log(np.maximum(weights, 1e-300)), "weight": weights}).to_parquet(
         tmp_path / "weights.parquet")
     (tmp_path / "manifest.json").write_text(json.dumps({"release": {"pareto_k": k, "pareto_k_threshold": 0.7}}))
+    schema = {"name": "t", "task": "regression", "target": "y",
+              "columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 1},
+                          {"name": "y", "type": "numeric", "lower": 0, "upper": 1}]}
+    (tmp_path / "schema.json").write_text(json.dumps({"schema": schema}))
     return tmp_path
 
 
@@ -66,3 +70,48 @@ def test_bundle_loads_fits_with_sample_weight_and_warns_when_unreliable(tmp_path
         load_bundle(tmp_path / "a")
     with pytest.raises(DpiwError, match="not a release bundle"):
         load_bundle(tmp_path)
+
+
+def test_a_bundle_reads_back_in_units_and_labels(tmp_path):
+    """schema.json decodes the released rows: numeric columns in their units, codes as labels; means, subgroup
+    rates and a fit use them; a bundle without schema.json keeps the scaled rows and says so."""
+    from dpiw.data.schema import parse_schema
+    from dpiw.scale import scale_frame
+
+    schema = {"name": "c", "task": "classification", "target": "ill",
+              "columns": [{"name": "age", "type": "numeric", "lower": 18, "upper": 90},
+                          {"name": "region", "type": "categorical", "categories": ["north", "south", "west"]},
+                          {"name": "ill", "type": "categorical", "categories": ["no", "yes"]}]}
+    rng = np.random.default_rng(1)
+    raw = pd.DataFrame({"age": rng.uniform(18, 90, 400), "region": rng.choice(["north", "south", "west"], 400)})
+    raw["ill"] = np.where(raw.age + 20 * (raw.region == "west") > 60, "yes", "no")
+    parsed = parse_schema(schema)
+    scaled = scale_frame(raw, parsed, {"age": (18.0, 90.0)})
+    d = tmp_path / "bundle"
+    d.mkdir()
+    scaled.to_parquet(d / "synthetic.parquet")
+    w = rng.uniform(0.5, 2, 400)
+    pd.DataFrame({"log_weight": np.log(w), "weight": w}).to_parquet(d / "weights.parquet")
+    (d / "manifest.json").write_text(json.dumps({"release": {}}))
+    (d / "schema.json").write_text(json.dumps({"schema": parsed.public_dict()}))
+    b = load_bundle(d)
+    np.testing.assert_allclose(b.data.age, raw.age)
+    assert list(b.data.ill.astype(str)) == list(raw.ill) and list(b.data.region.cat.categories) == ["north", "south",
+                                                                                                     "west"]
+    assert b.mean("age").value == pytest.approx(np.average(raw.age, weights=w))
+    west = (raw.region == "west").to_numpy()
+    assert b.rate("ill", "yes", where=b.data.region == "west").value == pytest.approx(
+        np.average(raw.ill[west] == "yes", weights=w[west]))
+    with pytest.raises(DpiwError, match="categorical: use rate"):
+        b.mean("region")
+    with pytest.raises(DpiwError, match="not a category"):
+        b.rate("region", "east")
+    assert list(b.design(["age", "region"]).columns) == ["age", "region=south", "region=west"]
+    from sklearn.linear_model import LogisticRegression
+
+    model = b.fit(LogisticRegression(max_iter=2000), ["age", "region"], "ill")
+    assert list(model.classes_) == ["no", "yes"] and model.coef_[0][0] > 0
+    (d / "schema.json").unlink()
+    with pytest.warns(UserWarning, match="without schema.json"):
+        old = load_bundle(d)
+    assert old.data.age.max() <= 1 and set(old.data.ill) <= {0, 1}

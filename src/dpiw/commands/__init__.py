@@ -17,7 +17,8 @@ import pkgutil
 import sys
 
 import dpiw.stages
-from dpiw.stages._cli import Parser, run
+from dpiw.stages import _cli
+from dpiw.stages._cli import Parser
 
 #: the pipeline stages reachable as `dpiw <stage>`: every module dpiw.stages.<name> (each has main(argv))
 STAGES = tuple(m.name for m in pkgutil.iter_modules(dpiw.stages.__path__) if not m.name.startswith("_"))
@@ -55,5 +56,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def entry() -> None:
-    """The console script: one-line errors and exit status 2, as every stage."""
-    run(main)
+    """The console script: one-line errors and exit status 2, as every stage (``_cli.run``: the subcommand
+    module dpiw.commands.run shadows a bare ``run`` here once it is imported)."""
+    _cli.run(main)

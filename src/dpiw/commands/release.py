@@ -1,13 +1,13 @@
 """Release DP synthetic data and DP importance weights of your own table, in one command (release mode).
 
-Every row of DATA is private. dpiw copies your schema to data/schemas/<name>.yaml (pointing at DATA), writes
-the run's config to configs/release_<name>.yaml (rerun it with Snakemake or edit it later), runs the
-workflow, and prints where the bundle is and what it spent. The noise comes from fresh OS entropy, so two
+Every row of DATA is private. In the project folder (--project, default the current directory; created on
+first use) dpiw copies your schema to data/schemas/<name>.yaml (pointing at DATA), writes the run's config to
+configs/release_<name>.yaml (rerun it with Snakemake or edit it later), runs the workflow, and prints where the
+bundle is and what it spent. The noise comes from fresh OS entropy, so two
 releases never share it. Every bundle is first admitted to the table's lifetime ledger
 (ledgers/ledger.sqlite, or $DPIW_LEDGER_URL), found by the table's content whatever its name; its budget is
 set when the first release creates it and a release that would pass it is refused. One release of a
-dataset runs at a time; a release that was killed resumes when the same command is run again. Run it from
-the repository's root.
+dataset runs at a time; a release that was killed resumes when the same command is run again.
 
     dpiw release data/examples/clinic.csv --schema data/schemas/clinic.yaml --epsilon 1
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 import yaml
 
 from dpiw import DpiwError, registry
+from dpiw.commands.project import add_argument as add_project_argument
 from dpiw.commands.run import snakemake
 from dpiw.commands.show import describe
 from dpiw.io import read_json
@@ -66,6 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="replace_one (the row count is public) or add_remove (it is private; needs a numeric "
                         "--delta)")
     p.add_argument("--cores", default="all", help="CPU cores for the workflow's jobs")
+    add_project_argument(p)
 
 
 def _schema_for(data: Path, schema_path: Path, root: Path) -> str:
@@ -129,7 +131,7 @@ def _check_choices(args) -> None:
                         "method")
 
 
-def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
+def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int | None:
     """Check what can be checked before anything private is written: the table reads under its schema and the
     delta is below 1/N_D (replace-one; the row count is private under add/remove). Returns N_D (replace-one)."""
     from dpiw.data.datasets import count_rows
@@ -147,7 +149,7 @@ def _preflight(args, data: Path, schema_path: Path, delta) -> int | None:
         from dpiw.config import load_yaml
         from dpiw.sdgp import make_sdgp
 
-        make_sdgp(args.sdgp, **load_yaml("params.yaml")["sdgp"][args.sdgp]).check_domain(schema)
+        make_sdgp(args.sdgp, **load_yaml(params)["sdgp"][args.sdgp]).check_domain(schema)
     if args.neighbours != "replace_one":
         return None
     n_rows = count_rows(schema, str(data))  # a chunk at a time: the table may be larger than memory
@@ -178,23 +180,23 @@ def one_release_at_a_time(root: Path, name: str):
 
 
 def main(args) -> None:
+    from dpiw.commands.project import enter, project_params
     from dpiw.grid import eps_str
 
-    root = Path.cwd()
     data, schema_path = Path(args.data), Path(args.schema)
     for flag, path in (("DATA", data), ("--schema", schema_path)):
         if not path.is_file():
             raise DpiwError(f"{flag} {path}: no such file")
+    data, schema_path, args.origin = data.resolve(), schema_path.resolve(), Path.cwd()
     if not (args.epsilon > 0):
         raise DpiwError(f"--epsilon must be positive, got {args.epsilon}")
-    if not (root / "Snakefile").is_file():
-        raise DpiwError(f"no Snakefile in {root}: run dpiw from the repository's root")
     try:
         delta = args.delta if args.delta in ("paper", "auto") else float(args.delta)
     except ValueError:
         raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
     _check_choices(args)
-    n_rows = _preflight(args, data, schema_path, delta)
+    n_rows = _preflight(args, data, schema_path, delta, project_params(args.project))
+    root = enter(args.project)  # the project folder (created now): what follows reads and writes there
     from dpiw.data.schema import load_schema
 
     with one_release_at_a_time(root, load_schema(schema_path).name):
@@ -219,6 +221,14 @@ def earlier_bundles_in_the_ledger(root: Path, name: str, url: str) -> int:
                             f"{describe(url)} does not hold ({exc}); restore the store from its backup, or point "
                             "--ledger / DPIW_LEDGER_URL at it") from None
     return len(entries)
+
+
+def delta_rule(delta, value: float, n_rows: int | None) -> str:
+    """Which rule set the release's delta, in words."""
+    rows = f"N_D = {n_rows:,} rows" if n_rows else "the row count"
+    rule = {"auto": f"--delta auto: N_D^-1.5 with {rows}, well below 1/N_D",
+            "paper": f"--delta paper: 1/N_D - 1e-6 with {rows} (the paper's rule)"}.get(delta, "--delta, as given")
+    return f"delta      {value:.3g}, set by {rule}"
 
 
 def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, n_rows, eps_str) -> None:
@@ -265,13 +275,15 @@ def _release(args, root: Path, data: Path, schema_path: Path, name: str, delta, 
                / args.sdgp / args.weights / args.post)
     manifest = read_json(run_dir / "manifest.json")
     print("\n".join(describe(manifest)))
+    print(delta_rule(delta, manifest["budget"]["delta"], n_rows))
     bundle = run_dir / "release"
     if manifest["release"]["fit_to_release"]:
         from dpiw.privacy.store import describe as where
 
         files = ", ".join(sorted(p.name for p in bundle.iterdir()))
-        print(f"\nbundle     {os.path.relpath(bundle)}/  ({files})\n"
-              f"ledger     {where(url)}: keep it and back it up (never publish it); it counts "
-              "every release of this table (`dpiw ledger show`)")
+        store = where(url) if "://" in url else os.path.relpath(root / url, args.origin)
+        print(f"\nbundle     {os.path.relpath(bundle, args.origin)}/  ({files})\n"
+              f"ledger     {store}: keep it and back it up (never publish it); it counts every release of this "
+              "table (`dpiw ledger show`)")
     else:
-        print(f"\nno bundle to publish: {bundle.relative_to(root)}/ holds the reasons")
+        print(f"\nno bundle to publish: {os.path.relpath(bundle, args.origin)}/ holds the reasons")

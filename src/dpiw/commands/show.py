@@ -66,11 +66,48 @@ def describe(m: dict) -> list[str]:
         if led.get("default_budget"):
             first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
                       "set-budget`)")
+        left = b["epsilon"] - led["lifetime"]["epsilon"]
         lines.append(f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
-                     f"{_num(b['delta'])} over {led['releases']} release(s) of this table{first}; ledger entry "
-                     f"{led['entry'][:16]}")
+                     f"{_num(b['delta'])} over {led['releases']} release(s) of this table ({_num(max(left, 0.0))} "
+                     f"left){first}; ledger entry {led['entry'][:16]}")
+    return lines
+
+
+def bundle_folder(manifest_path: Path) -> Path | None:
+    """The bundle beside a run's manifest (its release/ folder), or the folder the manifest is in."""
+    for folder in (manifest_path.parent, manifest_path.parent / "release"):
+        if (folder / "synthetic.parquet").is_file():
+            return folder
+    return None
+
+
+def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
+    """What an analyst gets: the rows and weights' size, k-hat and ESS, and the first rows in their units."""
+    import warnings
+
+    import pandas as pd
+
+    from dpiw.analysis import load_bundle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = load_bundle(folder, warn=False)
+    rel = b.manifest.get("release", {})
+    k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
+    lines = [f"bundle     {len(b.weights):,} synthetic rows with weights: Pareto k-hat {_num(k)} (threshold "
+             f"{_num(limit)}), Kish ESS/N {b.ess_fraction:.2f}"]
+    if b.schema is None:
+        lines.append("           (no schema.json: the rows below are scaled, categories as codes)")
+    with pd.option_context("display.width", 110, "display.max_columns", 12, "display.precision", 3):
+        head = b.data.head(rows).assign(weight=b.weights[:rows]).to_string(index=False)
+    lines += [f"           {line}" for line in head.splitlines()]
     return lines
 
 
 def main(args) -> None:
-    print("\n".join(describe(read_json(find_manifest(args.path)))))
+    path = find_manifest(args.path)
+    lines = describe(read_json(path))
+    folder = bundle_folder(path)
+    if folder is not None:
+        lines += describe_bundle(folder)
+    print("\n".join(lines))

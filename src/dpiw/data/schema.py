@@ -61,6 +61,13 @@ class Schema:
     def n_classes(self) -> int:
         return len(self.target_column.categories) if self.task == "classification" else 0
 
+    def public_dict(self) -> dict[str, Any]:
+        """What a release bundle may say of the table: the columns with their public bounds and categories, the
+        target and the task (:func:`parse_schema` reads it back); not where the private rows live."""
+        cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
+                                                    {"categories": list(c.categories)})} for c in self.columns]
+        return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
+
 
 def _fail(path, msg):
     raise DpiwError(f"{path}: {msg}")

@@ -1,7 +1,8 @@
 """The release bundle of one run: what a curator may publish, and nothing else.
 
-``release/`` holds the synthetic rows, their (post-processed) importance weights and the manifest
-(spends, composed accounting, PSIS verdict) - all outputs of DP mechanisms or post-processing of them.
+``release/`` holds the synthetic rows, their (post-processed) importance weights, the manifest (spends,
+composed accounting, PSIS verdict) - all outputs of DP mechanisms or post-processing of them - and the
+table's public schema (bounds, categories, target), which the curator declared public.
 A run that is not DP, or whose raw weights fail the k-hat gate, gets ``release/refused.json`` (the
 verdict and reasons) instead: no rows, no weights. A benchmark-mode run that passes both gets its
 bundle with ``NOT_FOR_RELEASE.txt`` beside it: its noise comes from public seeds and D is a split of the
@@ -39,9 +40,16 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
     return not reasons, reasons
 
 
-def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path) -> bool:
+#: the bundle's description of its table (dpiw.analysis decodes the rows with it)
+SCHEMA = "schema.json"
+
+
+def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path,
+                  schema=None) -> bool:
     """Write the bundle (or the refusal) atomically; True when the rows and weights were written (a
-    benchmark bundle then carries NOT_FOR_RELEASE.txt)."""
+    benchmark bundle then carries NOT_FOR_RELEASE.txt). With ``schema`` (dpiw.data.Schema) the bundle holds its
+    public part (:data:`SCHEMA`: columns, public bounds, categories, target, task), so an analyst can read the
+    rows in their units and labels."""
     ok, reasons = releasable(manifest)
     if not ok:
         write_dir_atomic(path, lambda d: write_json({"run": manifest["run"], "released": False,
@@ -62,6 +70,11 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
         rows.to_parquet(d / "synthetic.parquet", index=False, engine="pyarrow")
         weights.to_parquet(d / "weights.parquet", index=False, engine="pyarrow")
         write_json(manifest, d / "manifest.json")
+        if schema is not None:
+            write_json({"schema": schema.public_dict(),
+                        "encoding": "synthetic.parquet holds numeric columns scaled to [0, 1] by the public bounds "
+                                    "(value = lower + v (upper - lower)) and categories as codes (code i is the "
+                                    "i-th category); dpiw.analysis.load_bundle decodes them"}, d / SCHEMA)
         if not manifest["release"]["fit_to_release"]:
             (d / NOT_FOR_RELEASE).write_text("NOT fit to release:\n" + "".join(
                 f"- {r}\n" for r in manifest["release"]["reasons"]))

@@ -133,3 +133,29 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
                                 f"outside its declared categories {list(c.categories)}")
             out[c.name] = codes.to_numpy(dtype=np.int64)
     return pd.DataFrame(out)[schema.names]
+
+
+def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The inverse of :func:`scale_frame` with the schema's public bounds: numeric columns back in their units
+    (lower + v (upper - lower)), category codes back to their labels (a pandas Categorical in the schema's order).
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 10, "upper": 20},
+    ...     {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    >>> decode_frame(pd.DataFrame({"x": [0.5, 1.0], "y": [1, 0]}), s)
+          x    y
+    0  15.0  yes
+    1  20.0   no
+    """
+    out = {}
+    for c in schema.columns:
+        v = df[c.name].to_numpy()
+        if c.is_numeric:
+            out[c.name] = c.lower + v.astype(float) * (c.upper - c.lower)
+        else:
+            codes = v.astype(np.int64)
+            if codes.size and (codes.min() < 0 or codes.max() >= len(c.categories)):
+                raise DpiwError(f"column '{c.name}': codes outside its {len(c.categories)} categories")
+            out[c.name] = pd.Categorical.from_codes(codes, categories=list(c.categories))
+    return pd.DataFrame(out, index=df.index)[schema.names]

@@ -197,7 +197,10 @@ def main(argv: list[str] | None = None) -> None:
         manifest["ledger"] = admit_release(args, manifest)
     write_json(manifest, args.out)
     if args.release_out:
-        released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights)
+        from dpiw.data import load_schema
+
+        released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights,
+                                 schema=load_schema(args.schema) if args.schema else None)
         print(f"privacy_ledger: {args.run}: release/ " + ("written" if released else "refused (see refused.json)"))
     print(f"privacy_ledger: {args.run}: spent eps={manifest['spent']['epsilon']} of {args.epsilon}: "
           f"{manifest['verdict']}; fit to release: {manifest['release']['fit_to_release']}")

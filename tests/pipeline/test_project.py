@@ -1,0 +1,50 @@
+"""A curator releases from a folder of their own (`--project`), never writing into the dpiw checkout, and an
+analyst reads the published bundle somewhere else, in the table's units and labels."""
+
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+from helpers import sh
+
+
+def _status(root) -> str:
+    return sh(["git", "status", "--porcelain", "--untracked-files=all"], root).stdout
+
+
+def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path, root):
+    before = _status(root)
+    curator = tmp_path / "curator"
+    curator.mkdir()
+    shutil.copy(root / "data/examples/clinic.csv", curator / "clinic.csv")
+    shutil.copy(root / "data/schemas/clinic.yaml", curator / "clinic.yaml")
+    proc = sh(["dpiw", "release", "clinic.csv", "--schema", "clinic.yaml", "--epsilon", "1", "--cores", "1",
+               "--project", "releases"], curator)
+    assert "a new project in" in proc.stdout and "FIT TO RELEASE" in proc.stdout
+    project = curator / "releases"
+    assert {p.name for p in project.iterdir()} >= {"params.yaml", "configs", "data", "results", "ledgers"}
+    assert (project / "configs/release_clinic.yaml").is_file() and (project / "ledgers/ledger.sqlite").is_file()
+    bundle = project / "results/release_clinic/runs/clinic/eps=1/seed=0/mst/none/none/release"
+    assert f"bundle     releases/{bundle.relative_to(project)}/" in proc.stdout
+    assert _status(root) == before  # nothing of the checkout was written
+    # a second release of the same table from the same project draws on the same ledger
+    proc = sh(["dpiw", "release", "clinic.csv", "--schema", "clinic.yaml", "--epsilon", "0.5", "--cores", "1",
+               "--project", "releases"], curator)
+    assert "over 2 release(s) of this table" in proc.stdout and "a new project" not in proc.stdout
+    # the analyst has the published folder only, in a folder of their own
+    analyst = tmp_path / "analyst"
+    shutil.copytree(bundle, analyst / "bundle")
+    code = ("from dpiw.analysis import load_bundle\n"
+            "b = load_bundle('bundle')\n"
+            "print(b.mean('age').value, b.mean('bmi').value)\n"
+            "print(sorted(set(b.data['outcome'].astype(str))), b.data['outcome'].iloc[0].__class__.__name__)\n"
+            "print(b.rate('outcome', 'ill').value)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=analyst, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    age, bmi = map(float, lines[0].split())
+    real = pd.read_csv(root / "data/examples/clinic.csv")
+    assert 18 <= age <= 90 and abs(age - real.age.mean()) < 10, age  # years, not the [0, 1] scale
+    assert 12 <= bmi <= 60 and abs(bmi - real.bmi.mean()) < 5, bmi
+    assert lines[1] == "['healthy', 'ill'] str"
+    assert 0 < float(lines[2]) < 1
