@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -69,23 +69,38 @@ def _check_weights(weights) -> np.ndarray:
     return w
 
 
+#: what an interval from the synthetic rows alone covers
+SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP noise nor the sampling of the private "
+                 "rows (too narrow for the population)")
+#: what a noise-aware interval covers (dpiw.noise_aware)
+NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
+               "measurements) and the synthetic rows' sampling; NOT the generator's bias")
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A weighted mean with its Kish-ESS standard error.
+    """A weighted mean with its standard error.
 
     Attributes
     ----------
     value : float
         The self-normalised weighted mean sum w h / sum w.
     se : float
-        sqrt(weighted variance / ESS).
+        Its standard error: sqrt(weighted variance / ESS) from the synthetic rows alone, or, noise-aware, the
+        square root of the sum of ``parts``.
     ess : float
         Kish's effective sample size of the weights used.
+    parts : dict
+        The variance's parts by source (noise-aware estimates): ``private_rows``, ``noise``, ``synthetic_rows``.
+    covers : str
+        What the interval accounts for, in words.
     """
 
     value: float
     se: float
     ess: float
+    parts: dict | None = None
+    covers: str = SAMPLING_ONLY
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95)."""
@@ -148,6 +163,8 @@ class Bundle:
     manifest: dict
     scaled: pd.DataFrame | None = None
     schema: object = None
+    measurements: dict | None = None
+    _bootstrap: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ess_fraction(self) -> float:
@@ -159,33 +176,84 @@ class Bundle:
             raise DpiwError(f"no column {column!r} in the bundle; it has {list(self.data.columns)}")
         return self.data[column]
 
-    def _where(self, where) -> np.ndarray:
-        if where is None:
-            return np.ones(len(self.data), dtype=bool)
+    @property
+    def noise_aware(self) -> bool:
+        """Whether the bundle publishes what a noise-aware interval needs (a marginal-based generator's
+        measurements and the schema)."""
+        return bool(self.measurements and "generator" in self.measurements and self.schema is not None)
+
+    def bootstrap(self, *, replicates: int | None = None, seed: int = 0):
+        """The noise-aware bootstrap of this bundle (:class:`dpiw.noise_aware.NoiseBootstrap`), made on first use
+        and kept."""
+        from dpiw import noise_aware
+
+        key = (replicates or noise_aware.REPLICATES, seed)
+        if key not in self._bootstrap:
+            fitted = [r for r in self.manifest.get("records", []) if r.get("stage") == "fit_weights"]
+            reuse = bool(fitted and fitted[0].get("details", {}).get("reused"))
+            self._bootstrap[key] = noise_aware.NoiseBootstrap(self.schema, self.measurements, reuse=reuse,
+                                                              replicates=key[0], seed=seed)
+        return self._bootstrap[key]
+
+    def _estimate(self, values, where, interval: str) -> Estimate:
+        """The weighted mean of ``values(data) -> array`` over the subgroup ``where``, with its interval."""
+        from dpiw import noise_aware
+
+        if interval not in ("auto", "noise", "sampling"):
+            raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
+        is_mask = where is not None and not callable(where) and not isinstance(where, dict)
+        if interval == "noise" and not self.noise_aware:
+            raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
+                            "(measurements.json: generators mst, aim) and its schema")
+        if interval == "noise" and is_mask:
+            raise DpiwError("interval='noise': give where as {column: label} or a function of the rows (a boolean "
+                            "mask cannot be applied to the bootstrap's rows)")
+        mask = self._mask(where) if is_mask else noise_aware.subgroup(self.data, where)
+        if not mask.any():
+            raise DpiwError("where: no synthetic row is in this subgroup")
+        h = np.asarray(values(self.data), float)
+        est = weighted_mean(h[mask], self.weights[mask])
+        if interval == "sampling" or (interval == "auto" and (is_mask or not self.noise_aware)):
+            return est
+        n_private = float(self.measurements["generator"]["total"])
+        parts = noise_aware.sampling_variances(h, self.weights, mask, n_private)
+        parts["noise"], _ = noise_aware.noise_variance(
+            self.bootstrap(), lambda data, w: (np.asarray(values(data), float), noise_aware.subgroup(data, where)))
+        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE)
+
+    def _mask(self, where) -> np.ndarray:
         mask = np.asarray(where, dtype=bool)
         if mask.shape != (len(self.data),):
             raise DpiwError(f"where: a boolean mask of the {len(self.data)} rows, got shape {mask.shape}")
-        if not mask.any():
-            raise DpiwError("where: no synthetic row is in this subgroup")
         return mask
 
-    def mean(self, column: str, where=None) -> Estimate:
-        """The weighted mean of a numeric column, in its units (see :func:`weighted_mean`), over the rows where
-        ``where`` (a boolean mask, e.g. ``b.data.region == "north"``) holds, or over all of them."""
+    def mean(self, column: str, where=None, *, interval: str = "auto") -> Estimate:
+        """The weighted mean of a numeric column, in its units, over a subgroup or all rows.
+
+        Parameters
+        ----------
+        column : str
+            A numeric column.
+        where : None, dict, callable or boolean mask
+            The subgroup: ``{"smoker": "yes"}``, a function of the decoded rows (``lambda d: d.age > 60``), or a
+            boolean mask of the rows (then the interval comes from the synthetic rows alone).
+        interval : {"auto", "noise", "sampling"}
+            ``noise``: noise-aware (:mod:`dpiw.noise_aware`: the private rows' sampling, the mechanisms' noise,
+            the synthetic rows' sampling); ``sampling``: from the synthetic rows alone (Kish's ESS);
+            ``auto`` (default): noise-aware where the bundle allows it.
+        """
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
             raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
-        mask = self._where(where)
-        return weighted_mean(col.to_numpy(float)[mask], self.weights[mask])
+        return self._estimate(lambda data: data[column].to_numpy(float), where, interval)
 
-    def rate(self, column: str, label, where=None) -> Estimate:
-        """The weighted share of rows whose ``column`` is ``label`` (a category's label), over the rows where
-        ``where`` holds, or over all of them."""
+    def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
+        """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all
+        rows (``where`` and ``interval`` as for :meth:`mean`)."""
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) and label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
-        mask = self._where(where)
-        return weighted_mean((col == label).to_numpy(float)[mask], self.weights[mask])
+        return self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
 
     def design(self, features: list[str]) -> pd.DataFrame:
         """The features as a numeric design matrix: numeric columns in their units, a categorical column with K
@@ -260,7 +328,10 @@ def load_bundle(path: str | Path, *, warn: bool = True) -> Bundle:
     elif warn:
         warnings.warn(f"{folder}: a bundle without schema.json (written before bundles carried their schema): its "
                       "data are the scaled rows (numeric columns in [0, 1], categories as codes)", stacklevel=2)
-    bundle = Bundle(data, _check_weights(weights), json.loads(files["manifest.json"].read_text()), scaled, schema)
+    measurements = (json.loads((folder / "measurements.json").read_text())
+                    if (folder / "measurements.json").is_file() else None)
+    bundle = Bundle(data, _check_weights(weights), json.loads(files["manifest.json"].read_text()), scaled, schema,
+                    measurements)
     if warn:
         release = bundle.manifest.get("release", {})
         k, limit = release.get("pareto_k"), release.get("pareto_k_threshold")

@@ -56,6 +56,8 @@ WEIGHTS_DIR = FIT + "/{weights}"
 LOG_RATIOS = WEIGHTS_DIR + "/log_ratios.parquet"
 PUBLIC_LOG_RATIOS = WEIGHTS_DIR + "/public_log_ratios.parquet"  # the classifier's scores at the public rows
 WEIGHTS_PRIVACY = WEIGHTS_DIR + "/privacy/fit_weights.json"
+#: marginal_match only: its noisy measurements (published in the bundle for noise-aware intervals)
+WEIGHTS_MEASUREMENTS = WEIGHTS_DIR + "/measurements.json"
 RUN_ID = FIT_ID + "/{weights}/{post}"  # a run's name in manifests and random streams (no output folder)
 RUN_DIR = "runs/" + RUN_ID
 LOG_WEIGHTS = RUN_DIR + "/log_weights.parquet"
@@ -74,6 +76,7 @@ SUMMARY = "summary.json"                # a few means per weight method, for `dv
 FIG1 = "figures/fig1_toy_weights.png"
 FIG2 = "figures/fig2_bayes.png"
 REPORT = "report.html"
+PROVENANCE = "provenance.html"  # Snakemake's own report (rule graph, code, config), linked from the end of REPORT
 #: outside the output folder, shared by every config
 SCHEMA = "data/schemas/{dataset}.yaml"
 #: the output folder of the default config (params.yaml alone)
@@ -159,6 +162,17 @@ def reuses_measurements(lookup: Lookup, sdgp: str, weights: str) -> bool:
     """marginal_match after a zCDP SDGP, with weights.marginal_match.reuse_sdgp on."""
     return (registry.weight_method(weights).family == "marginal" and has_measurements(sdgp)
             and bool(lookup("weights.marginal_match.reuse_sdgp")))
+
+
+def measures_weights(weights: str) -> bool:
+    """A weight method whose noisy measurements go into the bundle (marginal_match)."""
+    return registry.weight_method(weights).family == "marginal"
+
+
+def bundle_measurements(r) -> list[str]:
+    """The noisy measurements a run's bundle publishes (templates): its zCDP SDGP's and its marginal weights'."""
+    return ([MEASUREMENTS] if has_measurements(r.sdgp) else []) + (
+        [WEIGHTS_MEASUREMENTS] if measures_weights(r.weights) else [])
 
 
 def calibrates(post: str) -> bool:
@@ -514,6 +528,9 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
             outs = [path(LOG_RATIOS, weights=weights), path(PUBLIC_LOG_RATIOS, weights=weights),
                     path(WEIGHTS_PRIVACY, weights=weights)]
             argv += ["--out", outs[0], "--public-out", outs[1], "--privacy-out", outs[2]]
+            if measures_weights(weights):
+                outs.append(path(WEIGHTS_MEASUREMENTS, weights=weights))
+                argv += ["--measurements-out", outs[-1]]
             tasks.append(_task(weights, argv, ins, outs))
         return tasks
     for r in cell_runs:
@@ -543,10 +560,12 @@ def _seed_tasks(config: dict, lookup: Lookup, out: str, stage: str, cell: Cell, 
         elif stage == "privacy_ledger":
             records = [path(SCALE_PRIVACY, **k), path(SYNTH_PRIVACY, **k), path(WEIGHTS_PRIVACY, **k),
                        path(POST_PRIVACY, **k)]
-            ins = [*records, schema, path(SYNTH, **k), path(LOG_WEIGHTS, **k)]
+            measured = [path(m, **k) for m in bundle_measurements(r)]
+            ins = [*records, schema, *measured, path(SYNTH, **k), path(LOG_WEIGHTS, **k)]
             outs = [path(MANIFEST, **k), path(RELEASE, **k)]
             argv = ["--records", *records, *ledger_args(config, lookup, run=r), "--run", fmt(RUN_ID, **k),
-                    "--out", outs[0], "--synth", ins[-2], "--log-weights", ins[-1], "--release-out", outs[1]]
+                    "--out", outs[0], "--synth", ins[-2], "--log-weights", ins[-1], "--release-out", outs[1],
+                    *(["--measurements", *measured] if measured else [])]
         else:
             raise ValueError(f"not a cell stage: {stage}")
         tasks.append(_task(name, argv, ins, outs))

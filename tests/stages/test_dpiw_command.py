@@ -197,3 +197,21 @@ def test_schema_infer_drafts_a_coded_label_as_classification_and_never_overwrite
     assert out.read_text() == "name: wine  # the curator's own\n"
     main(["schema", "infer", str(data), "--out", str(out), "--force"])
     assert out.read_text() == text
+
+
+def test_help_lists_commands_then_stages_and_every_usage_names_dpiw(capsys):
+    from dpiw.commands import INTERNAL_STAGES
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    commands, stages = text.index("\ncommands:"), text.index("\npipeline stages")
+    assert commands < stages
+    for name in ("run", "release", "schema", "show", "ledger"):
+        assert f"\n    {name} " in text[commands:stages]
+    listed = [line.split()[0] for line in text[stages + 1:].splitlines()[1:] if line.strip()]
+    assert listed == [s for s in STAGES if s not in INTERNAL_STAGES] and "cell" not in listed
+    for stage in STAGES:  # internal ones too: reachable, with their own usage
+        with pytest.raises(SystemExit):
+            main([stage, "--help"])
+        assert capsys.readouterr().out.startswith(f"usage: dpiw {stage} "), stage

@@ -65,25 +65,35 @@ rule figures:
 
 
 rule report:
-    """`snakemake --report` as the last job, so that a plain `snakemake --cores all` ends with the HTML
-    report (the profile option `report-after-run` breaks `snakemake -n`). The nested call reads this
-    run's effective config (params.yaml plus any --config/--configfile overrides) and takes no lock."""
+    """The run's report.html, the answer first (dpiw.stages.report: summary, figures, manifests), and
+    Snakemake's own report as its provenance page (rule graph, code, config), made by a nested
+    `snakemake --report` as the last job (the profile option `report-after-run` breaks `snakemake -n`). The
+    nested call reads this run's effective config (params.yaml plus any --config/--configfile overrides) and
+    takes no lock."""
     input:
-        out(G.TABLE_CSV),
-        out(G.TABLE_RUNS),
-        out(G.SUMMARY_HTML),
-        out(G.MANIFESTS_HTML),
-        out(G.FIG1),
-        out(G.FIG2),
+        table=out(G.TABLE_CSV),
+        runs=out(G.TABLE_RUNS),
+        summary=out(G.SUMMARY_HTML),
+        manifests=out(G.MANIFESTS_HTML),
+        fig1=out(G.FIG1),
+        fig2=out(G.FIG2),
     output:
-        out(G.REPORT),
+        report=out(G.REPORT),
+        provenance=out(G.PROVENANCE),
     params:
         config=CONFIG_FILE,
         snakefile=workflow.main_snakefile,
+        title=f"dpiw: {OUT.removeprefix('results/')}",
+        captions=[workflow.source_path("../report/fig1.rst"), workflow.source_path("../report/fig2.rst")],
+        link=G.PROVENANCE,
     log:
         f"{LOGS}/report.log",
     conda:
         "../envs/dpiw.yaml"
     shell:
-        "snakemake --snakefile {params.snakefile:q} --configfile {params.config:q} --nolock"
-        " --report {output:q} > {log} 2>&1"
+        "(snakemake --snakefile {params.snakefile:q} --configfile {params.config:q} --nolock"
+        " --report {output.provenance:q}"
+        " && python -m dpiw.stages.report --title {params.title:q} --summary-html {input.summary:q}"
+        " --manifests-html {input.manifests:q} --figure {input.fig1:q} {params.captions[0]:q}"
+        " --figure {input.fig2:q} {params.captions[1]:q} --provenance {params.link:q} --out {output.report:q})"
+        " > {log} 2>&1"

@@ -6,7 +6,7 @@ words, and every pipeline stage as a subcommand.
     dpiw schema infer DATA [--target T]                    a draft schema; the bounds are left for you to fill in
     dpiw show RUN_DIR|BUNDLE_DIR|manifest.json             what a run spent and whether it may be published
     dpiw ledger show|verify|set-budget                     the lifetime ledgers of your private tables
-    dpiw <stage> ...                                       one stage (scale, synthesize, fit_weights, ...)
+    dpiw <stage> ...                                       one pipeline stage (listed below)
 """
 
 from __future__ import annotations
@@ -22,27 +22,42 @@ from dpiw.stages._cli import Parser
 
 #: the pipeline stages reachable as `dpiw <stage>`: every module dpiw.stages.<name> (each has main(argv))
 STAGES = tuple(m.name for m in pkgutil.iter_modules(dpiw.stages.__path__) if not m.name.startswith("_"))
+#: stages the workflow and the make targets call for themselves: reachable, but not listed in `dpiw --help`
+INTERNAL_STAGES = ("cell", "paper_compare", "validate_params")
 #: the command's own subcommands: module dpiw.commands.<module>, each with add_arguments(parser) and main(args)
 COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "show", "ledger": "ledger"}
 
 
-def summary(module: str) -> str:
-    """The first line of a module's docstring (the subcommand's one-line help)."""
-    doc = importlib.import_module(module).__doc__ or ""
-    return doc.strip().splitlines()[0] if doc.strip() else module
+def summary(module: str, prefix: str = "", width: int = 90) -> str:
+    """The first sentence of a module's docstring after ``prefix``, at most ``width`` characters: a subcommand's
+    one-line help."""
+    import textwrap
+
+    doc = " ".join((importlib.import_module(module).__doc__ or "").split()).removeprefix(prefix)
+    return textwrap.shorten(doc.split(". ")[0].rstrip("."), width, placeholder=" ...") if doc else module
+
+
+def stage_list() -> str:
+    """The pipeline stages under their own heading, each with its first sentence."""
+    lines = ["pipeline stages (one step of the workflow; `dpiw <stage> --help` lists its flags):"]
+    for stage in STAGES:
+        if stage not in INTERNAL_STAGES:
+            text = summary(f"dpiw.stages.{stage}", prefix=f"Stage `{stage}`: ")
+            lines.append(f"  {stage:<21}{text}")
+    return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="dpiw", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    p = Parser(prog="dpiw", description=__doc__, epilog=stage_list(),
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser,
+                           title="commands")
     for name, module in COMMANDS.items():
         mod = importlib.import_module(f"dpiw.commands.{module}")
         sp = sub.add_parser(name, help=summary(mod.__name__), description=mod.__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(sp)
         sp.set_defaults(handler=mod.main)
-    for stage in STAGES:
-        sub.add_parser(stage, help=f"the `{stage}` stage (dpiw {stage} --help lists its flags)", add_help=False)
     return p
 
 

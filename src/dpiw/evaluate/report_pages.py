@@ -92,3 +92,32 @@ def manifests_html(manifests: list[dict]) -> str:
             f"<td class=\"{'' if release['fit_to_release'] else 'no'}\">{html.escape(fit)}</td></tr>")
     body.append("</tbody></table>")
     return _page("dpiw privacy manifests", body)
+
+
+def _body(page: str) -> str:
+    """What lies between a page's <body> tags (the pages above), its first heading one level down."""
+    inner = page.split("<body>", 1)[-1].rsplit("</body>", 1)[0]
+    return inner.replace("<h1>", "<h2>", 1).replace("</h1>", "</h2>", 1)
+
+
+def report_html(title: str, *, summary: str, manifests: str, figures: list[tuple[str, bytes, str]],
+                provenance: str) -> str:
+    """The run's report, the answer first: the summary (does weighting help?), the figures (PNG bytes inlined,
+    with their captions), every run's manifest, and last a link to the workflow's provenance (Snakemake's report:
+    the rule graph, the code, the config and the run times). One self-contained file."""
+    import base64
+
+    sections = [f"<h1>{html.escape(title)}</h1>",
+                "<p><a href=\"#summary-section\">Does weighting help?</a> · <a href=\"#figures\">Figures</a> · "
+                "<a href=\"#privacy\">Privacy</a> · <a href=\"#provenance\">Provenance</a></p>",
+                f"<section id=\"summary-section\">{_body(summary)}</section>",
+                "<section id=\"figures\"><h2>Figures</h2>"]
+    for name, png, caption in figures:
+        data = base64.b64encode(png).decode()
+        sections.append(f"<figure><img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,{data}\" "
+                        f"style=\"max-width:100%\"><figcaption>{html.escape(caption)}</figcaption></figure>")
+    sections += ["</section>", f"<section id=\"privacy\">{_body(manifests)}</section>",
+                 "<section id=\"provenance\"><h2>Provenance</h2><p>How these results were made - the rule graph, "
+                 f"the code of every rule, the config and the run times: <a href=\"{html.escape(provenance)}\">"
+                 f"{html.escape(provenance)}</a> (Snakemake's report).</p></section>"]
+    return _page(title, sections)

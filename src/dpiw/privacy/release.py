@@ -44,12 +44,18 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
 SCHEMA = "schema.json"
 
 
+#: the noisy measurements behind the rows and the weights (dpiw.analysis's noise-aware intervals)
+MEASUREMENTS = "measurements.json"
+
+
 def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path,
-                  schema=None) -> bool:
+                  schema=None, measurements=()) -> bool:
     """Write the bundle (or the refusal) atomically; True when the rows and weights were written (a
     benchmark bundle then carries NOT_FOR_RELEASE.txt). With ``schema`` (dpiw.data.Schema) the bundle holds its
     public part (:data:`SCHEMA`: columns, public bounds, categories, target, task), so an analyst can read the
-    rows in their units and labels."""
+    rows in their units and labels. ``measurements``: the noisy measurements the run's mechanisms released (a
+    zCDP SDGP's, marginal_match's; JSON files), published as :data:`MEASUREMENTS` - DP outputs themselves, from
+    which an analyst can propagate the mechanisms' noise into an interval."""
     ok, reasons = releasable(manifest)
     if not ok:
         write_dir_atomic(path, lambda d: write_json({"run": manifest["run"], "released": False,
@@ -70,6 +76,21 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
         rows.to_parquet(d / "synthetic.parquet", index=False, engine="pyarrow")
         weights.to_parquet(d / "weights.parquet", index=False, engine="pyarrow")
         write_json(manifest, d / "manifest.json")
+        if measurements:
+            from dpiw.io import read_json
+
+            parts = {}
+            for f in measurements:
+                m = read_json(f)
+                if m.get("method") == "marginal_match":
+                    parts["weights"] = m
+                else:  # the generator's: with what its model was fitted to (its records say)
+                    synth = next(r for r in manifest["records"] if r["stage"] == "synthesize")
+                    count = synth["details"].get("row_count", {})
+                    parts["generator"] = {**m, "generator": synth["details"].get("generator"),
+                                          "iters": synth["details"].get("iters"),
+                                          "total": float(count.get("noisy_n") or manifest["data"]["n_train"])}
+            write_json(parts, d / MEASUREMENTS)
         if schema is not None:
             write_json({"schema": schema.public_dict(),
                         "encoding": "synthetic.parquet holds numeric columns scaled to [0, 1] by the public bounds "

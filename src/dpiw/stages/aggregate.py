@@ -17,7 +17,7 @@ from dpiw.stages.cell import outputs
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.aggregate", description=__doc__)
+    p = Parser(prog="dpiw aggregate", description=__doc__)
     p.add_argument("--metrics", nargs="+", default=[],
                    help="metrics JSON files of single runs (instead of --evaluated)")
     p.add_argument("--manifests", nargs="+", default=[], help="one per metrics file, same order")

@@ -32,7 +32,7 @@ STAGES = ("synthesize", "fit_weights", "postprocess_weights", "evaluate", "priva
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.cell", description=__doc__)
+    p = Parser(prog="dpiw cell", description=__doc__)
     p.add_argument("--stage", choices=STAGES, required=True, help="the stage to run for every run of the cell")
     p.add_argument("--config", required=True, help="the workflow's effective config (YAML)")
     p.add_argument("--cell", required=True, help="dataset/eps=E/sdgp")

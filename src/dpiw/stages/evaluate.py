@@ -29,7 +29,7 @@ from dpiw.stages._cli import Parser, run
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.evaluate", description=__doc__)
+    p = Parser(prog="dpiw evaluate", description=__doc__)
     p.add_argument("--synth", required=True)
     p.add_argument("--log-weights", required=True)
     p.add_argument("--test", required=True, help="the real rows to compare with (the held-out test split, or the "

@@ -13,7 +13,7 @@ from dpiw.stages._cli import Parser, run
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.figures", description=__doc__)
+    p = Parser(prog="dpiw figures", description=__doc__)
     p.add_argument("--runs", required=True, help="results/<config>/tables/runs.csv (one row per run)")
     p.add_argument("--toy-panel", nargs=3, action="append", default=[], metavar=("METHOD", "SYNTH", "LOG_WEIGHTS"),
                    help="one Figure 1 panel; repeat per weight method")

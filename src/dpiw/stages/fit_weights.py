@@ -61,7 +61,7 @@ def lambda_arg(text: str) -> str | float:
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.fit_weights", description=__doc__)
+    p = Parser(prog="dpiw fit_weights", description=__doc__)
     p.add_argument("--real", required=True, help="private train split (scaled)")
     p.add_argument("--synth", required=True)
     p.add_argument("--public", help="the slice declared public (may hold no rows)")
@@ -105,6 +105,8 @@ def parse_args(argv):
     p.add_argument("--measurements", help="marginal_match: the zCDP SDGP's noisy measurements to match too "
                                           "(weights.marginal_match.reuse_sdgp)")
     p.add_argument("--privacy-out", required=True)
+    p.add_argument("--measurements-out", help="marginal_match: where its noisy measurements go (JSON; the bundle "
+                                              "publishes them)")
     p.add_argument("--accounting", choices=ACCOUNTINGS, default="dpiw",
                    help="privacy.accounting: 'paper' gives beta_noised/beta_debiased the paper's Laplace scale and "
                         "dp_mlp add/remove DP-SGD, and marks their records NOT DP (an ablation)")
@@ -126,8 +128,9 @@ def main(argv: list[str] | None = None) -> None:
                             f"not '{args.sdgp}'")
         if not args.models:
             raise DpiwError(f"weight method '{args.method}' needs --models (the GAN's kept networks)")
-    if args.measurements and registry.weight_method(args.method).family != "marginal":
-        raise DpiwError(f"--measurements is for marginal_match, not weight method '{args.method}': drop it")
+    for flag, value in (("--measurements", args.measurements), ("--measurements-out", args.measurements_out)):
+        if value and registry.weight_method(args.method).family != "marginal":
+            raise DpiwError(f"{flag} is for marginal_match, not weight method '{args.method}': drop it")
     family = registry.weight_method(args.method).family
     # the private rows in memory only for the classifiers; marginal matching counts them batch by batch, and
     # the methods without a budget read none
@@ -155,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     # one stream per invocation: method, epsilon, share, inputs' digests... (never shared between two
     # weight files that could be released side by side: their difference would cancel the noise)
     who = identity(args, inputs=("real", "synth", "public", "schema", "models", "measurements"),
-                   outputs=("out", "public_out", "privacy_out"))
+                   outputs=("out", "public_out", "privacy_out", "measurements_out"))
     rng = noise.rng("fit_weights", {**who, "weights_epsilon": eps_w, "weights_delta": delta_w})
     eps_count = count_epsilon(args, eps_w)  # add/remove: the noisy row count's part of the weights' share
     rows = stage_rows(args, n_real, eps_count, noise, "fit_weights-count", who)
@@ -186,6 +189,10 @@ def main(argv: list[str] | None = None) -> None:
                                               "note": "the SDGP's own noisy measurements, matched too "
                                                       "(post-processing: no further spend)"}
         log_ratio, public_lr = est.log_ratio_, []
+        if args.measurements_out:
+            from dpiw.weights.marginal_match import write_measurements
+
+            write_measurements(est, args.measurements_out)
     else:
         X_synth = encode(synth, schema)
         X_real = encode(real, schema) if real is not None else X_synth[:0]

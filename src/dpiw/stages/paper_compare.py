@@ -52,7 +52,7 @@ DEFINITIONS = """\
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.paper_compare", description=__doc__)
+    p = Parser(prog="dpiw paper_compare", description=__doc__)
     p.add_argument("--runs", required=True, help="tables/runs.csv of a run of configs/paper.yaml")
     p.add_argument("--paper", required=True, help="the paper's Tables 1-3 (data/paper/ghalebikesabi2022_tables.csv)")
     p.add_argument("--out", required=True, help="the Markdown page to write")

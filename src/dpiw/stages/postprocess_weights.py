@@ -32,7 +32,7 @@ def tau_arg(text: str) -> str | float:
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.postprocess_weights", description=__doc__)
+    p = Parser(prog="dpiw postprocess_weights", description=__doc__)
     p.add_argument("--log-ratios", required=True)
     p.add_argument("--post", required=True, help="a step or a '+' chain of steps")
     p.add_argument("--alpha", type=float, default=1.0, help="temper: exponent in [0, 1]")

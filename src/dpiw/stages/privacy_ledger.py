@@ -22,7 +22,7 @@ from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.privacy_ledger", description=__doc__)
+    p = Parser(prog="dpiw privacy_ledger", description=__doc__)
     p.add_argument("--records", nargs="+", required=True, help="privacy JSONs of the run's release stages")
     p.add_argument("--epsilon", type=positive_float, required=True, help="the run's epsilon budget")
     p.add_argument("--delta", type=delta_arg, required=True, help="'auto', 'paper' or the run's delta budget")
@@ -33,6 +33,9 @@ def parse_args(argv):
     p.add_argument("--synth", help="the run's synthetic rows (for the release bundle)")
     p.add_argument("--log-weights", help="the run's post-processed log weights (for the release bundle)")
     p.add_argument("--release-out", help="the release directory to write")
+    p.add_argument("--measurements", nargs="+", default=[],
+                   help="the noisy measurements the bundle publishes (a zCDP SDGP's, marginal_match's): DP outputs, "
+                        "for an analyst's noise-aware intervals")
     p.add_argument("--ledger", help="the lifetime ledger store (a SQLite path or a postgresql:// URL; "
                                     "$DPIW_LEDGER_URL wins), for bundles fit to release")
     p.add_argument("--schema", help="the dataset's schema: where its private rows are (the ledger's key)")
@@ -200,7 +203,8 @@ def main(argv: list[str] | None = None) -> None:
         from dpiw.data import load_schema
 
         released = write_release(args.release_out, manifest=manifest, synth=args.synth, log_weights=args.log_weights,
-                                 schema=load_schema(args.schema) if args.schema else None)
+                                 schema=load_schema(args.schema) if args.schema else None,
+                                 measurements=args.measurements)
         print(f"privacy_ledger: {args.run}: release/ " + ("written" if released else "refused (see refused.json)"))
     print(f"privacy_ledger: {args.run}: spent eps={manifest['spent']['epsilon']} of {args.epsilon}: "
           f"{manifest['verdict']}; fit to release: {manifest['release']['fit_to_release']}")

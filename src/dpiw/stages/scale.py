@@ -29,7 +29,7 @@ from dpiw.stages._cli import Parser, run
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.scale", description=__doc__)
+    p = Parser(prog="dpiw scale", description=__doc__)
     p.add_argument("--schema", required=True)
     p.add_argument("--dataset", required=True, help="must equal the schema's name")
     p.add_argument("--seed", type=int, required=True)

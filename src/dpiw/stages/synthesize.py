@@ -38,7 +38,7 @@ SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "root": str, "max_model_s
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.synthesize", description=__doc__)
+    p = Parser(prog="dpiw synthesize", description=__doc__)
     p.add_argument("--train", required=True)
     p.add_argument("--schema", required=True)
     p.add_argument("--sdgp", required=True)

@@ -13,7 +13,7 @@ from dpiw.stages._cli import Parser, run
 
 
 def parse_args(argv):
-    p = Parser(prog="dpiw.stages.validate_params", description=__doc__)
+    p = Parser(prog="dpiw validate_params", description=__doc__)
     p.add_argument("--params", required=True, help="the params file to check (params.yaml)")
     p.add_argument("--configfile", action="append", default=[], help="laid over --params, as Snakemake does")
     p.add_argument("--schema", default="workflow/schemas/params.schema.yaml", help="the JSON schema of the params")

@@ -60,14 +60,25 @@ from dpiw.weights.estimators import SIGNAL_Z
 TAUS = (1.0, 0.3, 0.1, 0.03, 0.01)
 
 
+def measurements_dict(gen) -> dict:
+    """Noisy measurements with the public discretisation they were taken on: a zCDP SDGP's (MST's, AIM's
+    ``measurements_``: (clique, counts, std)) or this method's own (``measurements_``: (clique, counts), one
+    ``sigma_``). Noisy measurements are DP outputs: publishing them costs nothing more."""
+    own = isinstance(gen, MarginalMatch)
+    triples = [(cl, y, gen.sigma_) for cl, y in gen.measurements_] if own else gen.measurements_
+    # the SDGP's file keys marginal_match's noise (an input of its identity): its fields stay as they were
+    extra = ({"method": gen.method, "degree": gen.degree, "taus": list(gen.taus), "total": float(gen.rows_.n)}
+             if own else {})
+    return {"bins": gen.bins, "cards": list(gen.cards_), "columns": gen.schema_.names, **extra,
+            "measurements": [{"clique": [int(j) for j in cl], "std": float(sd), "counts": np.asarray(y).tolist()}
+                             for cl, y, sd in triples]}
+
+
 def write_measurements(gen, path) -> None:
-    """A zCDP SDGP's noisy measurements (MST's ``measurements_``: (clique, counts, std)) as JSON, with the
-    public discretisation they were taken on, for :func:`read_measurements`."""
+    """:func:`measurements_dict` as JSON, for :func:`read_measurements` and the bundle."""
     from dpiw.io import write_json
 
-    write_json({"bins": gen.bins, "cards": list(gen.cards_), "columns": gen.schema_.names,
-                "measurements": [{"clique": [int(j) for j in cl], "std": float(sd), "counts": np.asarray(y).tolist()}
-                                 for cl, y, sd in gen.measurements_]}, path)
+    write_json(measurements_dict(gen), path)
 
 
 def read_measurements(path, schema: Schema, *, bins: int) -> tuple:
@@ -191,6 +202,23 @@ class MarginalMatch:
             rdp=({"kind": "zcdp", "rho": m * delta_l2**2 / (2 * self.sigma_**2), "about": "marginal measurements"},))
         return self
 
+    @classmethod
+    def from_published(cls, published: dict, schema: Schema) -> MarginalMatch:
+        """The state :meth:`reweight` needs, rebuilt from the measurements a bundle publishes
+        (:func:`write_measurements`): no private row, no record (post-processing of released values)."""
+        est = cls(bins=published["bins"], degree=published["degree"], taus=tuple(published["taus"]))
+        est.schema_, est.cards_, est.privacy_ = schema, list(published["cards"]), None
+        est.measurements_ = [(tuple(m["clique"]), np.asarray(m["counts"], float)) for m in published["measurements"]]
+        est.cliques_ = [cl for cl, _ in est.measurements_]
+        est.sigma_ = float(published["measurements"][0]["std"])
+        est.rows_ = RowCount.exact(max(1, round(float(published["total"]))))
+        return est
+
+    def _note(self, **details) -> None:
+        """Add to the record's details (none when rebuilt from published measurements)."""
+        if self.privacy_ is not None:
+            self.privacy_.details.update(details)
+
     @shared_doc(FRAMES_WEIGHTS_FIT, "Measures D's marginals (:meth:`measure`), then fits one log weight per "
                 "synthetic cell (:meth:`reweight`).")
     def fit_frames(self, real: pd.DataFrame, synth: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,
@@ -248,12 +276,12 @@ class MarginalMatch:
                         "measured_cells": {k: v[1] for k, v in tests.items()}, "signal": bool(fired),
                         "fired": fired, "rule": f"weights only if chi^2 at unit weights > cells + {SIGNAL_Z:g} "
                                                 "sqrt(2 cells), on this method's own measurements or on all"}
-        self.privacy_.details["signal"] = self.signal_
+        self._note(signal=self.signal_)
         if not self.signal_["signal"]:  # the measurements cannot tell the synthetic rows from D: do no harm
             self.tau_, self.chi2_, self.n_cells_ = math.inf, chi2_unit, n_cells
             self.log_ratio_ = np.zeros(len(synth))
-            self.privacy_.details.update({"tau": None, "chi2": chi2_unit, "measured_cells": n_cells,
-                                          "groups": len(c), "tau_rule": "unit weights: no signal"})
+            self._note(tau=None, chi2=chi2_unit, measured_cells=n_cells, groups=len(c),
+                       tau_rule="unit weights: no signal")
             return self
         lam, chosen = np.zeros(n_cells), None
         for tau in self.taus:
@@ -269,7 +297,6 @@ class MarginalMatch:
         tau, chi2, u = chosen
         self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
         self.log_ratio_ = u[inverse.ravel()]
-        self.privacy_.details.update({"tau": tau, "chi2": chi2, "measured_cells": n_cells, "groups": len(c),
-                                      "tau_rule": "discrepancy principle: the largest tau in "
-                                                  f"{list(self.taus)} with chi^2 <= measured cells"})
+        self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c),
+                   tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured cells")
         return self

@@ -1,0 +1,162 @@
+"""Noise-aware intervals: the DP noise of a release carried into an analyst's interval, from what the bundle
+publishes (post-processing: no privacy cost).
+
+A release's estimate moves for three reasons besides the generator's own bias:
+
+- **sampling of D**: the private rows are a sample of a population (variance var(h) / N_D, in a subgroup of
+  share p: var(h | S) / (N_D p));
+- **the mechanisms' noise**: the generator's model was fitted to Gaussian-noised marginals, and marginal
+  matching's weights to noised marginals of their own;
+- **sampling of the synthetic rows** from the model (var(h | S) / ESS of the released rows).
+
+The first and last have closed forms. The middle one is found by a parametric bootstrap: each replicate adds
+fresh Gaussian noise of the published std to every published measurement (``y_b = y + e_b``: the spread of
+a fit on y_b about the fit on y stands in for that of the fit on y about the noiseless one), refits
+Private-PGM from them, draws rows from the refitted model, refits the marginal-matching weights from their own
+re-noised measurements (and the generator's, when they were matched too), and recomputes the estimate. All
+replicates draw their rows with the same random numbers, so their spread is the noise's, not the sampling's.
+
+Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions,
+equal-width bins with uniform values inside each), the exponential mechanisms' choices (the tree or the
+rounds' picks are kept fixed), and the weights' do-no-harm decision beyond what each replicate decides
+again. bench/coverage.py measures what the interval covers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+
+#: the bootstrap's replicates and the synthetic rows each one draws (at most)
+REPLICATES = 30
+REPLICATE_ROWS = 20_000
+
+
+@dataclass
+class Replicate:
+    data: pd.DataFrame  # decoded rows drawn from a refitted model
+    weights: np.ndarray
+
+
+class NoiseBootstrap:
+    """The replicates of one bundle, made once (seconds: one Private-PGM refit each) and kept.
+
+    Parameters
+    ----------
+    schema : dpiw.data.schema.Schema
+        The bundle's public schema.
+    measurements : dict
+        The bundle's measurements.json: ``generator`` (a zCDP SDGP's noisy marginals, their std, the bins,
+        Private-PGM's iterations and the row total) and, for marginal-matching weights, ``weights``.
+    reuse : bool
+        Whether the weights matched the generator's measurements too (the fit_weights record says).
+    replicates, rows, seed : int
+        The bootstrap's size, the rows each replicate draws, the analyst's seed.
+    """
+
+    def __init__(self, schema, measurements: dict, *, reuse: bool, replicates: int = REPLICATES,
+                 rows: int = REPLICATE_ROWS, seed: int = 0):
+        if "generator" not in measurements:
+            raise DpiwError("the bundle publishes no generator measurements: noise-aware intervals need a "
+                            "marginal-based generator (mst, aim)")
+        self.schema, self.m, self.reuse = schema, measurements, reuse
+        self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
+        self._made: list[Replicate] | None = None
+
+    def _triples(self, part: dict) -> list:
+        return [(tuple(x["clique"]), np.asarray(x["counts"], float), float(x["std"])) for x in part["measurements"]]
+
+    def made(self) -> list[Replicate]:
+        if self._made is not None:
+            return self._made
+        from dpiw.scale import decode_frame
+        from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module, sample_rows
+        from dpiw.weights.marginal_match import MarginalMatch
+
+        gen = self.m["generator"]
+        mbi, rng = mbi_module(), np.random.default_rng(self.seed)
+        cards, total, iters, bins = list(gen["cards"]), float(gen["total"]), int(gen["iters"]), int(gen["bins"])
+        released = self._triples(gen)
+        dom = domain(mbi, cards)
+        base = mbi.estimation.MirrorDescent().estimate(dom, linear_measurements(mbi, released), known_total=total,
+                                                       iters=iters)
+        out, draws = [], int(rng.integers(2**32))
+        for _ in range(self.replicates):
+            noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
+            model = mbi.estimation.MirrorDescent().estimate(dom, linear_measurements(mbi, noised), known_total=total,
+                                                            iters=iters, warm_start=base)
+            # every replicate draws its rows with the same random numbers (common random numbers): the rows of
+            # two replicates differ where their models do, so the spread is the noise's, not the sampling's
+            rows = sample_rows(model, self.schema, bins, self.rows, np.random.default_rng(draws))
+            weights = np.ones(len(rows))
+            if "weights" in self.m:
+                mm = MarginalMatch.from_published(self.m["weights"], self.schema)
+                mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
+                mm.reweight(rows, extra=tuple(noised) if self.reuse else ())
+                lw = mm.log_ratio_
+                weights = np.exp(lw - lw.max())
+            out.append(Replicate(decode_frame(rows, self.schema), weights))
+        self._made = out
+        return out
+
+
+def subgroup(data: pd.DataFrame, where) -> np.ndarray:
+    """The rows of a subgroup: ``where`` None (all), a mapping {column: label or list of labels}, or a function
+    of the decoded rows returning a boolean mask."""
+    if where is None:
+        return np.ones(len(data), dtype=bool)
+    if callable(where):
+        mask = np.asarray(where(data), dtype=bool)
+    elif isinstance(where, dict):
+        mask = np.ones(len(data), dtype=bool)
+        for column, value in where.items():
+            if column not in data:
+                raise DpiwError(f"where: no column {column!r}; the bundle has {list(data.columns)}")
+            values = value if isinstance(value, list | tuple | set) else [value]
+            mask &= data[column].isin(values).to_numpy()
+    else:
+        raise DpiwError("where: None, a mapping {column: label} or a function of the rows (a boolean mask cannot "
+                        "be applied to the bootstrap's rows)")
+    if mask.shape != (len(data),):
+        raise DpiwError(f"where: the function must give one boolean per row, got shape {mask.shape}")
+    return mask
+
+
+def weighted_parts(h: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """The weighted mean of ``h``, its weighted variance and Kish's ESS of ``w``."""
+    if not w.size or not w.sum() > 0:
+        raise DpiwError("where: no synthetic row (or no weight) in this subgroup")
+    p = w / w.sum()
+    mean = float(p @ h)
+    return mean, float(p @ (h - mean) ** 2), float(w.sum() ** 2 / (w * w).sum())
+
+
+def noise_variance(boot: NoiseBootstrap, statistic) -> tuple[float, int]:
+    """The variance of ``statistic(data, weights) -> (h, mask)``'s weighted mean over the replicates (their rows
+    drawn with common random numbers, so what is left of the row sampling is small); and how many replicates
+    had rows in the subgroup."""
+    values = []
+    for rep in boot.made():
+        h, mask = statistic(rep.data, rep.weights)
+        if mask.any() and rep.weights[mask].sum() > 0:
+            values.append(weighted_parts(h[mask], rep.weights[mask])[0])
+    if len(values) < 2:
+        raise DpiwError("where: the subgroup is empty in the bootstrap's rows; widen it")
+    return float(np.var(values, ddof=1)), len(values)
+
+
+def sampling_variances(h: np.ndarray, w: np.ndarray, mask: np.ndarray, n_private: float) -> dict[str, float]:
+    """The closed-form parts: the released rows' own sampling and the private rows' (the population the
+    estimate speaks of), for the subgroup ``mask``."""
+    _, var, ess = weighted_parts(h[mask], w[mask])
+    share = float(w[mask].sum() / w.sum())
+    return {"synthetic_rows": var / ess, "private_rows": var / max(n_private * share, 1.0)}
+
+
+def total_se(parts: dict[str, float]) -> float:
+    return math.sqrt(sum(parts.values()))
