@@ -47,8 +47,10 @@ test: install  ## the test suite, then the SLURM test (what CI runs)
 	python -m pytest -q -m "not cluster"
 	python -m pytest -q -rs -m cluster tests/cluster
 
-docs: install  ## docs/configuration.md from the config schema and params.yaml
+docs: install  ## docs/configuration.md, and the docs' figures from the default run (runs it: minutes)
 	python -m dpiw.config_docs > docs/configuration.md
+	snakemake --cores $(CORES)
+	python -m dpiw.docs_figures --results results/default --config params.yaml
 
 lint: install  ## ruff and snakemake --lint
 	ruff check src tests workflow bench

@@ -70,6 +70,9 @@ RELEASE = RUN_DIR + "/release"  # what a curator may publish (dpiw.privacy.relea
 TABLE_CSV = "tables/metrics.csv"
 TABLE_MD = "tables/metrics.md"
 TABLE_RUNS = "tables/runs.csv"          # one row per run, every metric
+#: one file per task for `dvc plots` (each always written, with its header, so no field is ever missing)
+TASK_PLOTS = {"classification": ("tables/plot_classification.csv", "mlp_auc"),
+              "regression": ("tables/plot_regression.csv", "mlp_mse")}
 SUMMARY_HTML = "tables/summary.html"    # the summary table, for the report
 MANIFESTS_HTML = "tables/manifests.html"  # every run's manifest, for the report
 SUMMARY = "summary.json"                # a few means per weight method, for `dvc metrics show`

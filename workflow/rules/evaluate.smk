@@ -32,8 +32,11 @@ rule aggregate:
         md=out(G.TABLE_MD),
         runs=report(out(G.TABLE_RUNS), caption="../report/tables.rst", category="Tables"),
         summary=out(G.SUMMARY),
+        plots=[out(path) for path, _ in G.TASK_PLOTS.values()],
         summary_html=report(out(G.SUMMARY_HTML), caption="../report/summary.rst", category="Summary"),
         manifests_html=report(out(G.MANIFESTS_HTML), caption="../report/manifests.rst", category="Privacy"),
+    params:
+        plots=" ".join(f"--out-plot {task} {out(path)}" for task, (path, _) in G.TASK_PLOTS.items()),
     log:
         f"{LOGS}/aggregate.log",
     conda:
@@ -42,6 +45,7 @@ rule aggregate:
         "python -m dpiw.stages.aggregate --evaluated {input.evaluated} --ledgers {input.ledgers}"
         " --out-csv {output.csv} --out-md {output.md} --out-runs {output.runs} --out-summary {output.summary}"
         " --out-summary-html {output.summary_html} --out-manifests-html {output.manifests_html}"
+        " {params.plots}"
         " > {log} 2>&1"
 
 

@@ -116,10 +116,11 @@ def data_files(schema: Schema) -> list[str]:
     return [schema.source[k] for k in ("path", "public_path") if k in schema.source]
 
 
-def check_field_counts(path, where: str) -> None:
+def check_field_counts(path, where: str) -> int:
     """Every CSV line holds as many fields as the header: a value with an unquoted comma (a thousands
     separator, a free-text field) would otherwise shift a column or turn one into pandas' index. Counted by
-    Arrow's CSV reader (every field read as text), which hands each line of another length to a counter."""
+    Arrow's CSV reader (every field read as text), which hands each line of another length to a counter.
+    Returns the data lines (empty lines skipped, as pandas skips them)."""
     import csv
 
     import pyarrow as pa
@@ -142,8 +143,7 @@ def check_field_counts(path, where: str) -> None:
             path, parse_options=pacsv.ParseOptions(invalid_row_handler=count),
             read_options=pacsv.ReadOptions(block_size=1 << 24, skip_rows=1, column_names=names),
             convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}))
-        for _ in reader:
-            pass
+        rows = sum(batch.num_rows for batch in reader)
     except pa.ArrowInvalid as exc:  # the message may quote a row: not shown
         if "Empty CSV file" in str(exc):
             raise DpiwError(f"{where}: the file is empty") from None
@@ -154,6 +154,7 @@ def check_field_counts(path, where: str) -> None:
         raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
                         "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
                         "drop the separator")
+    return rows
 
 
 def repeated_columns(path) -> list[str]:
@@ -340,8 +341,40 @@ class RowChecks:
 
 
 def count_rows(schema: Schema, file: str) -> int:
-    """The rows of a table, each chunk checked as :func:`read_table` checks them, in the memory of one chunk."""
-    return sum(len(df) for df in iter_table(schema, file))
+    """The rows of a table, from what is cheap to read: a CSV's field counts (Arrow, one pass) and header, a
+    parquet file's footer; the schema's columns must all be there. The values are checked where they are read
+    (the scale stage, :func:`iter_table`)."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
+    if not path.is_file():
+        raise DpiwError(f"{where}: file not found")
+    header = schema.source.get("header", True)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except (ValueError, OSError):
+            raise DpiwError(f"{where}: cannot be read as parquet; check the file's format") from None
+        names, rows = [str(c).strip() for c in meta.schema.names], meta.num_rows
+    elif header:
+        rows = check_field_counts(path, where)
+        names = next(_frames(schema, file, 1)).columns if rows else []
+        names = [str(c).strip() for c in names]
+    else:  # no header to check against: every row read and checked, a chunk at a time
+        names, rows = schema.names, sum(len(df) for df in iter_table(schema, file))
+    repeated = repeated_columns(path) if header else []
+    if repeated:
+        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
+                        "one name")
+    missing = [c for c in schema.names if c not in names]
+    if missing:
+        raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
+                        f"{list(names)} (fix the names in the schema or the file)")
+    if not rows:
+        raise DpiwError(f"{where}: the file has no rows")
+    return rows
 
 
 def validate_rows(df: pd.DataFrame, schema: Schema, *, out_of_bounds: str) -> pd.DataFrame:

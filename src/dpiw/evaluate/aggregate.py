@@ -117,14 +117,21 @@ def markdown(long: pd.DataFrame, summary_page: str = "", runs: pd.DataFrame | No
     return "\n".join(lines)
 
 
+#: the metrics `dvc metrics show` and `dvc exp show` get: the summary table's, and each task's downstream one
+SUMMARY_METRICS = ("wst", "mlp_auc", "mlp_mse")
+
+
 def summary(long: pd.DataFrame) -> dict:
-    """{weights: {metric: mean}} over every (dataset, eps, SDGP) cell with post ``none``:
-    a few dozen numbers for `dvc metrics show` and `dvc exp show` (the tables hold the rest).
-    Averages over datasets mix scales; they are for comparing experiments, not for reporting."""
-    base = long[(long.post == "none") & long.metric.isin(RANKED) & (long.n_seeds > 0)]
-    out = {}
-    for weights in sorted(base.weights.unique(), key=lambda w: (WEIGHT_ORDER + [w]).index(w)):
-        grp = base[base.weights == weights]
-        out[str(weights)] = {m: round(float(grp[grp.metric == m]["mean"].mean()), 6)
-                             for m in RANKED if (grp.metric == m).any()}
+    """{dataset: {weights: {metric: mean}}} over the dataset's (eps, SDGP) cells with post ``none``, for
+    :data:`SUMMARY_METRICS`: a few numbers per dataset for `dvc metrics show` and `dvc exp show` (the tables
+    hold the rest). Never averaged across datasets, whose scales differ."""
+    base = long[(long.post == "none") & long.metric.isin(SUMMARY_METRICS) & (long.n_seeds > 0)]
+    out: dict = {}
+    for dataset in sorted(base.dataset.unique()):
+        per = base[base.dataset == dataset]
+        out[str(dataset)] = {
+            str(weights): {m: round(float(grp[grp.metric == m]["mean"].mean()), 6)
+                           for m in SUMMARY_METRICS if (grp.metric == m).any()}
+            for weights in sorted(per.weights.unique(), key=lambda w: (WEIGHT_ORDER + [w]).index(w))
+            for grp in [per[per.weights == weights]]}
     return out

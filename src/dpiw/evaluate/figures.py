@@ -93,11 +93,11 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
         _save(fig, out)
         return
     fig, axes = plt.subplots(len(cells), 1, figsize=(12, 2.6 * len(cells)), squeeze=False, constrained_layout=True)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    # one colour per SDGP in every panel (registry order), one legend for the figure, outside the data
+    # one colour per SDGP in every panel and every figure (its place in the registry), one legend for the
+    # figure, outside the data
     sdgp_order = {name: i for i, name in enumerate(registry.sdgp_names())}
     all_sdgps = sorted(df["sdgp"].unique(), key=lambda s: sdgp_order.get(s, 99))
-    colour_of = {sdgp: colours[i % len(colours)] for i, sdgp in enumerate(all_sdgps)}
+    colour_of = {sdgp: sdgp_colour(sdgp) for sdgp in all_sdgps}
     for ax, (dataset, eps) in zip(axes[:, 0], cells, strict=True):
         sub = df[(df["dataset"] == dataset) & (df["eps"].astype(float) == eps)]
         metric = "bayes_auc" if "bayes_auc" in sub and sub["bayes_auc"].notna().any() else "bayes_mse"
@@ -122,6 +122,8 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
                     patch.set_alpha(0.5)
                 for x, v in zip(pos, data, strict=True):  # the seeds themselves
                     ax.scatter(np.full(v.size, x), v, s=8, color=colour, edgecolor="black", linewidth=0.3, zorder=3)
+        robust_ylim(ax, sub[metric].to_numpy(float) if metric in sub else np.array([]),
+                    positions=None if metric == "bayes_auc" else "top")
         ax.set_xticks(range(len(weights)))
         ax.set_xticklabels(weights, rotation=20)
         ax.set_ylabel("posterior predictive ROC-AUC ↑" if metric == "bayes_auc" else "posterior predictive MSE ↓")
@@ -130,6 +132,37 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
     handles = [plt.Line2D([], [], color=colour_of[s], lw=6, alpha=0.7) for s in all_sdgps]
     fig.legend(handles, all_sdgps, title="SDGP", loc="outside right upper", fontsize=8)
     _save(fig, out)
+
+
+#: the SDGPs' colours: the same SDGP has the same colour in every figure, whatever the grid holds
+SDGP_PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                "#17becf")
+
+
+def sdgp_colour(name: str) -> str:
+    """An SDGP's colour: its place in dpiw.registry's list (a name outside it: grey)."""
+    names = registry.sdgp_names()
+    return SDGP_PALETTE[names.index(name) % len(SDGP_PALETTE)] if name in names else "#999999"
+
+
+def robust_ylim(ax, values: np.ndarray, *, positions: str | None = "top", factor: float = 3.0,
+                share: float = 0.03) -> list[float]:
+    """Keep a few far outliers (at most ``share`` of the values, at least one) from flattening a panel: when
+    the largest value passes ``factor`` times the span of the rest, the axis stops at 1.3 times that span and
+    a note at the top edge says how many values lie above and the largest. Returns the values left out."""
+    v = np.sort(np.asarray(values, float)[np.isfinite(values)])
+    if positions is None or v.size < 4:
+        return []
+    keep = v[:v.size - max(1, int(share * v.size))]  # without the few largest
+    lo, span = float(v[0]), max(float(keep[-1] - v[0]), 1e-12)
+    if v[-1] - lo <= factor * span:
+        return []
+    top = lo + 1.3 * span
+    ax.set_ylim(lo - 0.05 * span, top)
+    above = v[v > top].tolist()
+    ax.annotate(f"{len(above)} value(s) above, up to {above[-1]:.3g} ▲", xy=(0.995, 0.98), xycoords="axes fraction",
+                ha="right", va="top", fontsize=8, bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+    return above
 
 
 def _save(fig, out) -> None:

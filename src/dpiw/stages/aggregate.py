@@ -11,6 +11,7 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.evaluate import report_pages, summary_table
 from dpiw.evaluate.aggregate import long_table, markdown, summary
+from dpiw.grid import TASK_PLOTS
 from dpiw.io import _atomic, read_json, write_json
 from dpiw.stages._cli import Parser, run
 from dpiw.stages.cell import outputs
@@ -31,6 +32,8 @@ def parse_args(argv):
     p.add_argument("--out-runs", required=True, help="CSV: one row per run with every metric (figures read it)")
     p.add_argument("--out-summary", required=True,
                    help="JSON for `dvc metrics`: mean of each ranked metric per dataset/eps/sdgp/weights/post")
+    p.add_argument("--out-plot", nargs=2, action="append", default=[], metavar=("TASK", "CSV"),
+                   help="for `dvc plots`: the runs of one task (classification: mlp_auc, regression: mlp_mse)")
     p.add_argument("--out-summary-html", help="the summary table as an HTML page (for the report)")
     p.add_argument("--out-manifests-html", help="every run's manifest in one HTML page (for the report)")
     return p.parse_args(argv)
@@ -55,6 +58,14 @@ def main(argv: list[str] | None = None) -> None:
                      **{k: (v if v is not None else float("nan")) for k, v in m.items() if k != "run"}})
     runs = pd.DataFrame(rows).sort_values(["dataset", "eps", "sdgp", "weights", "post", "seed"], kind="stable")
     _atomic(Path(args.out_runs), lambda tmp: runs.to_csv(tmp, index=False, float_format="%.6g"))
+    for task, path in args.out_plot:
+        if task not in TASK_PLOTS:
+            raise DpiwError(f"--out-plot: task must be one of {list(TASK_PLOTS)}, got {task!r}")
+        metric = TASK_PLOTS[task][1]
+        cols = ["seed", metric, "dataset", "eps", "sdgp", "weights", "post"]
+        part = runs[runs[metric].notna()] if metric in runs else pd.DataFrame(columns=cols)
+        part = part[cols].assign(run=part.dataset.astype(str) + "/" + part.sdgp + "/" + part.weights + "/" + part.post)
+        _atomic(Path(path), lambda tmp, part=part: part.to_csv(tmp, index=False, float_format="%.6g"))
     long = long_table(rows)
     write_json(summary(long), args.out_summary)
     _atomic(Path(args.out_csv), lambda tmp: long.to_csv(tmp, index=False, float_format="%.6g"))
