@@ -133,12 +133,17 @@ def main() -> None:
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--csv", help="write every interval here")
+    p.add_argument("--from-csv", help="summarise (and plot) the intervals of an earlier run instead of running")
+    p.add_argument("--plot", help="a PNG of the coverage per estimand, interval and N")
     args = p.parse_args()
-    jobs = [(n, r, args.epsilon) for n in args.rows for r in range(args.releases)]
     t0 = time.perf_counter()
-    with mp.get_context("spawn").Pool(args.jobs) as pool:
-        rows = [row for part in pool.imap_unordered(one, jobs) for row in part]
-    df = pd.DataFrame(rows)
+    if args.from_csv:
+        df = pd.read_csv(args.from_csv)
+        jobs = df.drop_duplicates(["rows", "release"])
+    else:
+        jobs = [(n, r, args.epsilon) for n in args.rows for r in range(args.releases)]
+        with mp.get_context("spawn").Pool(args.jobs) as pool:
+            df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
     true = truth()
     df["truth"] = df.estimand.map(true)
     df["covered"] = (df.lo <= df.truth) & (df.truth <= df.hi)
@@ -162,6 +167,38 @@ def main() -> None:
     for interval in ("noise", "sampling"):
         g = df[df.interval == interval]
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
+    if args.plot:
+        plot(df, args.plot)
+
+
+def plot(df: pd.DataFrame, path: str) -> None:
+    """Coverage per estimand: noise-aware and sampling-only bars side by side, one panel per N, the 95% line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted(df.rows.unique())
+    names = [e[0] for e in ESTIMANDS]
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4.2), sharey=True, squeeze=False,
+                             constrained_layout=True)
+    for ax, n in zip(axes[0], sizes, strict=True):
+        sub = df[df.rows == n]
+        method = sub.weights.mode().iloc[0]
+        x = np.arange(len(names))
+        for k, (interval, label, colour) in enumerate((("noise", "noise-aware (default)", "#2ca02c"),
+                                                       ("sampling", "synthetic rows only", "#bbbbbb"))):
+            cov = [sub[(sub.estimand == e) & (sub.interval == interval)].covered.mean() for e in names]
+            ax.bar(x + (k - 0.5) * 0.38, cov, 0.38, label=label, color=colour, edgecolor="black", linewidth=0.4)
+        ax.axhline(0.95, color="black", lw=0.8, ls="--")
+        ax.set_xticks(x)
+        ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"N = {n:,} (weights: {method}), {sub.release.nunique()} releases", fontsize=10)
+    axes[0][0].set_ylabel("coverage of the 95% interval")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=8, title="95% interval")
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -166,3 +166,27 @@ def test_released_measurements_join_the_fit(iris):
 
     assert on_diagonal(mm.reweight(synth).log_ratio_) < 0.4  # about 1/4: independent
     assert on_diagonal(mm.reweight(synth, extra=[((0, 1), released, 0.5)]).log_ratio_) > 0.9
+
+
+def test_weights_that_would_fail_the_release_gate_give_way_to_smoother_ones():
+    """D far from the synthetic rows (many sparse cells): the discrepancy principle would take the smallest tau,
+    whose weights fail the PSIS k-hat gate (the release would publish nothing); a larger tau passes it."""
+    from dpiw.data.schema import parse_schema
+    from dpiw.postprocess.psis import diagnose
+    from dpiw.weights.marginal_match import TAUS, MarginalMatch
+
+    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(4)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
+    rng = np.random.default_rng(0)
+    X = rng.beta(3.0, 1, (200_000, 4))
+    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(4)},
+                         "y": (rng.uniform(size=len(X)) < X.mean(axis=1)).astype(int)})
+    S = rng.beta(1, 1.5, (50_000, 4))
+    synth = pd.DataFrame({**{f"x{j}": S[:, j] for j in range(4)}, "y": rng.integers(0, 2, len(S))})
+    mm = MarginalMatch(bins=8, degree=3).measure(real, schema, epsilon=1.0, delta=1e-9, rng=rng)
+    mm.reweight(synth)
+    assert mm.chi2_ > mm.n_cells_  # no tau fits within the noise: the discrepancy principle's pick is the last
+    assert mm.tau_ > min(TAUS) and diagnose(mm.log_ratio_).fit_to_release
+    assert np.ptp(mm.log_ratio_) > 1  # weights, not unit weights
+    assert "release gate" in mm.privacy_.details["tau_rule"] and mm.privacy_.details["pareto_k"] <= 0.7

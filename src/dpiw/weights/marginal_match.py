@@ -58,6 +58,8 @@ from dpiw.weights.estimators import SIGNAL_Z
 
 #: the tau grid of the discrepancy principle, largest (smoothest weights) first
 TAUS = (1.0, 0.3, 0.1, 0.03, 0.01)
+#: the largest tau tried (10 times at a time past the grid) for weights that would fail the k-hat release gate
+KHAT_TAU_MAX = 100.0
 
 
 def measurements_dict(gen) -> dict:
@@ -283,20 +285,42 @@ class MarginalMatch:
             self._note(tau=None, chi2=chi2_unit, measured_cells=n_cells, groups=len(c),
                        tau_rule="unit weights: no signal")
             return self
-        lam, chosen = np.zeros(n_cells), None
-        for tau in self.taus:
-            if chosen is not None:
-                lam = lam * (tau / chosen[0])  # the same weights as the last fit: a warm start
+        from dpiw.postprocess.psis import diagnose
+
+        def fit(tau, lam):
             lam = minimize(dual, lam, args=(tau,), jac=True, method="L-BFGS-B",
                            options={"maxiter": 5000, "gtol": 1e-8 * max(1.0, float(np.abs(y_all).max()))}).x
             u = weights_at(lam, tau)
             r = marginals(c * np.exp(u)) - y_all
-            chosen = (tau, float(r @ (r / s2)), u)
-            if chosen[1] <= n_cells:
+            return tau, float(r @ (r / s2)), u, lam
+
+        fits, lam = [], np.zeros(n_cells)
+        for tau in self.taus:
+            if fits:
+                lam = fits[-1][3] * (tau / fits[-1][0])  # the same weights as the last fit: a warm start
+            fits.append(fit(tau, lam))
+            if fits[-1][1] <= n_cells:
                 break  # the largest tau whose fit is within the noise
-        tau, chi2, u = chosen
+        # the release gate (PSIS k-hat of the per-row weights, post-processing): a fit whose weights would be
+        # refused gives way to the next smoother one, then to larger taus, then to unit weights
+        pick, gate = len(fits) - 1, None
+        while True:
+            tau, chi2, u, lam = fits[pick]
+            with np.errstate(over="ignore"):  # weights far from 1 overflow inside the Pareto fit
+                gate = diagnose(u[inverse.ravel()])
+            if gate.fit_to_release:
+                break
+            if pick > 0:
+                pick -= 1
+            elif tau * 10 <= KHAT_TAU_MAX:
+                fits.insert(0, fit(tau * 10, lam * 10))
+            else:
+                u = np.zeros(len(c))
+                break
         self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
         self.log_ratio_ = u[inverse.ravel()]
-        self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c),
-                   tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured cells")
+        self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c), pareto_k=gate.k,
+                   tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured "
+                            "cells, then larger taus until the weights pass the PSIS k-hat release gate (unit "
+                            f"weights if none up to {KHAT_TAU_MAX:g} does)")
         return self
