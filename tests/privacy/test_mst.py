@@ -5,9 +5,9 @@ neighbouring datasets (Clopper-Pearson lower bound below the claim)."""
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from audit import audit, replaced_row_counts
+from helpers import random_frame
 
 from dpiw.data.schema import load_schema
 from dpiw.privacy import accounting
@@ -33,10 +33,7 @@ def test_zcdp_calibration_matches_dp_accounting(epsilon, delta):
 @pytest.fixture(scope="module")
 def breast_like(root):
     schema = load_schema(root / "data/schemas/iris.yaml")
-    rng = np.random.default_rng(0)
-    frame = pd.DataFrame({c.name: (rng.uniform(size=120) if c.is_numeric else rng.integers(len(c.categories), size=120))
-                          for c in schema.columns})
-    return schema, frame
+    return schema, random_frame(schema, 120)
 
 
 def test_noise_scales_and_events_are_the_closed_forms(breast_like):
