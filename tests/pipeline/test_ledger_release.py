@@ -87,8 +87,12 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
 def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     proc = release(wd, "--epsilon", "0.3", popen=True)
     wait_for_lock(wd, proc)
-    time.sleep(8)  # Snakemake is running its jobs
-    os.killpg(proc.pid, signal.SIGKILL)
+    logs = wd / "logs/release_clinic/synthesize"
+    end = time.time() + 120
+    while not list(logs.glob("clinic_eps=0.3_*.log")) and proc.poll() is None and time.time() < end:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the release ended before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)  # in the synthesize job: after scale, before the ledger's job
     proc.wait()
     before = ledger_tables(wd)[0]["releases"]
     again = release(wd, "--epsilon", "0.3")

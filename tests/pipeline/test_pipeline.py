@@ -35,8 +35,8 @@ def test_cell_stages_are_rules_and_modules():
     modules = {p.stem for p in (ROOT / "src/dpiw/stages").glob("*.py") if not p.stem.startswith("_")}
     assert set(grid.CELL_STAGES) == set(cell.STAGES) <= rules & modules
     # validate_params: a command to check a config without running anything; paper_compare: `make results`
-    assert set(grid.STAGES) <= rules
-    assert set(grid.STAGES) | {"cell", "figures", "validate_params", "paper_compare"} == modules
+    assert set(grid.STAGES) | {"figures", "report"} <= rules
+    assert set(grid.STAGES) | {"cell", "figures", "report", "validate_params", "paper_compare"} == modules
 
 
 def _dry_run_jobs(cwd) -> list[tuple[str, str]]:

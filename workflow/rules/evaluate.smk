@@ -81,6 +81,8 @@ rule report:
         manifests=out(G.MANIFESTS_HTML),
         fig1=out(G.FIG1),
         fig2=out(G.FIG2),
+        # the checkout's caption files (a stable path: workflow.source_path names a new cache file each run)
+        captions=[str(Path(workflow.basedir) / "workflow/report" / f) for f in ("fig1.rst", "fig2.rst")],
     output:
         report=out(G.REPORT),
         provenance=out(G.PROVENANCE),
@@ -88,7 +90,6 @@ rule report:
         config=CONFIG_FILE,
         snakefile=workflow.main_snakefile,
         title=f"dpiw: {OUT.removeprefix('results/')}",
-        captions=[workflow.source_path("../report/fig1.rst"), workflow.source_path("../report/fig2.rst")],
         link=G.PROVENANCE,
     log:
         f"{LOGS}/report.log",
@@ -98,6 +99,6 @@ rule report:
         "(snakemake --snakefile {params.snakefile:q} --configfile {params.config:q} --nolock"
         " --report {output.provenance:q}"
         " && python -m dpiw.stages.report --title {params.title:q} --summary-html {input.summary:q}"
-        " --manifests-html {input.manifests:q} --figure {input.fig1:q} {params.captions[0]:q}"
-        " --figure {input.fig2:q} {params.captions[1]:q} --provenance {params.link:q} --out {output.report:q})"
+        " --manifests-html {input.manifests:q} --figure {input.fig1:q} {input.captions[0]:q}"
+        " --figure {input.fig2:q} {input.captions[1]:q} --provenance {params.link:q} --out {output.report:q})"
         " > {log} 2>&1"
