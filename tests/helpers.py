@@ -88,3 +88,13 @@ def ledger_tables(wd: Path) -> list[dict]:
     proc = sh(["dpiw", "ledger", "verify"], wd)
     assert "chain intact" in proc.stdout, proc.stdout
     return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
+
+
+def bundle_files(sdgp: str, weights: str) -> list[str]:
+    """The files of a written bundle (sorted): the rows, weights, manifest and schema, and the noisy measurements
+    after a marginal generator (MST, AIM) or marginal_match (benchmark bundles add NOT_FOR_RELEASE.txt)."""
+    from dpiw import registry
+
+    measured = registry.sdgp(sdgp).zcdp or registry.weight_method(weights).family == "marginal"
+    return sorted(["manifest.json", "schema.json", "synthetic.parquet", "weights.parquet",
+                   *(["measurements.json"] if measured else [])])

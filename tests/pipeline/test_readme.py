@@ -7,7 +7,7 @@ import time
 
 import pandas as pd
 import pytest
-from helpers import ROOT, clone
+from helpers import ROOT, bundle_files, clone
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def test_readme_quickstart_releases_a_bundle_from_a_fresh_clone(tmp_path):
         assert "NOT fit to release" in show and "k-hat" in show
         pytest.skip("this draw's weights failed the k-hat gate; the release was refused as it should be")
     bundle = wd / re.search(r"^bundle\s+(\S+)/", release, re.M).group(1)
-    assert sorted(p.name for p in bundle.iterdir()) == ["manifest.json", "synthetic.parquet", "weights.parquet"]
+    assert sorted(p.name for p in bundle.iterdir()) == bundle_files("mst", "none")
     rows = pd.read_parquet(bundle / "synthetic.parquet")
     assert len(rows) == len(pd.read_parquet(bundle / "weights.parquet"))
     assert len(rows) == len(pd.read_csv(wd / "data/examples/clinic.csv"))  # N_G = N_D (replace-one)

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import cell_done, sh, workdir
+from helpers import bundle_files, cell_done, sh, workdir
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +39,9 @@ def test_benchmark_bundles_hold_only_publishable_files_and_say_not_fit_to_releas
             continue
         released += 1
         # benchmark mode: the bundle is written, and marked NOT fit to release (public seeds, a split of D)
-        assert files == ["NOT_FOR_RELEASE.txt", "manifest.json", "synthetic.parquet", "weights.parquet"], (rel, files)
+        sdgp, weights = run_dir.parts[-3], run_dir.parts[-2]
+        assert files == sorted(["NOT_FOR_RELEASE.txt", *bundle_files(sdgp, weights)]), (rel, files)
+        assert "source" not in json.loads((rel / "schema.json").read_text())["schema"]  # where D lives stays out
         assert manifest["dp"] and manifest["mode"] == "benchmark" and not manifest["release"]["fit_to_release"]
         assert manifest["noise_seeds"]["regenerable"] is True
         assert "benchmark mode" in (rel / "NOT_FOR_RELEASE.txt").read_text()

@@ -13,7 +13,7 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-from helpers import clone, ledger_tables, sh
+from helpers import bundle_files, clone, ledger_tables, sh
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +63,7 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/test.parquet")) == 0       # no test split
     assert len(pd.read_parquet(wd / OUT / "private/clinic/seed=0/public.parquet")) == 0     # no public slice
     files = bundle(wd)
-    assert sorted(files) == ["manifest.json", "synthetic.parquet", "weights.parquet"]
+    assert sorted(files) == bundle_files("privbayes", "beta_debiased")  # configs/clinic_release.yaml
     m = json.loads(files["manifest.json"])
     assert m["mode"] == "release" and m["release"]["fit_to_release"] is True
     assert m["noise_seeds"]["regenerable"] is False  # only whoever holds the key
