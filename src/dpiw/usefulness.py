@@ -191,15 +191,26 @@ def run_study(study: Study, *, done: list[dict] = (), save=None, progress=print)
     todo = [job for key, job in jobs.items() if key not in {_key(u, study) for u in out}]
     progress(f"usefulness: {len(out)} of {len(jobs)} releases kept from the last run, {len(todo)} to go")
     import multiprocessing
+    import os
 
     t0 = time.perf_counter()
-    with ProcessPoolExecutor(study.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        for k, res in enumerate(pool.map(_unit, todo), 1):
-            out.append(res)
-            if save:
-                save(out)
-            progress(f"[{k}/{len(todo)}] {res['sdgp']} {res['table']} N={res['rows']} eps={res['eps']:g} "
-                     f"seed={res['seed']}: {res['seconds']:.0f} s (elapsed {time.perf_counter() - t0:.0f} s)")
+    # the workers hash strings with a fixed seed: Private-PGM's larger models (fed_to_generator's) are built in
+    # an order that follows string hashes, and so are their floating-point results (as for the workflow's jobs)
+    before = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = "0"
+    try:
+        with ProcessPoolExecutor(study.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            for k, res in enumerate(pool.map(_unit, todo), 1):
+                out.append(res)
+                if save:
+                    save(out)
+                progress(f"[{k}/{len(todo)}] {res['sdgp']} {res['table']} N={res['rows']} eps={res['eps']:g} "
+                         f"seed={res['seed']}: {res['seconds']:.0f} s (elapsed {time.perf_counter() - t0:.0f} s)")
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONHASHSEED", None)
+        else:
+            os.environ["PYTHONHASHSEED"] = before
     return out
 
 
