@@ -37,8 +37,16 @@ from dpiw import DpiwError
 
 #: the arms studied after each SDGP: MST (zCDP) also feeds the measurements to its generator and has the advisor;
 #: after PrivBayes (pure epsilon) the split is made in epsilon and the fixed BetaDebiased (lambda 'rate') joins
+#: AIM (zCDP, like MST) has the advisor and reuses its measurements too; it is also compared with MST (below)
 ARMS_BY_SDGP = {"mst": ("none", "none_split", "marginal_match", "fed_to_generator", "advisor"),
-                "privbayes": ("none", "none_split", "marginal_match", "beta_debiased")}
+                "privbayes": ("none", "none_split", "marginal_match", "beta_debiased"),
+                "aim": ("none", "none_split", "marginal_match", "advisor")}
+#: AIM against MST, paired on the same tables, sizes, epsilons and seeds: the arms compared
+VERSUS_ARMS = ("none", "advisor")
+#: the rule, named before the comparison ran: AIM becomes `dpiw release`'s default SDGP when the release it
+#: would ship (the advisor arm) beats MST's (relmed < 1 and more wins than losses) in at least this share of the
+#: (table, N, epsilon) cells
+AIM_DEFAULT_SHARE = 2 / 3
 ARMS = ARMS_BY_SDGP["mst"]
 #: target families, by the start of their names (dpiw.evaluate.analyst)
 FAMILIES = {"means and shares": ("mean ", "share "), "subgroups": (), "3-way cells": (), "regression": ("coef ",)}
@@ -103,6 +111,7 @@ def _generator(sdgp: str):
 def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str, ...] | None = None,
          sdgp: str = "mst") -> dict:
     """One (table, N, epsilon, seed, SDGP): the errors of ``arms`` (the SDGP's, by default) on every target."""
+    from dpiw import registry
     from dpiw.evaluate.analyst import analyst_targets
     from dpiw.privacy.spend import split_budget, split_rule
     from dpiw.weights.advisor import advise
@@ -114,8 +123,10 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
     n = len(real)
     truth = analyst_targets(real, schema)
 
-    def rng(arm: str) -> np.random.Generator:  # MST's streams keep their keys from before PrivBayes joined
-        key = arm if sdgp == "mst" else f"{sdgp}/{arm}"
+    def rng(arm: str) -> np.random.Generator:
+        # MST's streams keep their keys from before PrivBayes joined; AIM shares them (common random numbers for
+        # the AIM-MST comparison: the same marginal_match noise, the same first draws)
+        key = arm if sdgp in ("mst", "aim") else f"{sdgp}/{arm}"
         return np.random.default_rng([seed, zlib.crc32(table.encode()), n, int(round(eps * 1000)),
                                       zlib.crc32(key.encode())])
 
@@ -133,7 +144,7 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
     rows_split = part.sample(n, rng=g)
     mm = MarginalMatch().measure(real, schema, epsilon=split.weights_epsilon, delta=split.weights_delta,
                                  rng=rng("marginal_match"))
-    mm.reweight(rows_split, extra=getattr(part, "measurements_", ()) if sdgp == "mst" else ())
+    mm.reweight(rows_split, extra=getattr(part, "measurements_", ()) if registry.sdgp(sdgp).zcdp else ())
     releases.update({"none_split": (rows_split, None), "marginal_match": (rows_split, np.exp(mm.log_ratio_))})
     if "beta_debiased" in arms:  # the same rows and the same share, split in epsilon
         from dpiw.data.encode import encode, norm_bound
@@ -254,6 +265,45 @@ def cells(units: list[dict]) -> dict[tuple, dict]:
     return {k: compare_cell(sorted(v, key=lambda u: u["seed"])) for k, v in sorted(groups.items())}
 
 
+def versus(units: list[dict], a: str = "aim", b: str = "mst") -> dict[tuple, dict]:
+    """(table, N, epsilon) -> SDGP ``a``'s arms against ``b``'s same arms (:data:`VERSUS_ARMS`), paired over the
+    seeds both ran: relmed (a's mean absolute error over b's), wins and losses of a, and each SDGP's mean seconds
+    per release unit."""
+    from dpiw.evaluate.compare import paired_values
+
+    groups: dict[tuple, dict] = {}
+    for u in units:
+        groups.setdefault((u["table"], u["rows"], u["eps"]), {}).setdefault(u.get("sdgp", "mst"), {})[u["seed"]] = u
+    out = {}
+    for key, g in sorted(groups.items()):
+        seeds = sorted(set(g.get(a, ())) & set(g.get(b, ())))
+        if len(seeds) < 2:
+            continue
+        names = g[a][seeds[0]]["targets"]
+        if names != g[b][seeds[0]]["targets"]:
+            raise DpiwError(f"usefulness: {a} and {b} were scored on different targets in {key}")
+        res = {}
+        for arm in VERSUS_ARMS:
+            ea, eb = (np.abs(np.stack([g[x][s]["errors"][arm] for s in seeds])) for x in (a, b))
+            idx = np.nonzero(~(np.isnan(ea).any(axis=0) | np.isnan(eb).any(axis=0)))[0]
+            pairs = [paired_values(ea[:, j], eb[:, j], "abs_error") for j in idx]
+            base = eb[:, idx].mean(axis=0)
+            ratio = ea[:, idx].mean(axis=0) / np.where(base > 0, base, np.nan)
+            res[arm] = {"relmed": float(np.nanmedian(ratio)), "wins": sum(p.win() for p in pairs),
+                        "losses": sum(p.loss() for p in pairs), "n": int(idx.size)}
+        res["seconds"] = {x: float(np.mean([g[x][s]["seconds"] for s in seeds])) for x in (a, b)}
+        res["seeds"] = len(seeds)
+        out[key] = res
+    return out
+
+
+def aim_verdict(pairs: dict[tuple, dict]) -> tuple[bool, int]:
+    """Whether AIM should become the release default by :data:`AIM_DEFAULT_SHARE`, and in how many cells its
+    advisor release beat MST's."""
+    better = sum(paid(r["advisor"]) for r in pairs.values())
+    return bool(pairs) and better >= AIM_DEFAULT_SHARE * len(pairs), better
+
+
 def paid(res: dict) -> bool:
     """A weighting paid for its share: its median relative error is below 1 and its wins beat its losses."""
     return res["relmed"] < 1.0 and res["wins"] > res["losses"]
@@ -267,7 +317,8 @@ def _where(keys) -> str:
     return ", ".join(f"{t} N={n:,} eps={e:g}" for _, t, n, e in keys)
 
 
-def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: str | None) -> str:
+def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: str | None,
+           units: list[dict] = ()) -> str:
     from dpiw.weights.advisor import SNR_MIN
 
     lines = [
@@ -287,9 +338,10 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "",
         "**Arms.** `none`: the SDGP on the whole epsilon (the control: no weights). `none_split`: the SDGP on its "
         f"share (1 - {study.fraction:g}). `marginal_match`: those rows weighted (after MST the split is made in "
-        "zCDP and MST's own measurements are matched too; after PrivBayes the split is in epsilon). "
+        "zCDP and MST's own measurements are matched too, and so after AIM; after PrivBayes the split is in "
+        "epsilon). "
         "`fed_to_generator` (MST): the same measurements fed into Private-PGM instead of into weights. `advisor` "
-        f"(MST; `dpiw release`'s default): marginal_match when the budget advisor's signal-to-noise ratio (snr) "
+        f"(MST and AIM; `dpiw release`'s default): marginal_match when the budget advisor's signal-to-noise ratio (snr) "
         f">= {SNR_MIN:g}, a threshold named before this study ran, else `none`. `beta_debiased` (PrivBayes): the "
         "paper's method, lambda 'rate', on the same rows and share.",
         "",
@@ -297,7 +349,7 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "(below 1: better than giving the whole epsilon to the generator), then (wins/losses) over targets, "
         "each paired over the seeds, beyond 2 SE and the 1% margin (`dpiw.evaluate.compare`). With 5 seeds and "
         "~170 targets, a few wins and losses are expected by chance alone (the 2-SE rule is one-sided 5-6% per "
-        "target at 4 degrees of freedom); the last column of the MST tables is Holm-adjusted over the targets. "
+        "target at 4 degrees of freedom); the last column of the MST and AIM tables is Holm-adjusted over the targets. "
         "The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and "
         "more wins than losses).",
         "",
@@ -310,7 +362,8 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
             keys = [k for k in table if k[0] == sdgp and k[1] == tname]
             if not keys:
                 continue
-            extra = " | picked | right | marginal_match vs its own unweighted rows" if sdgp == "mst" else ""
+            extra = (" | picked | right | marginal_match vs its own unweighted rows"
+                     if "advisor" in ARMS_BY_SDGP[sdgp] else "")
             lines += [f"## {tname}, {sdgp}", "", "| N | epsilon | snr | " + " | ".join(arms) + extra + " |",
                       "|---|---|---|" + "---|" * (len(arms) + (3 if extra else 0))]
             for k in keys:
@@ -358,8 +411,35 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
                       < table[k]["fed_to_generator"]["all"]["relmed"]]
             lines.append(f"- The same measurements did more as weights than fed into the generator in {len(better)} "
                          f"of {len(keys)} cells (lower relmed).")
-    lines += ["- Not studied here: DPCGAN's rows, AIM, and tables other than these two.", ""]
+    if "aim" in study.sdgps and "mst" in study.sdgps:
+        lines += _render_versus(versus(units))
+    lines += [f"- Not studied here: DPCGAN's rows, {'' if 'aim' in study.sdgps else 'AIM, '}and tables other than "
+              "these two.", ""]
     return "\n".join(lines)
+
+
+def _render_versus(pairs: dict[tuple, dict]) -> list[str]:
+    """The AIM-MST section: both arms per cell, then the verdict by the rule named before the study ran."""
+    ok, better = aim_verdict(pairs)
+    lines = ["", "## AIM against MST", "",
+             "Each of AIM's releases against MST's on the same table, size, epsilon and seed (both arms draw their "
+             "noise from the same streams: common random numbers), per target beyond 2 SE and the 1% margin. "
+             "relmed < 1: AIM's errors are smaller. `none`: each SDGP on the whole epsilon; `advisor`: the "
+             "release `dpiw release` ships (both SDGPs' advisor picks the same method, since it reads only public "
+             "quantities). **The rule, named before the comparison ran**: AIM becomes the release default when "
+             f"its advisor release beats MST's (relmed < 1 and more wins than losses) in at least "
+             f"{AIM_DEFAULT_SHARE:.0%} of the cells. Seconds: the mean wall time of one study unit (MST's also "
+             "fits `fed_to_generator`).", "",
+             "| table | N | epsilon | none: AIM vs MST | advisor: AIM vs MST | seconds AIM / MST |",
+             "|---|---|---|---|---|---|"]
+    for (t, n, e), r in pairs.items():
+        lines.append(f"| {t} | {n:,} | {e:g} | {_fmt(r['none'])} | "
+                     f"{'**' + _fmt(r['advisor']) + '**' if paid(r['advisor']) else _fmt(r['advisor'])} | "
+                     f"{r['seconds']['aim']:.0f} / {r['seconds']['mst']:.0f} |")
+    lines += ["", f"- AIM's release beat MST's in {better} of {len(pairs)} cells: "
+              + ("**AIM becomes the release default** by the rule." if ok else
+                 "by the rule, **MST stays the release default**."), ""]
+    return lines
 
 
 def plot(study: Study, table: dict[tuple, dict], path: str) -> None:
@@ -432,7 +512,7 @@ def main(argv: list[str] | None = None) -> None:
     table = cells(done)
     plot(study, table, args.figure)
     fig = Path(args.figure).relative_to(Path(args.out).parent) if args.figure else None
-    Path(args.out).write_text(render(study, table, seconds=seconds, figure=str(fig)))
+    Path(args.out).write_text(render(study, table, seconds=seconds, figure=str(fig), units=done))
     print(f"usefulness: {len(done)} releases -> {args.out}, {args.figure}")
 
 

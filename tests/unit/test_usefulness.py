@@ -128,3 +128,25 @@ def test_a_rerun_keeps_the_releases_it_still_needs():
     lines = []
     kept = run_study(study, done=[*old, stale], progress=lines.append)
     assert kept == old and lines == ["usefulness: 2 of 2 releases kept from the last run, 0 to go"]
+
+
+def test_aim_against_mst_is_paired_by_seed_and_the_rule_decides():
+    """versus() pairs AIM's units with MST's of the same cell and seed: AIM with half MST's errors on the advisor
+    arm wins every target there, the equal `none` arm is noise only; aim_verdict follows AIM_DEFAULT_SHARE."""
+    from dpiw.usefulness import AIM_DEFAULT_SHARE, aim_verdict, versus
+
+    base = np.linspace(1.0, 2.0, 40)
+    mst = [dict(u, sdgp="mst", seconds=2.0) for u in _units({"none": base, "advisor": base})]
+    aim = [dict(u, sdgp="aim", seconds=20.0) for u in _units({"none": base, "advisor": 0.5 * base})]
+    aim[0]["errors"] = {k: v * 1.01 for k, v in aim[0]["errors"].items()}  # paired by seed, not by list order
+    pairs = versus(mst + aim[::-1])
+    r = pairs["t", 100, 1.0]
+    assert r["seeds"] == 6 and r["seconds"] == {"aim": 20.0, "mst": 2.0}
+    assert r["advisor"]["relmed"] == pytest.approx(0.5, rel=0.05)
+    assert r["advisor"]["wins"] == 40 and r["advisor"]["losses"] == 0
+    assert r["none"]["wins"] + r["none"]["losses"] < 8
+    assert aim_verdict(pairs) == (True, 1)
+    worse = versus(mst + [dict(u, errors={k: 2 * v for k, v in u["errors"].items()}) for u in aim])
+    assert aim_verdict(worse) == (False, 0)
+    assert aim_verdict({}) == (False, 0) and 0.5 < AIM_DEFAULT_SHARE < 1
+    assert versus(mst) == {}  # no AIM units: nothing to compare
