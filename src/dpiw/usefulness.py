@@ -340,17 +340,17 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         f"share (1 - {study.fraction:g}). `marginal_match`: those rows weighted (after MST the split is made in "
         "zCDP and MST's own measurements are matched too, and so after AIM; after PrivBayes the split is in "
         "epsilon). "
-        "`fed_to_generator` (MST): the same measurements fed into Private-PGM instead of into weights. `advisor` "
-        f"(MST and AIM; `dpiw release`'s default): marginal_match when the budget advisor's signal-to-noise ratio (snr) "
-        f">= {SNR_MIN:g}, a threshold named before this study ran, else `none`. `beta_debiased` (PrivBayes): the "
-        "paper's method, lambda 'rate', on the same rows and share.",
+        "`fed_to_generator` (MST): the same measurements fed into Private-PGM instead of into weights. "
+        "`advisor` (MST and AIM; `dpiw release`'s default): marginal_match when the budget advisor's "
+        f"signal-to-noise ratio (snr) >= {SNR_MIN:g}, a threshold named before this study ran, else `none`. "
+        "`beta_debiased` (PrivBayes): the paper's method, lambda 'rate', on the same rows and share.",
         "",
         "**Reading a cell**: relmed = the median over targets of the arm's mean absolute error over `none`'s "
         "(below 1: better than giving the whole epsilon to the generator), then (wins/losses) over targets, "
         "each paired over the seeds, beyond 2 SE and the 1% margin (`dpiw.evaluate.compare`). With 5 seeds and "
         "~170 targets, a few wins and losses are expected by chance alone (the 2-SE rule is one-sided 5-6% per "
-        "target at 4 degrees of freedom); the last column of the MST and AIM tables is Holm-adjusted over the targets. "
-        "The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and "
+        "target at 4 degrees of freedom); the last column of the MST and AIM tables is Holm-adjusted over the "
+        "targets. The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and "
         "more wins than losses).",
         "",
     ]
