@@ -350,8 +350,8 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "each paired over the seeds, beyond 2 SE and the 1% margin (`dpiw.evaluate.compare`). With 5 seeds and "
         "~170 targets, a few wins and losses are expected by chance alone (the 2-SE rule is one-sided 5-6% per "
         "target at 4 degrees of freedom); the last column of the MST and AIM tables is Holm-adjusted over the "
-        "targets. The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed < 1 and "
-        "more wins than losses).",
+        "targets. The advisor is *right* when it picked marginal_match exactly where marginal_match paid (relmed "
+        "< 1 and more wins than losses).",
         "",
     ]
     if figure:
