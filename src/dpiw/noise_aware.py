@@ -75,21 +75,18 @@ class NoiseBootstrap:
         if self._made is not None:
             return self._made
         from dpiw.scale import decode_frame
-        from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module, sample_rows
+        from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
         from dpiw.weights.marginal_match import MarginalMatch
 
         gen = self.m["generator"]
         mbi, rng = mbi_module(), np.random.default_rng(self.seed)
         cards, total, iters, bins = list(gen["cards"]), float(gen["total"]), int(gen["iters"]), int(gen["bins"])
         released = self._triples(gen)
-        dom = domain(mbi, cards)
-        base = mbi.estimation.MirrorDescent().estimate(dom, linear_measurements(mbi, released), known_total=total,
-                                                       iters=iters)
+        base = estimate(mbi, cards, released, total=total, iters=iters)
         out, draws = [], int(rng.integers(2**32))
         for _ in range(self.replicates):
             noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
-            model = mbi.estimation.MirrorDescent().estimate(dom, linear_measurements(mbi, noised), known_total=total,
-                                                            iters=iters, warm_start=base)
+            model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
             # every replicate draws its rows with the same random numbers (common random numbers): the rows of
             # two replicates differ where their models do, so the spread is the noise's, not the sampling's
             rows = sample_rows(model, self.schema, bins, self.rows, np.random.default_rng(draws))

@@ -172,13 +172,11 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
 
 def _fed(part, mm, n: int, rng: np.random.Generator) -> pd.DataFrame:
     """MST's rows when marginal_match's measurements join MST's own in the Private-PGM estimate."""
-    from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module
+    from dpiw.sdgp.pgm import estimate, mbi_module
 
-    mbi = mbi_module()
-    both = linear_measurements(mbi, [*part.measurements_, *((cl, y, mm.sigma_) for cl, y in mm.measurements_)])
+    both = [*part.measurements_, *((cl, y, mm.sigma_) for cl, y in mm.measurements_)]
     fed = copy.copy(part)
-    fed.model_ = mbi.estimation.MirrorDescent().estimate(domain(mbi, part.cards_), both, known_total=float(n),
-                                                         iters=part.iters)
+    fed.model_ = estimate(mbi_module(), part.cards_, both, total=n, iters=part.iters)
     return fed.sample(n, rng=rng)
 
 

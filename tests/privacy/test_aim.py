@@ -10,6 +10,7 @@ import pytest
 from audit import audit, replaced_row_counts
 from helpers import random_frame
 
+from dpiw import DpiwError
 from dpiw.data.schema import load_schema
 from dpiw.privacy import accounting
 from dpiw.privacy.accounting import zcdp_rho
@@ -136,6 +137,13 @@ def test_domain_guard_refuses_before_reading(root):
         AIM(bins=200, max_cells=10**5).check_domain(schema)
 
 
+def test_fewer_rounds_than_columns_are_refused(iris_like):
+    """With T < d the one-way marginals alone would spend more than rho: one line naming the key, not a math error."""
+    schema, frame = iris_like
+    with pytest.raises(DpiwError, match=r"sdgp.aim.rounds must be 0 \(16 per column\) or at least the 5 columns"):
+        AIM(rounds=4).fit(frame, schema, epsilon=1.0, delta=1e-5, rng=np.random.default_rng(0))
+
+
 def _audit(root, spent: float) -> float:
     """Two columns: the candidates are the two one-way marginals and their pair, each round's pick adaptive.
     Score: the noisy counts at the replaced row's new cells minus those at its old cells, over every
@@ -163,3 +171,30 @@ def test_audit_of_aim(root):
 def test_the_aim_audit_has_power(root):
     """The same audit of a run that spends 4 times the epsilon it claims finds it: lower bound above the claim."""
     assert _audit(root, spent=4.0) > 1.0
+
+
+def test_every_estimate_may_drop_compiled_programs_and_that_changes_nothing(iris_like, monkeypatch):
+    """Each Private-PGM estimate (AIM's first and every round's) first calls relieve_maps; dropping JAX's
+    in-memory programs frees the process's memory maps (a long-lived process otherwise reaches the kernel's
+    limit and dies), and a fit after the drop gives the same rows as one before it."""
+    from dpiw.sdgp import pgm
+
+    schema, frame = iris_like
+    calls = []
+    real = pgm.relieve_maps
+    monkeypatch.setattr(pgm, "relieve_maps", lambda: calls.append(1) or real())
+
+    def rows():
+        a = AIM(bins=4, iters=50, rounds=6).fit(frame, schema, epsilon=4.0, delta=1e-4,
+                                                  rng=np.random.default_rng(3))
+        return a, a.sample(60, rng=np.random.default_rng(4))
+
+    a, before = rows()
+    assert len(calls) == 1 + len(a.rounds_)
+    maps = pgm.memory_maps()
+    if maps is None:
+        pytest.skip("no /proc: memory maps are not counted here")
+    assert not real(share=1.0)
+    assert real(share=0.0) and pgm.memory_maps()[0] < maps[0]
+    _, after = rows()
+    assert after.equals(before)

@@ -44,7 +44,7 @@ from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.counting import Clique, Counter, InProcessCounter
-from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module, sample_rows
+from dpiw.sdgp.pgm import domain, estimate, mbi_module, sample_rows
 
 #: the share of each round's rho that goes to its measurement (the rest to its selection), as in the paper
 MEASURE_SHARE = 0.9
@@ -132,6 +132,9 @@ class AIM:
             raise DpiwError(f"sdgp.aim.bins must be an integer in [2, 1000], got {self.bins!r}")
         if not (isinstance(self.rounds, int) and self.rounds >= 0):
             raise DpiwError(f"sdgp.aim.rounds must be an integer >= 0 (0: 16 per column), got {self.rounds!r}")
+        if 0 < self.rounds < len(schema.columns):  # the one-way marginals alone would spend more than rho
+            raise DpiwError(f"sdgp.aim.rounds must be 0 (16 per column) or at least the {len(schema.columns)} "
+                            f"columns of '{schema.name}', got {self.rounds}")
         if not (self.max_model_size > 0 and math.isfinite(self.max_model_size)):
             raise DpiwError(f"sdgp.aim.max_model_size must be a positive number of MB, got {self.max_model_size!r}")
         if not (epsilon > 0 and math.isfinite(epsilon)):
@@ -252,11 +255,8 @@ class PGMEstimator:
         self.iters = iters
 
     def __call__(self, measured, cards, n, warm):
-        mbi = mbi_module()
-        model = mbi.estimation.MirrorDescent().estimate(
-            domain(mbi, cards), linear_measurements(mbi, measured), known_total=n, iters=self.iters,
-            warm_start=warm.model if warm is not None else None)
-        return PGMModel(model)
+        return PGMModel(estimate(mbi_module(), cards, measured, total=n, iters=self.iters,
+                                 warm_start=warm.model if warm is not None else None))
 
 
 def model_size_mb(cards: list[int], cliques: list[Clique]) -> float:

@@ -40,7 +40,7 @@ from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.counting import Counter, InProcessCounter
-from dpiw.sdgp.pgm import domain, linear_measurements, mbi_module, sample_rows
+from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
@@ -115,10 +115,7 @@ class MST:
         """:meth:`fit` from a counter (dpiw.sdgp.counting): MST reads the private rows only through their marginal
         counts, so a table counted part by part (a partitioned parquet dataset) fits the same model."""
         self.measure_counts(counter, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
-        mbi = mbi_module()
-        self.model_ = mbi.estimation.MirrorDescent().estimate(
-            domain(mbi, self.cards_), linear_measurements(mbi, self.measurements_), known_total=float(self.n_),
-            iters=self.iters)
+        self.model_ = estimate(mbi_module(), self.cards_, self.measurements_, total=self.n_, iters=self.iters)
         return self
 
     def measure(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,

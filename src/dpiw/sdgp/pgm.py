@@ -41,6 +41,48 @@ def mbi_module():
     return mbi
 
 
+#: drop JAX's in-memory compiled programs when the process holds more memory maps than this share of the
+#: kernel's limit (vm.max_map_count)
+MAP_SHARE = 0.25
+
+
+def memory_maps() -> tuple[int, int] | None:
+    """(memory maps this process holds, the kernel's limit), or None where /proc does not say (not Linux)."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            held = f.read().count(b"\n")
+        with open("/proc/sys/vm/max_map_count") as f:
+            return held, int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def relieve_maps(share: float = MAP_SHARE) -> bool:
+    """Drop JAX's in-memory compiled programs when this process holds more than ``share`` of the kernel's memory
+    maps; the persistent cache still holds them, so a later fit loads them instead of compiling. Every compiled
+    program keeps memory maps: a process that estimates many Private-PGM models (AIM's rounds, a cell job's seeds,
+    the noise-aware bootstrap) otherwise reaches vm.max_map_count (65,530 by default; an AIM fit on a 31-column
+    table holds about 10,000) and dies with "LLVM compilation error: Cannot allocate memory". True when dropped."""
+    import sys
+
+    jax, maps = sys.modules.get("jax"), memory_maps()
+    if jax is None or maps is None or maps[0] <= share * maps[1]:
+        return False
+    jax.clear_caches()
+    import gc
+
+    gc.collect()
+    return True
+
+
+def estimate(mbi, cards: list[int], measurements, *, total: float, iters: int, warm_start=None):
+    """Private-PGM's mirror descent from (clique, noisy counts, std) triples with the known total, after
+    :func:`relieve_maps`: every Private-PGM estimate in dpiw goes through here."""
+    relieve_maps()
+    return mbi.estimation.MirrorDescent().estimate(domain(mbi, cards), linear_measurements(mbi, measurements),
+                                                   known_total=float(total), iters=iters, warm_start=warm_start)
+
+
 def domain(mbi, cards: list[int]):
     """The model's domain: column j of the schema is attribute ``str(j)`` with ``cards[j]`` cells."""
     return mbi.Domain([str(j) for j in range(len(cards))], cards)
