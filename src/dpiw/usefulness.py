@@ -27,6 +27,7 @@ import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -339,7 +340,7 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "zCDP and MST's own measurements are matched too, and so after AIM; after PrivBayes the split is in "
         "epsilon). "
         "`fed_to_generator` (MST): the same measurements fed into Private-PGM instead of into weights. "
-        "`advisor` (MST and AIM; `dpiw release`'s default): marginal_match when the budget advisor's "
+        "`advisor` (MST and AIM; `dpiw release`'s default after MST): marginal_match when the budget advisor's "
         f"signal-to-noise ratio (snr) >= {SNR_MIN:g}, a threshold named before this study ran, else `none`. "
         "`beta_debiased` (PrivBayes): the paper's method, lambda 'rate', on the same rows and share.",
         "",
@@ -426,8 +427,8 @@ def _render_versus(pairs: dict[tuple, dict]) -> list[str]:
              "release `dpiw release` ships (both SDGPs' advisor picks the same method, since it reads only public "
              "quantities). **The rule, named before the comparison ran**: AIM becomes the release default when "
              f"its advisor release beats MST's (relmed < 1 and more wins than losses) in at least "
-             f"{AIM_DEFAULT_SHARE:.0%} of the cells. Seconds: the mean wall time of one study unit (MST's also "
-             "fits `fed_to_generator`).", "",
+             f"{Fraction(AIM_DEFAULT_SHARE).limit_denominator(12)} of the cells. Seconds: the mean wall time of "
+             "one study unit (MST's also fits `fed_to_generator`).", "",
              "| table | N | epsilon | none: AIM vs MST | advisor: AIM vs MST | seconds AIM / MST |",
              "|---|---|---|---|---|---|"]
     for (t, n, e), r in pairs.items():
