@@ -93,7 +93,7 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
     weights, reused = np.ones(len(synth)), False
     if advice.method == "marginal_match":
         mm_params = {k: v for k, v in params["weights"]["marginal_match"].items() if k != "reuse_sdgp"}
-        mm = MarginalMatch(**mm_params).measure(train, schema, epsilon=split.weights_epsilon,
+        mm = MarginalMatch(**mm_params).on_bins_of(gen).measure(train, schema, epsilon=split.weights_epsilon,
                                                 delta=split.weights_delta, rng=rng)
         reused = bool(params["weights"]["marginal_match"]["reuse_sdgp"])
         mm.reweight(synth, extra=gen.measurements_ if reused else ())

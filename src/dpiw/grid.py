@@ -295,9 +295,10 @@ MARGINAL_MATCH_KEYS = ("bins", "degree", "max_marginals", "max_cells")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells", "root")
 #: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
-MST_KEYS = ("bins", "iters", "max_cells")
+MST_KEYS = ("bins", "iters", "max_cells", "fine_cells", "fine_fraction")
 #: sdgp.aim keys, each passed to the synthesize stage as --aim-<key>
-AIM_KEYS = ("bins", "iters", "rounds", "max_model_size", "max_cells", "target_triples")
+AIM_KEYS = ("bins", "iters", "rounds", "max_model_size", "max_cells", "target_triples", "fine_cells",
+            "fine_fraction")
 #: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (integers but those in synthesize's SDGP_KEY_TYPES)
 SDGP_KEYS = {"privbayes": PRIVBAYES_KEYS, "mst": MST_KEYS, "aim": AIM_KEYS}
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
@@ -363,7 +364,8 @@ def evaluation_rows(lookup: Lookup) -> str:
 def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--epsilon", run.eps, "--delta", str(lookup("privacy.delta")),
             "--allow-non-dp", str(lookup("privacy.allow_non_dp_baselines")).lower(),
-            "--ledger", str(lookup("privacy.ledger")), "--schema", fmt(SCHEMA, dataset=run.dataset),
+            "--schema", fmt(SCHEMA, dataset=run.dataset), *optional("--ledger", lookup("privacy.ledger")),
+            *optional("--new-population", lookup("privacy.new_population")),
             *optional("--dataset-epsilon", lookup("privacy.dataset_epsilon")),
             *optional("--dataset-delta", lookup("privacy.dataset_delta"))]
 

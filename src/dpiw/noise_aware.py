@@ -16,10 +16,15 @@ Private-PGM from them, draws rows from the refitted model, refits the marginal-m
 re-noised measurements (and the generator's, when they were matched too), and recomputes the estimate. All
 replicates draw their rows with the same random numbers, so their spread is the noise's, not the sampling's.
 
-Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions,
-equal-width bins with uniform values inside each), the exponential mechanisms' choices (the tree or the
-rounds' picks are kept fixed), and the weights' do-no-harm decision beyond what each replicate decides
-again. bench/coverage.py measures what the interval covers.
+With fine histograms (:mod:`dpiw.sdgp.binning`), their published levels are re-noised as well: each replicate's
+bins get their counts and the values inside them from its own fine histograms (the cut points stay the
+release's).
+
+Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions;
+without fine histograms, equal-width bins with uniform values inside each; with them, the rows of a tail cut
+by the threshold), the exponential mechanisms' choices (the tree or the rounds' picks are kept fixed), and the
+weights' do-no-harm decision beyond what each replicate decides again. bench/coverage.py measures what the
+interval covers.
 """
 
 from __future__ import annotations
@@ -82,14 +87,19 @@ class NoiseBootstrap:
         mbi, rng = mbi_module(), np.random.default_rng(self.seed)
         cards, total, iters, bins = list(gen["cards"]), float(gen["total"]), int(gen["iters"]), int(gen["bins"])
         released = self._triples(gen)
+        fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
         base = estimate(mbi, cards, released, total=total, iters=iters)
         out, draws = [], int(rng.integers(2**32))
         for _ in range(self.replicates):
             noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
+            binning = bins
+            if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside them
+                binning, one_way = fine.replicate(rng)
+                noised = fine.substitute(noised, one_way)
             model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
             # every replicate draws its rows with the same random numbers (common random numbers): the rows of
             # two replicates differ where their models do, so the spread is the noise's, not the sampling's
-            rows = sample_rows(model, self.schema, bins, self.rows, np.random.default_rng(draws))
+            rows = sample_rows(model, self.schema, binning, self.rows, np.random.default_rng(draws))
             weights = np.ones(len(rows))
             if "weights" in self.m:
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
@@ -99,6 +109,47 @@ class NoiseBootstrap:
                 weights = np.exp(lw - lw.max())
             out.append(Replicate(decode_frame(rows, self.schema), weights))
         self._made = out
+        return out
+
+
+class FineReplicas:
+    """A zCDP generator's published fine histograms (:mod:`dpiw.sdgp.binning`), re-noised: each replicate adds
+    fresh Gaussian noise of the published std to every published level and post-processes it as the release did,
+    on the release's bins (kept fixed, as the tree or the rounds' picks are)."""
+
+    def __init__(self, schema, published: dict, total: float):
+        from dpiw.sdgp.binning import Binning
+
+        self.schema, self.total = schema, total
+        self.binning = Binning.from_dict(schema, published["binning"])
+        self.threshold = float(published["threshold"])
+        self.levels = {k: [np.asarray(lv, float) for lv in v] for k, v in published["levels"].items()}
+        self.std = {k: float(v) for k, v in published["std"].items()}
+        self.column = {c.name: j for j, c in enumerate(schema.columns)}
+
+    def replicate(self, rng: np.random.Generator):
+        """A re-noised binning (same cut points, a new fine histogram) and each numeric column's bin counts."""
+        from dpiw.sdgp.binning import Binning, NumericBins, consistent, prune
+
+        numeric, one_way = {}, {}
+        for name, levels in self.levels.items():
+            nb, sd = self.binning.numeric[name], self.std[name]
+            noisy = [np.array([self.total])] + [lv + rng.normal(0.0, sd, size=lv.size) for lv in levels]
+            est = consistent(noisy, self.total)
+            mass = prune(est, self.total, self.threshold * sd, nb.grid.support)
+            numeric[name] = NumericBins(nb.grid, nb.cuts, mass / max(mass.sum(), 1e-300))
+            one_way[name] = nb.coarse(est[-1])
+        return Binning(self.schema, numeric), one_way
+
+    def substitute(self, measured: list, one_way: dict) -> list:
+        """The measurements with each numeric column's first one-way measurement (the fine histogram's sums over
+        its bins) replaced by the replicate's."""
+        first = {(self.column[name],): counts for name, counts in one_way.items()}
+        out = []
+        for cl, y, sd in measured:
+            if cl in first:
+                y = first.pop(cl)
+            out.append((cl, y, sd))
         return out
 
 

@@ -143,8 +143,8 @@ def unit(study: Study, table: str, rows, eps: float, seed: int, arms: tuple[str,
     g = rng("split")
     part = _generator(sdgp).fit(real, schema, epsilon=split.sdgp_epsilon, delta=split.sdgp_delta, rng=g)
     rows_split = part.sample(n, rng=g)
-    mm = MarginalMatch().measure(real, schema, epsilon=split.weights_epsilon, delta=split.weights_delta,
-                                 rng=rng("marginal_match"))
+    mm = MarginalMatch().on_bins_of(part).measure(real, schema, epsilon=split.weights_epsilon,
+                                                  delta=split.weights_delta, rng=rng("marginal_match"))
     mm.reweight(rows_split, extra=getattr(part, "measurements_", ()) if registry.sdgp(sdgp).zcdp else ())
     releases.update({"none_split": (rows_split, None), "marginal_match": (rows_split, np.exp(mm.log_ratio_))})
     if "beta_debiased" in arms:  # the same rows and the same share, split in epsilon

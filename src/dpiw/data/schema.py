@@ -25,6 +25,7 @@ class Column:
     lower: float | None = None
     upper: float | None = None
     categories: tuple[str, ...] = ()
+    integer: bool = False  # a numeric column whose values are whole numbers (integer bounds; released as integers)
 
     @property
     def is_numeric(self) -> bool:
@@ -65,7 +66,8 @@ class Schema:
         """What a release bundle may say of the table: the columns with their public bounds and categories, the
         target and the task (:func:`parse_schema` reads it back); not where the private rows live."""
         cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
-                                                    {"categories": list(c.categories)})} for c in self.columns]
+                                                    {"categories": list(c.categories)}),
+                 **({"integer": True} if c.integer else {})} for c in self.columns]
         return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
 
 
@@ -94,7 +96,7 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
         where = f"columns[{i}]"
         if not isinstance(c, dict) or "name" not in c or "type" not in c:
             _fail(path, f"{where} needs 'name' and 'type'")
-        extra = set(c) - {"name", "type", "lower", "upper", "categories", "description"}
+        extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer"}
         if extra:
             _fail(path, f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
         name = str(c["name"])
@@ -107,8 +109,16 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
                 _fail(path, f"column '{name}': numeric columns need numeric public bounds 'lower' and 'upper'")
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
                 _fail(path, f"column '{name}': need finite lower < upper, got lower={lo}, upper={hi}")
-            cols.append(Column(name, "numeric", float(lo), float(hi)))
+            integer = c.get("integer", False)
+            if not isinstance(integer, bool):
+                _fail(path, f"column '{name}': integer must be true or false, got {integer!r}")
+            if integer and not (float(lo).is_integer() and float(hi).is_integer()):
+                _fail(path, f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
+                            f"upper={hi}")
+            cols.append(Column(name, "numeric", float(lo), float(hi), integer=integer))
         elif c["type"] == "categorical":
+            if "integer" in c:
+                _fail(path, f"column '{name}': 'integer' applies to numeric columns only")
             cats = c.get("categories")
             if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
                 _fail(path, f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")

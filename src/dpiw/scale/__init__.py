@@ -152,7 +152,8 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     for c in schema.columns:
         v = df[c.name].to_numpy()
         if c.is_numeric:
-            out[c.name] = c.lower + v.astype(float) * (c.upper - c.lower)
+            x = c.lower + v.astype(float) * (c.upper - c.lower)
+            out[c.name] = np.rint(x).astype(np.int64) if c.integer else x
         else:
             codes = v.astype(np.int64)
             if codes.size and (codes.min() < 0 or codes.max() >= len(c.categories)):

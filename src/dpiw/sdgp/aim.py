@@ -43,6 +43,7 @@ from dpiw.data.schema import Schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
+from dpiw.sdgp.binning import Binning, check_fine, fine_details, fine_events, fine_first, fine_noise
 from dpiw.sdgp.counting import Clique, Counter, InProcessCounter
 from dpiw.sdgp.pgm import domain, estimate, mbi_module, sample_rows
 
@@ -98,8 +99,10 @@ class AIM:
     """
 
     def __init__(self, *, bins: int = 8, iters: int = 500, rounds: int = 0, max_model_size: float = 80.0,
-                 max_cells: int = 10_000, target_triples: bool = True, estimator: Callable | None = None):
+                 max_cells: int = 10_000, target_triples: bool = True, estimator: Callable | None = None,
+                 fine_cells: int = 0, fine_fraction: float = 0.2):
         self.bins, self.iters, self.rounds, self.max_model_size = bins, iters, rounds, max_model_size
+        self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
         self.max_cells, self.target_triples = max_cells, target_triples
         self.estimator = estimator or PGMEstimator(iters)
 
@@ -139,6 +142,7 @@ class AIM:
             raise DpiwError(f"sdgp.aim.max_model_size must be a positive number of MB, got {self.max_model_size!r}")
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise DpiwError(f"AIM needs a positive finite epsilon, got {epsilon}")
+        check_fine(self.fine_cells, self.fine_fraction, "sdgp.aim")
         self.check_domain(schema)
 
     @shared_doc(SDGP_FIT, "The rounds of selection, measurement and estimation (:meth:`fit_counts`).")
@@ -152,14 +156,17 @@ class AIM:
         """:meth:`fit` from a counter (dpiw.sdgp.counting): AIM reads the private rows only through the
         candidates' counts, taken in one pass."""
         self._check(schema, epsilon)
+        rows = rows or RowCount.exact(counter.total)
+        l2, l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
+        rho_all = zcdp_rho(epsilon, delta)
+        # the fine histograms first (with fine_cells): the bins follow the rows, the rounds get what is left
+        counter, self.fine_, rho = fine_first(self, counter, schema, rho=rho_all, l2=l2, total=rows.n, rng=rng)
+        self.binning_ = self.fine_.binning if self.fine_ else Binning.equal_width(schema, self.bins)
         cards = list(counter.cards)
         cand = self._workload(schema, cards)
         answers = counter.counts(list(cand))
-        rows = rows or RowCount.exact(counter.total)
         self.schema_, self.cards_, self.n_ = schema, cards, rows.n
-        l2, l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
         d = len(cards)
-        rho = zcdp_rho(epsilon, delta)
         big_t = self.rounds or 16 * d
         sigma = math.sqrt(big_t * l2**2 / (2 * MEASURE_SHARE * rho))
         eps_em = math.sqrt(8 * (1 - MEASURE_SHARE) * rho / big_t)
@@ -168,9 +175,12 @@ class AIM:
             x = answers[cl]
             return cl, x + rng.normal(0.0, sd, size=x.size), sd
 
-        measured = [noisy((j,), sigma) for j in range(d)]
-        rho_one_way = d * l2**2 / (2 * sigma**2)
-        rho_used = rho_one_way
+        # the one-way marginals: measured, or for a numeric column the fine histogram's sums over its bins
+        fine_one = self.fine_.one_way if self.fine_ else {}
+        measured = [((j,), *fine_one[c.name]) if c.name in fine_one else noisy((j,), sigma)
+                    for j, c in enumerate(schema.columns)]
+        rho_one_way = (d - len(fine_one)) * l2**2 / (2 * sigma**2)
+        rho_used, sigma0 = rho_one_way, sigma
         model = self.estimator(measured, cards, float(rows.n), None)
         rounds, terminate = [], False
         while not terminate:
@@ -193,7 +203,7 @@ class AIM:
             if annealed:
                 sigma, eps_em = sigma / 2, eps_em * 2
         self.model_, self.measurements_ = model, measured
-        self._record(schema, rows, epsilon, delta, rho, big_t, rho_one_way, rounds, measured[0][2], l1, l2)
+        self._record(schema, rows, epsilon, delta, rho_all, big_t, rho_one_way, rounds, sigma0, l1, l2)
         return self
 
     def _select(self, cand: dict, answers: dict, measured: list[Clique], cards: list[int], model, *,
@@ -226,25 +236,28 @@ class AIM:
         rho_select = sum(r["epsilon_em"] ** 2 / 8 for r in rounds)
         rho_measure = sum(l2**2 / (2 * r["std"] ** 2) for r in rounds)
         self.rounds_ = rounds
+        fine_rho = self.fine_.rho if self.fine_ else 0.0
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="AIM: Gaussian marginals chosen by exponential mechanisms, budget annealing",
-            epsilon=float(zcdp_to_dp(rho_one_way + rho_select + rho_measure, delta)), delta=float(delta),
+            epsilon=float(zcdp_to_dp(fine_rho + rho_one_way + rho_select + rho_measure, delta)), delta=float(delta),
             sensitivity={"marginal_l2": l2, "quality_l1_error": l1}, neighbours=rows.neighbours,
-            noise={"one_way": {"distribution": "gaussian", "std": sigma0, "marginals": len(self.cards_)},
+            noise={**fine_noise(self.fine_),
+                   "one_way": {"distribution": "gaussian", "std": sigma0,
+                               "marginals": len(self.cards_) - len(self.fine_.one_way if self.fine_ else ())},
                    "rounds": [{"clique": [names[j] for j in r["clique"]], "std": r["std"],
                                "epsilon_em": r["epsilon_em"], "annealed": r["annealed"]} for r in rounds]},
             accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
                        "through its RDP curve", reads_private=("train",), basis="",
             details={"generator": "aim", "bins": self.bins, "rho": rho, "T": big_t, "iters": self.iters,
                      "max_model_size_mb": self.max_model_size, "target_triples": self.target_triples,
-                     "measured": [[names[j] for j in r["clique"]] for r in rounds]},
-            rdp=({"kind": "zcdp", "rho": rho_one_way, "about": "one-way marginals"},
+                     **fine_details(self), "measured": [[names[j] for j in r["clique"]] for r in rounds]},
+            rdp=(*fine_events(self.fine_), {"kind": "zcdp", "rho": rho_one_way, "about": "one-way marginals"},
                  {"kind": "zcdp", "rho": rho_select, "about": f"selection ({len(rounds)} exponential mechanisms)"},
                  {"kind": "zcdp", "rho": rho_measure, "about": f"measurements ({len(rounds)} Gaussian marginals)"}))
 
     @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        return sample_rows(self.model_.model, self.schema_, self.bins, n, rng)
+        return sample_rows(self.model_.model, self.schema_, self.binning_, n, rng)
 
 
 class PGMEstimator:

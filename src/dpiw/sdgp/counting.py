@@ -35,6 +35,15 @@ class Counter(Protocol):
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]: ...
 
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]: ...
+
+    def with_binning(self, binning) -> Counter: ...
+
+
+def _add_fine(frame: pd.DataFrame, grids: dict, out: dict[str, np.ndarray]) -> None:
+    for name, grid in grids.items():
+        out[name] += np.bincount(grid.leaf(frame[name].to_numpy()), minlength=grid.cells).astype(float)
+
 
 def _add_counts(cells: np.ndarray, cards: list[int], cliques: Sequence[Clique], out: dict[Clique, np.ndarray]) -> None:
     for cl in cliques:
@@ -47,14 +56,27 @@ def _add_counts(cells: np.ndarray, cards: list[int], cliques: Sequence[Clique], 
 
 
 class InProcessCounter:
-    """Counts of the rows' cells held in memory (``cells``: one integer column per schema column)."""
+    """Counts of the rows' cells held in memory (``cells``: one integer column per schema column); made
+    :meth:`of` a scaled frame, it also answers fine counts and re-bins (:mod:`dpiw.sdgp.binning`)."""
 
-    def __init__(self, cells: np.ndarray, cards: list[int]):
+    def __init__(self, cells: np.ndarray, cards: list[int], frame: pd.DataFrame | None = None,
+                 schema: Schema | None = None):
         self.cells, self.cards, self.total = cells, list(cards), len(cells)
+        self.frame, self.schema = frame, schema
 
     @classmethod
-    def of(cls, train: pd.DataFrame, schema: Schema, bins: int) -> InProcessCounter:
-        return cls(*discretise(train, schema, bins))
+    def of(cls, train: pd.DataFrame, schema: Schema, bins) -> InProcessCounter:
+        return cls(*discretise(train, schema, bins), frame=train, schema=schema)
+
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        """Each named numeric column's counts on its fine grid (:class:`dpiw.sdgp.binning.FineGrid`)."""
+        out = {name: np.zeros(grid.cells) for name, grid in grids.items()}
+        _add_fine(self.frame, grids, out)
+        return out
+
+    def with_binning(self, binning) -> InProcessCounter:
+        """The same rows, counted on ``binning``'s cells."""
+        return InProcessCounter.of(self.frame, self.schema, binning)
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
         out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}
@@ -66,7 +88,7 @@ class PartitionedCounter:
     """Counts summed over the record batches of a parquet dataset of scaled rows (the schema's columns, numeric
     in [0, 1], categories as codes: what the scale stage writes). One pass over the data per call."""
 
-    def __init__(self, source: str | Path, schema: Schema, bins: int, *, batch_rows: int = 1 << 20):
+    def __init__(self, source: str | Path, schema: Schema, bins, *, batch_rows: int = 1 << 20):
         import pyarrow.dataset as ds
 
         if not Path(source).exists():
@@ -75,17 +97,34 @@ class PartitionedCounter:
         missing = [c for c in schema.names if c not in self.dataset.schema.names]
         if missing:
             raise DpiwError(f"{source}: column(s) {missing} of schema '{schema.name}' are missing")
-        self.source, self.schema, self.bins, self.batch_rows = source, schema, bins, batch_rows
-        self.cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
+        from dpiw.sdgp.binning import as_binning
+
+        self.source, self.schema, self.batch_rows = source, schema, batch_rows
+        self.bins = as_binning(schema, bins)
+        self.cards = self.bins.cards
         self.total = int(self.dataset.count_rows())
 
-    def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
-        out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}
+    def _batches(self):
         from dpiw.io import check_finite
 
         for batch in self.dataset.to_batches(columns=self.schema.names, batch_size=self.batch_rows):
             frame = batch.to_pandas()
             check_finite(frame, where=str(self.source))
-            cells, _ = discretise(frame, self.schema, self.bins)
-            _add_counts(cells, self.cards, cliques, out)
+            yield frame
+
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        """Each named numeric column's counts on its fine grid, summed over the batches."""
+        out = {name: np.zeros(grid.cells) for name, grid in grids.items()}
+        for frame in self._batches():
+            _add_fine(frame, grids, out)
+        return out
+
+    def with_binning(self, binning) -> PartitionedCounter:
+        """The same dataset, counted on ``binning``'s cells."""
+        return PartitionedCounter(self.source, self.schema, binning, batch_rows=self.batch_rows)
+
+    def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+        out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}
+        for frame in self._batches():
+            _add_counts(self.bins.cells(frame), self.cards, cliques, out)
         return out

@@ -26,18 +26,13 @@ from dpiw.privacy.spend import PrivacySpend
 STRUCTURES = ("independent", "naive_bayes")
 
 
-def discretise(df: pd.DataFrame, schema: Schema, bins: int) -> tuple[np.ndarray, list[int]]:
-    """Scaled frame -> integer cells (public equal-width bins on [0, 1]) and each column's cardinality."""
-    cols, cards = [], []
-    for c in schema.columns:
-        v = df[c.name].to_numpy()
-        if c.is_numeric:
-            cols.append(np.minimum((v.astype(float) * bins).astype(np.int64), bins - 1))
-            cards.append(bins)
-        else:
-            cols.append(v.astype(np.int64))
-            cards.append(len(c.categories))
-    return np.stack(cols, axis=1), cards
+def discretise(df: pd.DataFrame, schema: Schema, bins) -> tuple[np.ndarray, list[int]]:
+    """Scaled frame -> integer cells and each column's cardinality: ``bins`` public equal-width bins on [0, 1] per
+    numeric column, or a :class:`dpiw.sdgp.binning.Binning` (bins shaped by a DP fine histogram)."""
+    from dpiw.sdgp.binning import as_binning
+
+    binning = as_binning(schema, bins)
+    return binning.cells(df), binning.cards
 
 
 def noisy_probabilities(counts: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:

@@ -39,6 +39,7 @@ from dpiw.data.schema import Schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
+from dpiw.sdgp.binning import Binning, check_fine, fine_details, fine_events, fine_first, fine_noise
 from dpiw.sdgp.counting import Counter, InProcessCounter
 from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
 
@@ -70,10 +71,18 @@ class MST:
         Mirror-descent iterations of the final Private-PGM estimate (the selection's model takes a quarter).
     max_cells : int
         Refuse a two-way marginal larger than this (memory guard): lower ``bins``.
+    fine_cells : int
+        0: ``bins`` equal-width bins per numeric column, values uniform inside. A power of two: every numeric
+        column's fine tree histogram on that many cells (:mod:`dpiw.sdgp.binning`) first, ``bins`` equal-mass
+        bins chosen from it, values drawn from it; its coarse sums stand in for the column's one-way marginal.
+    fine_fraction : float
+        The share of rho the fine histograms take (with ``fine_cells``).
     """
 
-    def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000):
+    def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000, fine_cells: int = 0,
+                 fine_fraction: float = 0.2):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
+        self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
 
     def check_domain(self, schema: Schema) -> None:
         """Refuse, before any row is read, a table whose marginals would not fit (public quantities only: the
@@ -101,6 +110,7 @@ class MST:
                             f"max_cells={self.max_cells}; lower sdgp.mst.bins")
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
+        check_fine(self.fine_cells, self.fine_fraction, "sdgp.mst")
         self.check_domain(schema)
 
     @shared_doc(SDGP_FIT, "Measures (:meth:`measure`), then estimates the graphical model from the measurements "
@@ -127,16 +137,22 @@ class MST:
 
     def measure_counts(self, counter: Counter, schema: Schema, *, epsilon: float, delta: float,
                        rng: np.random.Generator, rows: RowCount | None = None) -> MST:
-        """:meth:`measure` from a counter: every one- and two-way count in one pass over the rows."""
-        cards = list(counter.cards)
-        self._check(schema, cards, epsilon, delta)
-        d = len(cards)
+        """:meth:`measure` from a counter: the fine histograms of the numeric columns (with ``fine_cells``), then
+        every one- and two-way count on the bins they give, in one pass over the rows."""
+        self._check(schema, list(counter.cards), epsilon, delta)
         rows = rows or RowCount.exact(counter.total)
         marginal_l2, score_l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
-        self.schema_, self.cards_, self.n_ = schema, cards, rows.n
         rho = zcdp_rho(epsilon, delta)
-        rho_part = rho / 3.0
-        sigma1 = math.sqrt(d * marginal_l2**2 / (2 * rho_part))          # d one-way marginals
+        counter, self.fine_, rho_rest = fine_first(self, counter, schema, rho=rho, l2=marginal_l2, total=rows.n,
+                                                   rng=rng)
+        self.binning_ = self.fine_.binning if self.fine_ else Binning.equal_width(schema, self.bins)
+        cards = list(counter.cards)
+        d = len(cards)
+        self.schema_, self.cards_, self.n_ = schema, cards, rows.n
+        # the one-way marginals MST measures: every column's, less the numeric ones the fine histograms gave
+        measured = [j for j, c in enumerate(schema.columns) if not (self.fine_ and c.is_numeric)]
+        rho_part = rho_rest / (3.0 if measured else 2.0)
+        sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * rho_part)) if measured else None
         sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho_part))    # d - 1 two-way marginals
         eps_em = math.sqrt(8.0 * rho_part / (d - 1))
 
@@ -150,7 +166,10 @@ class MST:
                 out.append((cl, x + rng.normal(0.0, sigma, size=x.size), sigma))
             return out
 
-        one_way = measure([(j,) for j in range(d)], sigma1)
+        one_way = measure([(j,) for j in measured], sigma1)
+        if self.fine_:  # the numeric columns' one-way marginals: the fine histograms' sums over the bins (free)
+            one_way += [((j,), *self.fine_.one_way[c.name]) for j, c in enumerate(schema.columns) if c.is_numeric]
+            one_way.sort(key=lambda m: m[0])
         scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
         component = list(range(d))
 
@@ -171,21 +190,24 @@ class MST:
         self.tree_ = tree
         self.measurements_ = one_way + measure(tree, sigma2)
         names = schema.names
-        eps_spent = zcdp_to_dp(rho_part * 3.0, delta)
+        events = ((*fine_events(self.fine_), {"kind": "zcdp", "rho": len(measured) * marginal_l2**2 / (2 * sigma1**2),
+                                               "about": "one-way marginals"}) if measured else fine_events(self.fine_))
+        events += ({"kind": "zcdp", "rho": (d - 1) * eps_em**2 / 8, "about": "tree selection"},
+                   {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"})
+        rho_spent = rho_part * (3.0 if measured else 2.0) + (self.fine_.rho if self.fine_ else 0.0)
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
-            epsilon=float(eps_spent), delta=float(delta),
+            epsilon=float(zcdp_to_dp(rho_spent, delta)), delta=float(delta),
             sensitivity={"marginal_l2": marginal_l2, "tree_score_l1_error": score_l1}, neighbours=rows.neighbours,
-            noise={"one_way": {"distribution": "gaussian", "std": sigma1, "marginals": d},
+            noise={**fine_noise(self.fine_),
+                   "one_way": {"distribution": "gaussian", "std": sigma1, "marginals": len(measured)},
                    "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": d - 1},
                    "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
             accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
                        "through its RDP curve", reads_private=("train",), basis="",
-            details={"generator": "mst", "bins": self.bins, "rho": rho_part * 3.0, "iters": self.iters,
-                     "tree": [[names[a], names[b]] for a, b in tree]},
-            rdp=({"kind": "zcdp", "rho": d * marginal_l2**2 / (2 * sigma1**2), "about": "one-way marginals"},
-                 {"kind": "zcdp", "rho": (d - 1) * eps_em**2 / 8, "about": "tree selection"},
-                 {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"}))
+            details={"generator": "mst", "bins": self.bins, "rho": rho_spent, "iters": self.iters,
+                     **fine_details(self), "tree": [[names[a], names[b]] for a, b in tree]},
+            rdp=events)
         return self
 
     def _tree_scores(self, table, one_way, pairs) -> dict:
@@ -204,4 +226,4 @@ class MST:
 
     @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        return sample_rows(self.model_, self.schema_, self.bins, n, rng)
+        return sample_rows(self.model_, self.schema_, self.binning_, n, rng)

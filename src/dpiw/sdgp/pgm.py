@@ -94,9 +94,12 @@ def linear_measurements(mbi, measurements) -> list:
             for cl, y, sd in measurements]
 
 
-def sample_rows(model, schema: Schema, bins: int, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    """``n`` scaled rows from an mbi model (its randomised rounding): a numeric cell maps back to a uniform value
-    inside its bin, a category to its code."""
+def sample_rows(model, schema: Schema, bins, n: int, rng: np.random.Generator) -> pd.DataFrame:
+    """``n`` scaled rows from an mbi model (its randomised rounding): a numeric cell maps back to a value inside its
+    bin (``bins``: equal-width bins with uniform values, or a :class:`dpiw.sdgp.binning.Binning`, whose values
+    follow its fine histogram), a category to its code."""
+    from dpiw.sdgp.binning import as_binning
+
     # mbi draws from numpy's global generator: seed it from ours, and put the global state back
     state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator
     np.random.seed(int(rng.integers(2**32)))  # noqa: NPY002
@@ -104,8 +107,5 @@ def sample_rows(model, schema: Schema, bins: int, n: int, rng: np.random.Generat
         synth = model.synthetic_data(rows=n)
     finally:
         np.random.set_state(state)  # noqa: NPY002
-    out = {}
-    for j, c in enumerate(schema.columns):
-        cell = np.asarray(synth.data[str(j)], dtype=np.int64)
-        out[c.name] = (cell + rng.uniform(size=len(cell))) / bins if c.is_numeric else cell
-    return pd.DataFrame(out)[schema.names]
+    cells = {c.name: np.asarray(synth.data[str(j)], dtype=np.int64) for j, c in enumerate(schema.columns)}
+    return as_binning(schema, bins).rows(cells, rng)

@@ -96,7 +96,9 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
            "max_rows": 1_000_000,
            # sdgp.aim's flags, unset for every other SDGP
            **{f"aim_{key}": None for key in ("bins", "iters", "rounds", "max_model_size", "max_cells",
-                                             "target_triples")}}
+                                             "target_triples")},
+           # the fine histograms' flags (sdgp.mst and sdgp.aim), unset for every other SDGP
+           **{f"{sdgp}_{key}": None for sdgp in ("mst", "aim") for key in ("fine_cells", "fine_fraction")}}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from dpiw.stages._cli import (
 )
 from dpiw.weights import make_estimator
 from dpiw.weights.estimators import LAMBDA_RULES
-from dpiw.weights.marginal_match import read_measurements
+from dpiw.weights.marginal_match import read_binning, read_measurements
 
 #: the weight families that read the private rows into memory (the rest count them, or read none)
 ROW_FAMILIES = ("logistic", "output", "mlp", "gan")
@@ -180,8 +180,10 @@ def main(argv: list[str] | None = None) -> None:
 
         params = {k: getattr(args, f"mm_{k}") for k in MARGINAL_MATCH_KEYS if getattr(args, f"mm_{k}") is not None}
         est = make_estimator(args.method, **params)
-        est.measure_counts(PartitionedCounter(args.real, schema, est.bins), schema, epsilon=eps_w, delta=delta_w,
-                           rng=rng, **fit_rows)
+        if args.measurements:  # the SDGP's bins, shaped by its fine histograms (DP outputs): the same cells
+            est.binning = read_binning(args.measurements, schema)
+        est.measure_counts(PartitionedCounter(args.real, schema, est.discretisation), schema, epsilon=eps_w,
+                           delta=delta_w, rng=rng, **fit_rows)
         extra = read_measurements(args.measurements, schema, bins=est.bins) if args.measurements else ()
         est.reweight(synth, extra=extra)
         if extra:

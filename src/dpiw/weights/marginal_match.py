@@ -71,6 +71,10 @@ def measurements_dict(gen) -> dict:
     # the SDGP's file keys marginal_match's noise (an input of its identity): its fields stay as they were
     extra = ({"method": gen.method, "degree": gen.degree, "taus": list(gen.taus), "total": float(gen.rows_.n)}
              if own else {})
+    fine = getattr(gen, "fine_", None)  # a zCDP SDGP's fine histograms (DP outputs) and the bins they gave
+    binning = getattr(gen, "binning", None)
+    extra.update({"fine": fine.published()} if fine is not None else
+                 {"fine": {"binning": binning.to_dict()}} if own and binning is not None else {})
     return {"bins": gen.bins, "cards": list(gen.cards_), "columns": gen.schema_.names, **extra,
             "measurements": [{"clique": [int(j) for j in cl], "std": float(sd), "counts": np.asarray(y).tolist()}
                              for cl, y, sd in triples]}
@@ -95,6 +99,16 @@ def read_measurements(path, schema: Schema, *, bins: int) -> tuple:
         raise DpiwError(f"{path}: the SDGP measured with bins={d['bins']}, marginal_match uses bins={bins}: set "
                         "weights.marginal_match.bins equal to sdgp.mst.bins, or reuse_sdgp: false")
     return tuple((tuple(m["clique"]), np.asarray(m["counts"], float), m["std"]) for m in d["measurements"])
+
+
+def read_binning(path, schema: Schema):
+    """The bins a zCDP SDGP chose from its fine histograms (:mod:`dpiw.sdgp.binning`), from its measurements
+    file; None when it used equal-width bins."""
+    from dpiw.io import read_json
+    from dpiw.sdgp.binning import Binning
+
+    fine = read_json(path).get("fine")
+    return Binning.from_dict(schema, fine["binning"]) if fine else None
 
 
 def workload(schema: Schema, *, degree: int, max_marginals: int) -> list[tuple[int, ...]]:
@@ -143,6 +157,19 @@ class MarginalMatch:
                  taus: tuple[float, ...] = TAUS):
         self.bins, self.degree, self.max_marginals, self.max_cells = bins, degree, max_marginals, max_cells
         self.taus = tuple(taus)
+        #: the SDGP's bins shaped by its fine histograms (:func:`read_binning`), or None: ``bins`` equal-width bins
+        self.binning = None
+
+    def on_bins_of(self, gen) -> MarginalMatch:
+        """Count on the bins a zCDP SDGP chose from its fine histograms (none: ``bins`` equal-width bins)."""
+        fine = getattr(gen, "fine_", None)
+        self.binning = fine.binning if fine is not None else None
+        return self
+
+    @property
+    def discretisation(self):
+        """What the cells are: the SDGP's :class:`dpiw.sdgp.binning.Binning`, or ``bins`` equal-width bins."""
+        return self.binning if self.binning is not None else self.bins
 
     def _check(self, schema: Schema, cards: list[int], epsilon: float, delta: float) -> None:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
@@ -163,7 +190,7 @@ class MarginalMatch:
         record ``privacy_``."""
         from dpiw.sdgp.counting import InProcessCounter
 
-        return self.measure_counts(InProcessCounter.of(real, schema, self.bins), schema, epsilon=epsilon,
+        return self.measure_counts(InProcessCounter.of(real, schema, self.discretisation), schema, epsilon=epsilon,
                                    delta=delta, rng=rng, rows=rows)
 
     def measure_counts(self, counter, schema: Schema, *, epsilon: float, delta: float, rng: np.random.Generator,
@@ -208,8 +235,12 @@ class MarginalMatch:
     def from_published(cls, published: dict, schema: Schema) -> MarginalMatch:
         """The state :meth:`reweight` needs, rebuilt from the measurements a bundle publishes
         (:func:`write_measurements`): no private row, no record (post-processing of released values)."""
+        from dpiw.sdgp.binning import Binning
+
         est = cls(bins=published["bins"], degree=published["degree"], taus=tuple(published["taus"]))
         est.schema_, est.cards_, est.privacy_ = schema, list(published["cards"]), None
+        if published.get("fine"):
+            est.binning = Binning.from_dict(schema, published["fine"]["binning"])
         est.measurements_ = [(tuple(m["clique"]), np.asarray(m["counts"], float)) for m in published["measurements"]]
         est.cliques_ = [cl for cl, _ in est.measurements_]
         est.sigma_ = float(published["measurements"][0]["std"])
@@ -235,7 +266,7 @@ class MarginalMatch:
 
         from dpiw.sdgp.marginals import discretise
 
-        cells, cards = discretise(synth, self.schema_, self.bins)
+        cells, cards = discretise(synth, self.schema_, self.discretisation)
         cols = self._cols = sorted({j for cl in self.cliques_ for j in cl})
         keys = _group_keys(cells[:, cols], [cards[j] for j in cols])
         _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
