@@ -6,7 +6,7 @@ bench/release_scale.py writes its tables; its means and subgroup rates are known
 Monte Carlo of 4e6 draws). Each release draws a fresh private table of N rows from it and releases it as
 `dpiw release` does by default (MST, the budget advisor's weights with their zCDP split and MST's
 measurements matched too, post none, delta N^-1.5, N_G = min(N, sdgp.max_rows)), then asks the bundle for
-means and subgroup rates with their 95% intervals: noise-aware (dpiw.noise_aware, the default) and from the
+means and subgroup rates with their 95% intervals: noise-aware (dpiw.analysis.noise_aware, the default) and from the
 synthetic rows alone (interval="sampling", what dpiw gave before).
 
     python bench/coverage.py [--rows 1000 20000] [--releases 50] [--epsilon 1] [--jobs 2]

@@ -1,4 +1,4 @@
-"""Noise-aware intervals (dpiw.noise_aware): the bootstrap from a bundle's published measurements must see the
+"""Noise-aware intervals (dpiw.analysis.noise_aware): the bootstrap from a bundle's published measurements must see the
 spread that the mechanisms' noise gives an estimate from one release to the next, on the same private rows."""
 
 import numpy as np

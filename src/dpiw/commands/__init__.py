@@ -5,6 +5,7 @@ words, and every pipeline stage as a subcommand.
     dpiw release DATA --schema S --epsilon E [...]         release mode end to end; prints the bundle and its spend
     dpiw schema infer DATA [--target T]                    a draft schema; the bounds are left for you to fill in
     dpiw show RUN_DIR|BUNDLE_DIR|manifest.json             what a run spent and whether it may be published
+    dpiw export BUNDLE OUT.csv|OUT.parquet                 the rows in their units and labels with a weight column
     dpiw ledger show|verify|set-budget                     the lifetime ledgers of your private tables
     dpiw <stage> ...                                       one pipeline stage (listed below)
 """
@@ -25,7 +26,8 @@ STAGES = tuple(m.name for m in pkgutil.iter_modules(dpiw.stages.__path__) if not
 #: stages the workflow and the make targets call for themselves: reachable, but not listed in `dpiw --help`
 INTERNAL_STAGES = ("cell", "paper_compare", "validate_params")
 #: the command's own subcommands: module dpiw.commands.<module>, each with add_arguments(parser) and main(args)
-COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "show", "ledger": "ledger"}
+COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "show", "export": "export",
+            "ledger": "ledger"}
 
 
 def summary(module: str, prefix: str = "", width: int = 90) -> str:

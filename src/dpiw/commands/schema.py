@@ -66,7 +66,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
         numeric_target = False
     lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
-             "# with few values (a code) may be better declared categorical.",
+             "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
+             "# bounds) releases whole numbers.",
              f"name: {name}",
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
              f"target: {target}",
@@ -76,7 +77,9 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
         s = frame[col]
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
                 and not (str(col) == target and not numeric_target):
-            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}}}")
+            # whole numbers (an integer dtype): drafted `integer: true`, so releases draw integers (whole bounds)
+            whole = ", integer: true" if pd.api.types.is_integer_dtype(s) else ""
+            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}}}")
         else:
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]}}")
     return "\n".join(lines) + "\n"

@@ -26,6 +26,14 @@ class Column:
     upper: float | None = None
     categories: tuple[str, ...] = ()
     integer: bool = False  # a numeric column whose values are whole numbers (integer bounds; released as integers)
+    number_labels: bool = False  # a categorical column whose categories were declared as numbers ([0, 1])
+
+    @property
+    def labels(self) -> list:
+        """The categories as an analyst reads them: numbers where they were declared as numbers."""
+        if not self.number_labels:
+            return list(self.categories)
+        return [int(float(c)) if float(c).is_integer() else float(c) for c in self.categories]
 
     @property
     def is_numeric(self) -> bool:
@@ -66,7 +74,7 @@ class Schema:
         """What a release bundle may say of the table: the columns with their public bounds and categories, the
         target and the task (:func:`parse_schema` reads it back); not where the private rows live."""
         cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
-                                                    {"categories": list(c.categories)}),
+                                                    {"categories": c.labels}),
                  **({"integer": True} if c.integer else {})} for c in self.columns]
         return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
 
@@ -122,7 +130,8 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
             cats = c.get("categories")
             if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
                 _fail(path, f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
-            cols.append(Column(name, "categorical", categories=tuple(str(x) for x in cats)))
+            numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats)
+            cols.append(Column(name, "categorical", categories=tuple(str(x) for x in cats), number_labels=numbers))
         else:
             _fail(path, f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
     schema = Schema(name=str(d["name"]), task=d["task"], target=str(d["target"]), columns=tuple(cols),

@@ -158,5 +158,5 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
             codes = v.astype(np.int64)
             if codes.size and (codes.min() < 0 or codes.max() >= len(c.categories)):
                 raise DpiwError(f"column '{c.name}': codes outside its {len(c.categories)} categories")
-            out[c.name] = pd.Categorical.from_codes(codes, categories=list(c.categories))
+            out[c.name] = pd.Categorical.from_codes(codes, categories=c.labels)
     return pd.DataFrame(out, index=df.index)[schema.names]

@@ -261,7 +261,7 @@ class MarginalMatch:
 
     @shared_doc(FRAMES_WEIGHTS_REWEIGHT, "``extra``: measurements already released by another mechanism, as "
                 "(clique of column indices, noisy counts, std) - MST's, say - matched as well at no further cost.")
-    def reweight(self, synth: pd.DataFrame, extra: tuple = ()) -> MarginalMatch:
+    def reweight(self, synth: pd.DataFrame, extra: tuple = (), warm: dict | None = None) -> MarginalMatch:
         from scipy.optimize import minimize
 
         from dpiw.sdgp.marginals import discretise
@@ -286,13 +286,20 @@ class MarginalMatch:
         cell_of = np.stack([o + idx for o, idx in zip(offsets, index, strict=True)])  # (marginals, groups)
         y_all = np.concatenate(ys)
         s2 = np.concatenate([np.full(y.size, float(sd) ** 2) for y, (_, _, sd) in zip(ys, measured, strict=True)])
-        n_cells, m = int(y_all.size), len(ys)
+        n_cells = int(y_all.size)
+        # A (measured cells x groups, one 1 per marginal in each group's column) as sparse matrices: a product
+        # costs one pass over its nonzeros (most of a fit's time is these products)
+        from scipy import sparse
+
+        a = sparse.csr_matrix((np.ones(cell_of.size), (cell_of.ravel(), np.tile(np.arange(len(c)), len(ys)))),
+                              shape=(n_cells, len(c)))
+        a_t = a.T.tocsr()
 
         def weights_at(lam, tau):  # u = -A^T lambda / tau: the primal solution at the dual point lambda
-            return -lam[cell_of].sum(axis=0) / tau
+            return -(a_t @ lam) / tau
 
         def marginals(v):  # A v: the weighted synthetic mass in every measured cell
-            return np.bincount(cell_of.ravel(), weights=np.tile(v, m), minlength=n_cells)
+            return a @ v
 
         def dual(lam, tau):  # minus the dual function and its gradient (strongly convex: sigma^2 I + ...)
             v = c * np.exp(np.minimum(weights_at(lam, tau), 50.0))
@@ -325,10 +332,14 @@ class MarginalMatch:
             r = marginals(c * np.exp(u)) - y_all
             return tau, float(r @ (r / s2)), u, lam
 
-        fits, lam = [], np.zeros(n_cells)
+        def start(tau, default):  # a dual point of a like problem (the noise-aware bootstrap's previous replicate)
+            prior = (warm or {}).get(tau)
+            return prior if prior is not None and prior.shape == (n_cells,) else default
+
+        fits, lam = [], start(self.taus[0], np.zeros(n_cells))
         for tau in self.taus:
             if fits:
-                lam = fits[-1][3] * (tau / fits[-1][0])  # the same weights as the last fit: a warm start
+                lam = start(tau, fits[-1][3] * (tau / fits[-1][0]))  # the same weights as the last fit
             fits.append(fit(tau, lam))
             if fits[-1][1] <= n_cells:
                 break  # the largest tau whose fit is within the noise
@@ -344,11 +355,12 @@ class MarginalMatch:
             if pick > 0:
                 pick -= 1
             elif tau * 10 <= KHAT_TAU_MAX:
-                fits.insert(0, fit(tau * 10, lam * 10))
+                fits.insert(0, fit(tau * 10, start(tau * 10, lam * 10)))
             else:
                 u = np.zeros(len(c))
                 break
         self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
+        self.duals_ = {f[0]: f[3] for f in fits}  # warm starts for a like problem (``warm``)
         self.log_ratio_ = u[inverse.ravel()]
         self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c), pareto_k=gate.k,
                    tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured "

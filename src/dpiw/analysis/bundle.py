@@ -1,28 +1,8 @@
-"""The analyst's side: importance-weighted estimates from a release bundle.
-
-A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows: numeric columns scaled to
-[0, 1] by the schema's public bounds, value = lower + v (upper - lower); categorical columns as category
-codes), ``weights.parquet`` (one weight per row, column ``weight``), ``manifest.json`` (the privacy spend
-and the weights' diagnostics) and ``schema.json`` (the public bounds and categories), with which
-:func:`load_bundle` gives the rows back in their units and labels. Everything here is post-processing of the
-release: it costs no privacy.
-
-    from dpiw.analysis import load_bundle
-    b = load_bundle("results/release_clinic/runs/clinic/eps=1/seed=0/mst/none/none/release")
-    b.mean("age").value, b.mean("age").ci()                    # the IW mean in years and its 95% interval
-    b.rate("outcome", "ill", where=b.data.smoker == "yes")     # a subgroup's weighted share of a label
-    b.fit(LogisticRegression(), ["age", "region"], "outcome")  # any estimator with sample_weight
-
-The standard error of a self-normalised weighted mean is the weighted standard deviation over the square
-root of Kish's effective sample size (sum w)^2 / sum w^2. When the bundle's Pareto k-hat is above its
-threshold or the ESS is below ``MIN_ESS_FRACTION`` of the rows, :func:`load_bundle` warns: the weights then
-rest on a few rows and the intervals are not to be trusted.
-"""
+"""A loaded release bundle: its rows in their units and labels, its weights, and estimates with intervals."""
 
 from __future__ import annotations
 
 import json
-import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,111 +11,15 @@ import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
-
-#: below this share of the rows, Kish's ESS says the weights are too concentrated to trust
-MIN_ESS_FRACTION = 0.1
-
-
-class UnreliableWeightsWarning(UserWarning):
-    """The bundle's weights rest on a few rows (heavy tail or small effective sample size)."""
-
-
-def kish_ess(weights) -> float:
-    """Kish's effective sample size (sum w)^2 / sum w^2.
-
-    Parameters
-    ----------
-    weights : array_like
-        Non-negative weights, not all zero.
-
-    Returns
-    -------
-    float
-        Between 1 and the number of weights; equal to it for constant weights.
-
-    >>> kish_ess([1, 1, 1, 1]), kish_ess([2, 0, 0, 0])
-    (4.0, 1.0)
-    """
-    w = _check_weights(weights)
-    return float(w.sum() ** 2 / (w * w).sum())
-
-
-def _check_weights(weights) -> np.ndarray:
-    w = np.asarray(weights, dtype=float)
-    if w.ndim != 1 or w.size == 0:
-        raise DpiwError("weights must be a non-empty 1-D array")
-    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
-        raise DpiwError("weights must be finite, >= 0 and not all 0")
-    return w
-
-
-#: what an interval from the synthetic rows alone covers
-SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP noise nor the sampling of the private "
-                 "rows (too narrow for the population)")
-#: what a noise-aware interval covers (dpiw.noise_aware)
-NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
-               "measurements) and the synthetic rows' sampling; NOT the generator's bias")
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A weighted mean with its standard error.
-
-    Attributes
-    ----------
-    value : float
-        The self-normalised weighted mean sum w h / sum w.
-    se : float
-        Its standard error: sqrt(weighted variance / ESS) from the synthetic rows alone, or, noise-aware, the
-        square root of the sum of ``parts``.
-    ess : float
-        Kish's effective sample size of the weights used.
-    parts : dict
-        The variance's parts by source (noise-aware estimates): ``private_rows``, ``noise``, ``synthetic_rows``.
-    covers : str
-        What the interval accounts for, in words.
-    """
-
-    value: float
-    se: float
-    ess: float
-    parts: dict | None = None
-    covers: str = SAMPLING_ONLY
-
-    def ci(self, level: float = 0.95) -> tuple[float, float]:
-        """The normal interval value +- z se at ``level`` (e.g. 0.95)."""
-        from scipy.stats import norm
-
-        if not 0 < level < 1:
-            raise DpiwError(f"level must lie in (0, 1), got {level}")
-        z = float(norm.ppf(0.5 + level / 2))
-        return self.value - z * self.se, self.value + z * self.se
-
-
-def weighted_mean(values, weights) -> Estimate:
-    """Importance-weighted mean of ``values`` with a Kish-ESS standard error.
-
-    Parameters
-    ----------
-    values : array_like
-        One value per synthetic row (a column, or any function of the rows).
-    weights : array_like
-        The bundle's weights, same length (any scale: they are normalised).
-
-    Returns
-    -------
-    Estimate
-        value, se and ess; ``Estimate.ci(level)`` gives the interval.
-    """
-    h = np.asarray(values, dtype=float)
-    w = _check_weights(weights)
-    if h.shape != w.shape:
-        raise DpiwError(f"values ({h.shape}) and weights ({w.shape}) differ in length")
-    p = w / w.sum()
-    mean = float(p @ h)
-    var = float(p @ (h - mean) ** 2)
-    ess = kish_ess(w)
-    return Estimate(mean, math.sqrt(var / ess), ess)
+from dpiw.analysis.estimates import (
+    MIN_ESS_FRACTION,
+    NOISE_AWARE,
+    Estimate,
+    UnreliableWeightsWarning,
+    _check_weights,
+    kish_ess,
+    weighted_mean,
+)
 
 
 @dataclass(frozen=True)
@@ -183,21 +67,23 @@ class Bundle:
         return bool(self.measurements and "generator" in self.measurements and self.schema is not None)
 
     def bootstrap(self, *, replicates: int | None = None, seed: int = 0):
-        """The noise-aware bootstrap of this bundle (:class:`dpiw.noise_aware.NoiseBootstrap`), made on first use
-        and kept."""
-        from dpiw import noise_aware
+        """The noise-aware bootstrap of this bundle (:class:`dpiw.analysis.noise_aware.NoiseBootstrap`), made on
+        first use and kept (and cached on disk between processes)."""
+        from dpiw.analysis import noise_aware
 
         key = (replicates or noise_aware.REPLICATES, seed)
         if key not in self._bootstrap:
             fitted = [r for r in self.manifest.get("records", []) if r.get("stage") == "fit_weights"]
             reuse = bool(fitted and fitted[0].get("details", {}).get("reused"))
+            # each replicate draws as many rows as the bundle holds (at most REPLICATE_ROWS)
+            rows = min(noise_aware.REPLICATE_ROWS, len(self.data))
             self._bootstrap[key] = noise_aware.NoiseBootstrap(self.schema, self.measurements, reuse=reuse,
-                                                              replicates=key[0], seed=seed)
+                                                              replicates=key[0], rows=rows, seed=seed)
         return self._bootstrap[key]
 
     def _estimate(self, values, where, interval: str) -> Estimate:
         """The weighted mean of ``values(data) -> array`` over the subgroup ``where``, with its interval."""
-        from dpiw import noise_aware
+        from dpiw.analysis import noise_aware
 
         if interval not in ("auto", "noise", "sampling"):
             raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
@@ -238,7 +124,7 @@ class Bundle:
             The subgroup: ``{"smoker": "yes"}``, a function of the decoded rows (``lambda d: d.age > 60``), or a
             boolean mask of the rows (then the interval comes from the synthetic rows alone).
         interval : {"auto", "noise", "sampling"}
-            ``noise``: noise-aware (:mod:`dpiw.noise_aware`: the private rows' sampling, the mechanisms' noise,
+            ``noise``: noise-aware (:mod:`dpiw.analysis.noise_aware`: the private rows' sampling, the mechanisms' noise,
             the synthetic rows' sampling); ``sampling``: from the synthetic rows alone (Kish's ESS);
             ``auto`` (default): noise-aware where the bundle allows it.
         """
@@ -255,39 +141,53 @@ class Bundle:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
         return self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
 
-    def design(self, features: list[str]) -> pd.DataFrame:
+    def design(self, features: list[str], data: pd.DataFrame | None = None) -> pd.DataFrame:
         """The features as a numeric design matrix: numeric columns in their units, a categorical column with K
-        categories as K - 1 indicator columns ``name=label`` (the first category is the reference)."""
+        categories as K - 1 indicator columns ``name=label`` (the first category is the reference); of ``data``
+        (decoded rows like :attr:`data`, e.g. a bootstrap replicate's) or of the bundle's rows."""
+        data = self.data if data is None else data
         blocks = []
         for name in features:
-            col = self._column(name)
+            self._column(name)
+            col = data[name]
             if isinstance(col.dtype, pd.CategoricalDtype):
                 blocks.append(pd.DataFrame({f"{name}={c}": (col == c).to_numpy(float)
-                                            for c in col.cat.categories[1:]}, index=self.data.index))
+                                            for c in col.cat.categories[1:]}, index=data.index))
             else:
                 blocks.append(col.astype(float).to_frame())
         return pd.concat(blocks, axis=1)
 
-    def fit(self, estimator, features: list[str], target: str):
-        """Fit a scikit-learn style estimator on the synthetic rows with ``sample_weight`` = the weights.
+    def fit(self, estimator, features: list[str], target: str, *, interval: str = "auto"):
+        """Fit a scikit-learn style estimator on the synthetic rows with ``sample_weight`` = the weights, and give
+        a linear model's coefficients with intervals (:mod:`dpiw.analysis.fit`).
 
         Parameters
         ----------
         estimator : object
-            Anything with ``fit(X, y, sample_weight=...)`` (LogisticRegression, LinearRegression, ...).
+            Anything with ``fit(X, y, sample_weight=...)`` (LogisticRegression, LinearRegression, ...); it is
+            cloned, not changed.
         features : list of str
             The columns used as inputs (:meth:`design`: categorical ones as indicator columns).
         target : str
             The column to predict (a categorical one as its labels).
+        interval : {"auto", "noise", "sampling"}
+            As for :meth:`mean`: noise-aware where the bundle allows it (the same bootstrap replicates).
 
         Returns
         -------
-        object
-            The fitted estimator.
+        dpiw.analysis.fit.Fit
+            The fitted estimator (``predict``, ``coef_``... pass through to it), and for a linear model
+            ``table``: each coefficient's value, standard error and 95% interval; ``print`` shows them.
         """
-        y = self._column(target)
-        y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
-        return estimator.fit(self.design(features), y, sample_weight=self.weights)
+        from dpiw.analysis.fit import fit_with_intervals
+
+        if interval not in ("auto", "noise", "sampling"):
+            raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
+        if interval == "noise" and not self.noise_aware:
+            raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
+                            "(measurements.json: generators mst, aim) and its schema")
+        self._column(target)
+        return fit_with_intervals(self, estimator, features, target, interval=interval)
 
 
 def load_bundle(path: str | Path, *, warn: bool = True) -> Bundle:

@@ -40,6 +40,8 @@ from dpiw import DpiwError
 #: the bootstrap's replicates and the synthetic rows each one draws (at most)
 REPLICATES = 30
 REPLICATE_ROWS = 20_000
+#: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
+CACHE_FORMAT = 2
 
 
 @dataclass
@@ -65,13 +67,65 @@ class NoiseBootstrap:
     """
 
     def __init__(self, schema, measurements: dict, *, reuse: bool, replicates: int = REPLICATES,
-                 rows: int = REPLICATE_ROWS, seed: int = 0):
+                 rows: int = REPLICATE_ROWS, seed: int = 0, cache: bool = True, progress=None):
         if "generator" not in measurements:
             raise DpiwError("the bundle publishes no generator measurements: noise-aware intervals need a "
                             "marginal-based generator (mst, aim)")
         self.schema, self.m, self.reuse = schema, measurements, reuse
         self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
+        self.cache, self.progress = cache, progress if progress is not None else _progress
         self._made: list[Replicate] | None = None
+
+    def cache_path(self):
+        """Where the replicates are kept between processes: the user's cache folder (``DPIW_CACHE`` names
+        another, "off" none), under a digest of everything they depend on (the bundle's schema and measurements,
+        the bootstrap's settings and this format's version); None when off."""
+        import hashlib
+        import json
+        import os
+        from pathlib import Path
+
+        folder = os.environ.get("DPIW_CACHE")
+        if not self.cache or folder == "off":
+            return None
+        if not folder:
+            try:
+                import platformdirs
+
+                folder = platformdirs.user_cache_dir("dpiw")
+            except ImportError:  # pragma: no cover - platformdirs comes with the pipeline's dependencies
+                folder = str(Path.home() / ".cache" / "dpiw")
+        key = json.dumps({"format": CACHE_FORMAT, "schema": self.schema.public_dict(), "measurements": self.m,
+                          "reuse": self.reuse, "replicates": self.replicates, "rows": self.rows, "seed": self.seed},
+                         sort_keys=True, default=str)
+        return Path(folder) / "noise_aware" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parquet")
+
+    def _load(self, path) -> list[Replicate] | None:
+        if path is None or not path.is_file():
+            return None
+        try:
+            frame = pd.read_parquet(path)
+        except Exception:  # a damaged cache file is rebuilt, never trusted
+            return None
+        return [Replicate(g.drop(columns=["_replicate", "_weight"]).reset_index(drop=True),
+                          g["_weight"].to_numpy(float)) for _, g in frame.groupby("_replicate", sort=True)]
+
+    def _save(self, path, made: list[Replicate]) -> None:
+        if path is None:
+            return
+        import os
+        import tempfile
+
+        frame = pd.concat([rep.data.assign(_replicate=k, _weight=rep.weights) for k, rep in enumerate(made)],
+                          ignore_index=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            os.close(fd)
+            frame.to_parquet(tmp, index=False)
+            os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+        except OSError:  # a read-only home: the replicates stay in this process only
+            pass
 
     def _triples(self, part: dict) -> list:
         return [(tuple(x["clique"]), np.asarray(x["counts"], float), float(x["std"])) for x in part["measurements"]]
@@ -79,6 +133,14 @@ class NoiseBootstrap:
     def made(self) -> list[Replicate]:
         if self._made is not None:
             return self._made
+        path = self.cache_path()
+        self._made = self._load(path)
+        if self._made is None:
+            self._made = self._build()
+            self._save(path, self._made)
+        return self._made
+
+    def _build(self) -> list[Replicate]:
         from dpiw.scale import decode_frame
         from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
         from dpiw.weights.marginal_match import MarginalMatch
@@ -89,8 +151,9 @@ class NoiseBootstrap:
         released = self._triples(gen)
         fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
         base = estimate(mbi, cards, released, total=total, iters=iters)
-        out, draws = [], int(rng.integers(2**32))
-        for _ in range(self.replicates):
+        out, draws, duals = [], int(rng.integers(2**32)), None
+        for k in range(self.replicates):
+            self.progress(k, self.replicates)
             noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
             binning = bins
             if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside them
@@ -104,12 +167,27 @@ class NoiseBootstrap:
             if "weights" in self.m:
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
                 mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
-                mm.reweight(rows, extra=tuple(noised) if self.reuse else ())
+                # the previous replicate's dual points start this one's fits (the same measured cells): the
+                # optimum is the same, found in fewer steps
+                mm.reweight(rows, extra=tuple(noised) if self.reuse else (), warm=duals)
+                duals = getattr(mm, "duals_", None)
                 lw = mm.log_ratio_
                 weights = np.exp(lw - lw.max())
             out.append(Replicate(decode_frame(rows, self.schema), weights))
-        self._made = out
+        self.progress(self.replicates, self.replicates)
         return out
+
+
+def _progress(done: int, total: int) -> None:
+    """The bootstrap's progress on standard error: a line that updates on a terminal, the start and the end
+    otherwise."""
+    import sys
+
+    tty = sys.stderr.isatty()
+    if done == 0 or done == total or tty:
+        end = "\n" if done == total else ("\r" if tty else "\n")
+        print(f"dpiw: noise-aware bootstrap of this bundle, replicate {done}/{total} (made once, then cached)",
+              end=end, file=sys.stderr, flush=True)
 
 
 class FineReplicas:
@@ -166,7 +244,13 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
             if column not in data:
                 raise DpiwError(f"where: no column {column!r}; the bundle has {list(data.columns)}")
             values = value if isinstance(value, list | tuple | set) else [value]
-            mask &= data[column].isin(values).to_numpy()
+            col = data[column]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                unknown = [v for v in values if v not in list(col.cat.categories)]
+                if unknown:
+                    raise DpiwError(f"where: {unknown[0]!r} is not a category of {column!r}; its categories are "
+                                    f"{list(col.cat.categories)}")
+            mask &= col.isin(values).to_numpy()
     else:
         raise DpiwError("where: None, a mapping {column: label} or a function of the rows (a boolean mask cannot "
                         "be applied to the bootstrap's rows)")
