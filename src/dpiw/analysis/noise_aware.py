@@ -73,7 +73,9 @@ class NoiseBootstrap:
                             "marginal-based generator (mst, aim)")
         self.schema, self.m, self.reuse = schema, measurements, reuse
         self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
-        self.cache, self.progress = cache, progress if progress is not None else _progress
+        self.cache = cache
+        self.progress = progress if progress is not None else (lambda done, total: _progress(done, total,
+                                                                                            self.cache_path()))
         self._made: list[Replicate] | None = None
 
     def cache_path(self):
@@ -178,7 +180,7 @@ class NoiseBootstrap:
         return out
 
 
-def _progress(done: int, total: int) -> None:
+def _progress(done: int, total: int, cache) -> None:
     """The bootstrap's progress on standard error: a line that updates on a terminal, the start and the end
     otherwise."""
     import sys
@@ -186,8 +188,9 @@ def _progress(done: int, total: int) -> None:
     tty = sys.stderr.isatty()
     if done == 0 or done == total or tty:
         end = "\n" if done == total else ("\r" if tty else "\n")
-        print(f"dpiw: noise-aware bootstrap of this bundle, replicate {done}/{total} (made once, then cached)",
-              end=end, file=sys.stderr, flush=True)
+        kept = f"kept in {cache.parent} for later processes" if cache is not None else "kept in this process"
+        print(f"dpiw: noise-aware bootstrap of this bundle, replicate {done}/{total} ({kept})", end=end,
+              file=sys.stderr, flush=True)
 
 
 class FineReplicas:
