@@ -80,14 +80,14 @@ def random_frame(schema, n: int, seed: int = 0):
 
 
 def ledger_tables(wd: Path) -> list[dict]:
-    """Every table of a clone's ledger store, after `dpiw ledger verify` (the command a curator runs) has checked
-    its chain."""
+    """Every table of the user's ledger store (the default one: DPIW_HOME, one per test module), after
+    `dpiw ledger verify` (the command a curator runs) has checked its chain and its witness."""
     from dpiw.privacy.ledger import verify
-    from dpiw.privacy.store import Store
+    from dpiw.privacy.store import Store, default_store
 
     proc = sh(["dpiw", "ledger", "verify"], wd)
     assert "chain intact" in proc.stdout, proc.stdout
-    return verify(Store(str(wd / "ledgers/ledger.sqlite"), create=False))["tables"]
+    return verify(Store(default_store(), create=False))["tables"]
 
 
 def bundle_files(sdgp: str, weights: str) -> list[str]:

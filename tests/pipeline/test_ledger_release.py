@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -29,7 +30,7 @@ def release(wd, *flags, data=DATA, schema=SCHEMA, popen=False):
 
 
 def manifest(wd, eps) -> dict:
-    run = wd / f"results/release_clinic/runs/clinic/eps={eps}/seed=0/mst/none/none/manifest.json"
+    (run,) = wd.glob(f"releases/clinic/eps={eps}-*/run/runs/clinic/eps={eps}/seed=0/mst/none/none/manifest.json")
     return json.loads(run.read_text())
 
 
@@ -39,10 +40,11 @@ def wd(tmp_path_factory):
 
 
 def wait_for_lock(wd, proc, seconds=120) -> None:
-    lock = wd / "results/release_clinic/.dpiw-release.lock"
+    """Until the release holds its population's lock (in the user's dpiw folder, DPIW_HOME)."""
     end = time.time() + seconds
     while time.time() < end:
-        if lock.is_file() and lock.read_text().startswith("pid") and proc.poll() is None:
+        locks = list((Path(os.environ["DPIW_HOME"]) / "locks").glob("*.lock"))
+        if any(lock.read_text().startswith("pid") for lock in locks) and proc.poll() is None:
             return
         time.sleep(0.2)
     raise AssertionError(f"the first release never took its lock: {proc.poll()}")
@@ -54,7 +56,8 @@ def test_two_releases_of_one_table_at_once_one_is_refused_the_other_charged_exac
     second = release(wd, "--epsilon", "0.7")
     assert second.returncode == 2
     err = second.stderr.strip()
-    assert err.count("\n") == 0 and "another `dpiw release` of 'clinic' is running (pid" in err, err
+    assert err.count("\n") == 0 and "another `dpiw release` of 'clinic' (or of a table charged to its ledger) is " \
+        "running (pid" in err, err
     out, err = first.communicate(timeout=900)
     assert first.returncode == 0, err[-3000:]
     assert manifest(wd, "0.5")["spent"]["epsilon"] == pytest.approx(0.5)
@@ -76,7 +79,8 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
     raised = release(wd, "--epsilon", "0.2", "--dataset-epsilon", "100", data="clinic_copy.csv", schema="copy.yaml")
     assert raised.returncode != 0
     assert "lifetime epsilon is 5 (set in its ledger), not 100" in raised.stdout + raised.stderr
-    assert not (wd / "configs/release_clinic_copy.yaml").exists()  # a failed call leaves no config behind
+    assert "release refused before anything ran" not in raised.stderr  # the budget flag, not the spend
+    assert not (wd / "releases/clinic_copy").exists()  # a refused call leaves no folder and no config behind
     proc = release(wd, "--epsilon", "0.2", data="clinic_copy.csv", schema="copy.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
     (table,) = ledger_tables(wd)
@@ -87,9 +91,9 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
 def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     proc = release(wd, "--epsilon", "0.3", popen=True)
     wait_for_lock(wd, proc)
-    logs = wd / "logs/release_clinic/synthesize"
     end = time.time() + 120
-    while not list(logs.glob("clinic_eps=0.3_*.log")) and proc.poll() is None and time.time() < end:
+    while not list(wd.glob("releases/clinic/eps=0.3-*/logs/run/synthesize/clinic_eps=0.3_*.log")) \
+            and proc.poll() is None and time.time() < end:
         time.sleep(0.05)
     assert proc.poll() is None, "the release ended before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)  # in the synthesize job: after scale, before the ledger's job
@@ -104,12 +108,14 @@ def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
 def test_a_release_is_refused_while_its_earlier_bundles_are_missing_from_the_ledger(wd):
     """A deleted (or replaced) store would start the table again at zero: refused, with one line, until the store
     is back."""
-    store = wd / "ledgers/ledger.sqlite"
+    from dpiw.privacy.store import default_store
+
+    store = Path(default_store())
     store.rename(wd / "backup.sqlite")
     try:
         proc = release(wd, "--epsilon", "0.1")
         assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
-        assert "earlier bundle(s) of 'clinic' were admitted to a ledger that ledgers/ledger.sqlite does not hold" \
+        assert f"earlier bundle(s) of this project were admitted to a ledger that {store} does not hold" \
             in proc.stderr
         assert not store.exists()
     finally:
@@ -127,9 +133,10 @@ def test_errors_and_logs_of_bad_input_show_no_private_value(wd, column):
     frame.loc[17, column] = SENTINELS[column]
     bad = wd / f"bad_{column}.csv"
     frame.to_csv(bad, index=False)
-    # through `dpiw release`: refused before the workflow starts
-    proc = release(wd, "--epsilon", "1", data=str(bad))
+    # through `dpiw release`: refused before the workflow starts, nothing written
+    proc = release(wd, "--epsilon", "1", "--out-of-bounds", "fail", data=str(bad))
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
+    assert not list(wd.glob("releases/clinic/eps=1-*"))
     # through the workflow on a config (the job logs too)
     schema = (wd / SCHEMA).read_text().replace("path: data/examples/clinic.csv", f"path: {bad.name}")
     assert schema != (wd / SCHEMA).read_text()

@@ -23,9 +23,10 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
                "--project", "releases"], curator)
     assert "a new project in" in proc.stdout and "FIT TO RELEASE" in proc.stdout
     project = curator / "releases"
-    assert {p.name for p in project.iterdir()} >= {"params.yaml", "configs", "data", "results", "ledgers"}
-    assert (project / "configs/release_clinic.yaml").is_file() and (project / "ledgers/ledger.sqlite").is_file()
-    bundle = project / "results/release_clinic/runs/clinic/eps=1/seed=0/mst/none/none/release"
+    assert {p.name for p in project.iterdir()} >= {"params.yaml", "configs", "data", "releases", "logs"}
+    (folder,) = (project / "releases/clinic").iterdir()  # the release's own folder: config, schema, bundle
+    assert (folder / "release.yaml").is_file() and not (project / "ledgers").exists()  # the store is the user's
+    bundle = folder / "run/runs/clinic/eps=1/seed=0/mst/none/none/release"
     assert f"bundle     releases/{bundle.relative_to(project)}/" in proc.stdout
     assert _status(root) == before  # nothing of the checkout was written
     # a second release of the same table from the same project draws on the same ledger

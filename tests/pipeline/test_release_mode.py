@@ -1,7 +1,7 @@
 """A curator's release, as docs/release.md gives it: `git clone`, then Snakemake on configs/clinic_release.yaml
 (mode: release). Every input row is private data (no test split, no public slice), the noise comes from
 OS entropy (two runs differ) or from DPIW_SECRET_KEY (two runs give the same rows and weights), the bundle is
-fit to release, and the table's lifetime ledger (ledgers/ledger.sqlite) refuses a bundle past its lifetime budget
+fit to release, and the table's lifetime ledger (the user's store) refuses a bundle past its lifetime budget
 and does not count an identical bundle twice. Editing one row of the CSV reruns scale and everything after it."""
 
 import json
@@ -102,12 +102,12 @@ def test_secret_key_gives_the_same_rows_and_weights_twice(tmp_path):
     for name in ("a", "b"):
         wd = clone(tmp_path / name)
         use_secret_key(wd)
-        smk(wd, env=env)
+        smk(wd, env={**env, "DPIW_HOME": str(tmp_path / f"home_{name}")})  # two curators, two ledger stores
         runs.append(wd)
     a, b = bundle(runs[0]), bundle(runs[1])
     assert a.pop("synthetic.parquet") == b.pop("synthetic.parquet") and a.pop("weights.parquet") == b.pop(
         "weights.parquet")
-    # the manifests agree but for their entry in each clone's own ledger store (its own secret and time)
+    # the manifests agree but for their entry in each curator's own ledger store (its own secret and time)
     ma, mb = json.loads(a["manifest.json"]), json.loads(b["manifest.json"])
     assert ma.pop("ledger")["entry"] != mb.pop("ledger")["entry"] and ma == mb
     m = json.loads(bundle(runs[0])["manifest.json"])

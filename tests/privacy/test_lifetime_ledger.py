@@ -11,6 +11,7 @@ import pytest
 
 from dpiw import DpiwError
 from dpiw.privacy import ledger as L
+from dpiw.privacy import witness
 from dpiw.privacy.accounting import compose, rdp_to_dp, zcdp_rho
 from dpiw.privacy.store import Store
 
@@ -209,7 +210,8 @@ def _rehash(path):
     ("rehash:UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":\"x\"') "
      "WHERE kind = 'mechanism'", "epsilon must be a finite number >= 0, got 'x'"),
     ("rehash:DELETE FROM dpiw_ledger WHERE kind = 'mechanism'", "entry 2 is missing"),
-    ("UPDATE dpiw_ledger_meta SET value = 'ab' || substr(value, 3) WHERE key = 'secret'",
+    ("UPDATE dpiw_ledger_meta SET value = CASE WHEN substr(value, 1, 1) = 'a' THEN 'b' ELSE 'a' END || "
+     "substr(value, 2) WHERE key = 'secret'",
      "entry 1 does not follow"),
 ])
 def test_a_hand_edit_is_found_by_verify_and_refuses_the_next_admission(tmp_path, edit, message):
@@ -246,8 +248,13 @@ def test_a_consistently_rewritten_chain_is_caught_by_the_bundles_it_admitted(tmp
     con.commit()
     con.close()
     _rehash(path)
-    assert L.verify(store)["entries"] == 6  # the chain alone looks whole
-    with pytest.raises(DpiwError, match="bundle2: its ledger entry .* is not in"):
+    # the witness outside the store saw 8 entries: refused with one line
+    with pytest.raises(DpiwError, match="holds 6 entries, but its witness saw 8") as exc:
+        L.verify(store)
+    assert "\n" not in str(exc.value)
+    witness.path(str(path)).unlink()  # without the witness the chain alone looks whole ...
+    assert L.verify(store)["entries"] == 6
+    with pytest.raises(DpiwError, match="bundle2: its ledger entry .* is not in"):  # ... but not to the bundles
         L.verify(store, entries=bundles)
 
 
@@ -317,16 +324,40 @@ def test_four_processes_admitting_at_once_against_postgresql_never_pass_the_budg
     check_concurrent_total(postgres_url)
 
 
-def test_a_postgresql_store_keeps_the_chain_and_refuses_a_hand_edit(postgres_url):
+def test_a_postgresql_store_refuses_update_and_delete_and_a_hand_edit_past_the_trigger_is_caught(postgres_url):
+    """The writer role (SELECT and INSERT only, as dpiw.privacy.store.WRITER_GRANTS says) admits releases but can
+    neither change nor remove an entry; the owner is stopped by the trigger; an owner who drops the trigger on
+    purpose and edits an entry is caught by verify and the next admission."""
     import psycopg
+
+    from dpiw.privacy.store import WRITER_GRANTS
 
     store = Store(postgres_url)
     before = len(store.atomic(lambda t: t.entries()))
     out = L.admit(store, digest="pg-table", label="t", manifest=manifest(0.3, "pg1"), bundle_id="pg1", epsilon=1)
     assert out["created"] and len(store.atomic(lambda t: t.entries())) == before + 4  # budget, 2 mechanisms, release
     with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP ROLE IF EXISTS writer")
+        con.execute("CREATE ROLE writer LOGIN")
+        con.execute(WRITER_GRANTS)
+    writer_url = postgres_url.replace("//dpiw@", "//writer@")
+    assert writer_url != postgres_url
+    out = L.admit(Store(writer_url), digest="pg-table", label="t", manifest=manifest(0.1, "pg-w"), bundle_id="pg-w")
+    assert out["releases"] == 2
+    edits = ("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":0.01') "
+             "WHERE kind = 'mechanism'", "DELETE FROM dpiw_ledger WHERE kind = 'release'", "TRUNCATE dpiw_ledger",
+             "UPDATE dpiw_ledger_meta SET value = 'x' WHERE key = 'secret'", "DELETE FROM dpiw_ledger_meta")
+    for url, refusal in ((writer_url, "permission denied"), (postgres_url, "append-only")):
+        with psycopg.connect(url, autocommit=True) as con:
+            for sql in edits:
+                with pytest.raises(psycopg.Error, match=refusal):
+                    con.execute(sql)
+    assert L.verify(store)["entries"] == before + 6  # + its synthesize mechanism and its release
+    with psycopg.connect(postgres_url, autocommit=True) as con:  # the owner, on purpose
+        con.execute("ALTER TABLE dpiw_ledger DISABLE TRIGGER dpiw_ledger_append_only")
         con.execute("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.3', '\"epsilon\":0.01') "
                     "WHERE kind = 'mechanism' AND body LIKE '%pg1%'")
+        con.execute("ALTER TABLE dpiw_ledger ENABLE TRIGGER dpiw_ledger_append_only")
     with pytest.raises(DpiwError, match="was changed after it was written"):
         L.verify(store)
     with pytest.raises(DpiwError, match="is broken"):

@@ -1,14 +1,16 @@
 """Read, check and set the lifetime ledgers of your private tables (the budget every release draws on).
 
-A table's ledger is found by its content, not by its name: the same file under another schema name is
-the same table. The store is ledgers/ledger.sqlite, or the store named by --store or $DPIW_LEDGER_URL
-(a postgresql:// URL shared by several machines).
+A table's ledger is found by its rows as its schema reads them, not by its file or name: the same rows in another
+file, format or order, under another name or from another project folder, are the same table, and a table that
+shares most of its rows with a ledgered one is charged to that ledger. The store is --store, else
+$DPIW_LEDGER_URL, else the project's privacy.ledger (--project), else ledger.sqlite in the user's dpiw folder
+($DPIW_HOME or the platform's user data folder). Every command checks the store against its witness outside it.
 
     dpiw ledger show                                     every table: budget, lifetime spend, releases
-    dpiw ledger verify [--bundles DIR ...]               check the hash chain and every entry (and that each
-                                                         published bundle's entry is in it); exit 2 if not
-    dpiw ledger set-budget DATA --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
-    dpiw ledger import ledgers/clinic.json DATA          bring in a ledger of the earlier one-file-per-name format
+    dpiw ledger verify [--bundles DIR ...]               check the hash chain, every entry, the witness and every
+                                                         bundle admitted through it; exit 2 and one line if not
+    dpiw ledger set-budget DATA --schema S --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
+    dpiw ledger import ledgers/clinic.json DATA --schema S   bring in a ledger of the earlier one-file-per-name format
 """
 
 from __future__ import annotations
@@ -26,8 +28,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        ("set-budget", "set a table's lifetime budget on the record (creates its ledger)"),
                        ("import", "bring a ledgers/<name>.json of the earlier format into the store")):
         sp = sub.add_parser(name, help=text, description=text)
-        sp.add_argument("--store", help="the ledger store: a SQLite path or a postgresql:// URL (default "
-                                        "$DPIW_LEDGER_URL, else ledgers/ledger.sqlite)")
+        sp.add_argument("--store", help="the ledger store: a SQLite path or a postgresql:// URL (it beats "
+                                        "$DPIW_LEDGER_URL; default: the project's privacy.ledger, else ledger.sqlite "
+                                        "in the user's dpiw folder)")
+        sp.add_argument("--project", metavar="DIR", default=".",
+                        help="the project folder whose params.yaml may name the store (privacy.ledger; default: the "
+                             "current directory)")
+        if name in ("set-budget", "import"):
+            sp.add_argument("--schema", required=True, help="the table's schema: how its rows are read (its identity)")
         if name == "verify":
             sp.add_argument("--bundles", nargs="+", default=[], metavar="DIR",
                             help="published bundles (folders or manifest.json files): each one's ledger entry must be "
@@ -43,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             sp.add_argument("--delta", type=float,
                             help="the lifetime delta (a new ledger only: it is fixed when the ledger is created)")
             sp.add_argument("--reason", required=True, help="why: kept in the ledger with the change")
-            sp.add_argument("--label", help="a name for the table in `dpiw ledger show` (default: the file's stem)")
+            sp.add_argument("--label", help="a name for the table in `dpiw ledger show` (default: the schema's name)")
             sp.add_argument("--neighbours", choices=("replace_one", "add_remove"), default="replace_one",
                             help="the neighbouring relation of a new ledger")
 
@@ -73,15 +81,43 @@ def _bundle_entries(paths: list[str]) -> dict[str, str]:
     return out
 
 
+def _resolve(store, args):
+    from dataclasses import replace
+
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy.ledger import resolve
+
+    schema = load_schema(args.schema)
+    table = resolve(store, replace(schema, source={**schema.source, "kind": "file", "path": str(args.data)}))
+    if table.note():
+        print(table.note())
+    return schema.name, table
+
+
+def _store_url(args) -> str:
+    from pathlib import Path
+
+    from dpiw.config import load_yaml
+    from dpiw.privacy.store import store_url
+
+    params = Path(args.project) / "params.yaml"
+    configured = (load_yaml(params).get("privacy") or {}).get("ledger") if params.is_file() else None
+    if configured and "://" not in configured and not Path(configured).is_absolute():
+        configured = str(Path(args.project) / configured)
+    return store_url(args.store, configured)
+
+
 def main(args) -> None:
     from pathlib import Path
 
-    from dpiw.privacy import ledger
-    from dpiw.privacy.store import Store, describe, store_url
+    from dpiw.privacy import ledger, witness
+    from dpiw.privacy.store import Store, describe
 
-    url = store_url(args.store)
+    url = _store_url(args)
     if args.action in ("show", "verify"):
-        summary = ledger.verify(Store(url, create=False), entries=_bundle_entries(getattr(args, "bundles", [])))
+        bundles = _bundle_entries(getattr(args, "bundles", []))
+        known = {f"{info.get('bundle') or entry[:16]} (witness)": entry for entry, info in witness.bundles(url).items()}
+        summary = ledger.verify(Store(url, create=False), entries={**known, **bundles})
         print("\n".join(_lines(summary)))
         if getattr(args, "bundles", []):
             print(f"  the {len(args.bundles)} bundle(s)' ledger entries are all in the chain")
@@ -89,15 +125,17 @@ def main(args) -> None:
     data = Path(args.data)
     if not data.is_file():
         raise DpiwError(f"DATA {data}: no such file")
+    store = Store(url)
+    label, table = _resolve(store, args)
     if args.action == "import":
         from dpiw.io import read_json
 
         old = Path(args.old)
         if not old.is_file():
             raise DpiwError(f"LEDGER_JSON {old}: no such file")
-        label = read_json(old).get("dataset") or data.stem
-        out = ledger.import_json(Store(url), digest=ledger.content_digest(data), label=label, old=read_json(old),
-                                 delta=args.delta, reason=f"imported from {old.name}")
+        label = read_json(old).get("dataset") or label
+        out = ledger.import_json(store, table=table, label=label, old=read_json(old), delta=args.delta,
+                                 reason=f"imported from {old.name}")
         old.rename(old.with_name(old.name + ".imported"))
         b, s = out["budget"], out["lifetime"]
         over = "  OVER the budget: nothing more is admitted" if s["epsilon"] > b["epsilon"] else ""
@@ -105,8 +143,8 @@ def main(args) -> None:
               f"{s['epsilon']:.6g} of {b['epsilon']:g} at delta {b['delta']:.3g}{over}; {old} is now "
               f"{old.name}.imported")
         return
-    out = ledger.set_budget(Store(url), digest=ledger.content_digest(data), label=args.label or data.stem,
-                            epsilon=args.epsilon, delta=args.delta, reason=args.reason, neighbours=args.neighbours)
+    out = ledger.set_budget(store, table=table, label=args.label or label, epsilon=args.epsilon, delta=args.delta,
+                            reason=args.reason, neighbours=args.neighbours)
     b = out["budget"]
     was = "" if out["created"] else f" (was epsilon {out['previous']['epsilon']:g})"
     print(f"{describe(url)}: {data.name}: lifetime budget epsilon {b['epsilon']:g}, delta {b['delta']:.3g}{was}; "

@@ -14,7 +14,9 @@ from dpiw.io import read_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", metavar="RUN|BUNDLE", help="a run's folder, its release/ bundle, or a manifest.json")
+    p.add_argument("path", metavar="RUN|BUNDLE",
+                   help="a release's folder (releases/<name>/<release>), a run's folder, its release/ bundle, or a "
+                        "manifest.json")
 
 
 def find_manifest(path: str | Path) -> Path:
@@ -22,10 +24,14 @@ def find_manifest(path: str | Path) -> Path:
     for candidate in (p, p / "manifest.json", p.parent / "manifest.json"):
         if candidate.is_file() and candidate.name == "manifest.json":
             return candidate
+    bundles = sorted(p.glob("run/runs/**/release/manifest.json")) if p.is_dir() else []
+    if len(bundles) == 1:  # a release's folder (`dpiw release`: releases/<name>/<release>/)
+        return bundles[0]
     if (p / "refused.json").is_file():
         raise DpiwError(f"{p}: a refused bundle (no rows, no weights); the reasons are in {p / 'refused.json'}; "
                         f"the run's manifest is in {p.parent / 'manifest.json'}")
-    raise DpiwError(f"{p}: no manifest.json here (give a run's folder, its release/ folder or a manifest.json)")
+    raise DpiwError(f"{p}: no manifest.json here (give a release's folder, a run's folder, its release/ folder or a "
+                    "manifest.json)")
 
 
 def _num(x) -> str:

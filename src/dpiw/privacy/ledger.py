@@ -1,9 +1,12 @@
 """The lifetime ledger of a private table: its budget over (epsilon, delta) and every release admitted.
 
-**Keyed by the data.** A table's ledger is found by its dataset key: an HMAC (with the store's secret)
-of the table's canonical content (:func:`content_digest`: a CSV's lines with line endings and a BOM
-normalised, a parquet file's Arrow table). The schema's name is only a label: the same bytes under
-another name find the same ledger; the key says nothing about the data without the secret.
+**Keyed by the people.** A table's ledger is found by its rows as the schema reads them
+(dpiw.privacy.identity: keyed row hashes combined order-free, so row and column order, number formatting and
+file format do not matter), or, for a table not seen before, by the rows it shares with a ledgered one (a
+bottom-k MinHash sketch kept in the store): a corrected, appended or widened copy is charged to the earlier
+table's ledger unless the curator declares a new population with a reason, which is recorded (:func:`resolve`).
+The schema's name is only a label; the keys say nothing about the data without the store's secret. Ledgers of
+stores written before (keyed by a file's bytes, :func:`content_digest`) are still found.
 
 **A budget over (epsilon, delta), fixed when the ledger is created** (the first release, or
 ``dpiw ledger set-budget``): epsilon defaults to :data:`DEFAULT_LIFETIME_EPSILON`, delta to the first
@@ -42,12 +45,13 @@ from typing import Any
 import numpy as np
 
 from dpiw import DpiwError
+from dpiw.privacy import witness
 from dpiw.privacy.neighbours import NEIGHBOURS
 from dpiw.privacy.store import Entry, Store, Transaction, describe, entry_hash, genesis
 
 #: the lifetime epsilon of a table whose first release names none (printed when the ledger is created)
 DEFAULT_LIFETIME_EPSILON = 10.0
-KINDS = ("budget", "mechanism", "release")
+KINDS = ("budget", "table", "mechanism", "release")
 #: hashes of the entries whose content this process has checked (the hash is recomputed on every read)
 _VALID: set[str] = set()
 _PARSED: dict[str, dict[str, Any]] = {}
@@ -245,6 +249,8 @@ def convert(mechanism: dict[str, Any], relation: str) -> dict[str, Any]:
     own = mechanism["neighbours"]
     if own == relation:
         return mechanism
+    if mechanism["epsilon"] == 0 and mechanism["delta"] == 0 and not mechanism["rdp"]:
+        return {**mechanism, "neighbours": relation}  # spends nothing: true under either relation
     if own == "add_remove" and relation == "replace_one":
         eps, delta = mechanism["epsilon"], mechanism["delta"]
         return {**mechanism, "epsilon": 2 * eps, "delta": min((1 + math.exp(eps)) * delta, 1.0), "rdp": [],
@@ -263,6 +269,7 @@ class DatasetLedger:
     key: str
     budget: dict[str, Any] | None = None
     labels: list[str] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # the tables charged to it (table entries)
     mechanisms: dict[str, dict[str, Any]] = field(default_factory=dict)
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # release id -> entry body + hash
 
@@ -272,8 +279,8 @@ class DatasetLedger:
     def summary(self) -> dict[str, Any]:
         s = self.spent()
         return {"dataset_key": self.key[:16], "labels": self.labels, "budget": self.budget,
-                "releases": len(self.releases), "lifetime": {"epsilon": s["epsilon"], "delta": s["delta"],
-                                                             "from": s["from"]}}
+                "tables": len(self.tables), "releases": len(self.releases),
+                "lifetime": {"epsilon": s["epsilon"], "delta": s["delta"], "from": s["from"]}}
 
 
 def fold(entries: Iterable[Entry], key: str) -> DatasetLedger:
@@ -286,6 +293,8 @@ def fold(entries: Iterable[Entry], key: str) -> DatasetLedger:
             state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
         elif e.kind == "mechanism":
             state.mechanisms[body["key"]] = body
+        elif e.kind == "table":
+            state.tables.append(body)
         elif e.kind == "release":
             state.releases[body["release_id"]] = {**body, "entry": e.hash}
         label = body.get("label")
@@ -323,6 +332,10 @@ def _validate(e: Entry, where: str) -> None:
             raise DpiwError(f"{where}: neighbours must be one of {NEIGHBOURS}")
     elif e.kind == "mechanism":
         check_mechanism(body, where)
+    elif e.kind == "table":
+        if not (isinstance(body.get("table"), str) and isinstance(body.get("columns"), list)
+                and isinstance(body.get("rows"), int) and isinstance(body.get("sketch"), list)):
+            raise DpiwError(f"{where}: a table entry needs table, columns, rows and sketch")
     elif not isinstance(body.get("release_id"), str) or not isinstance(body.get("mechanisms"), list):
         raise DpiwError(f"{where}: a release entry needs release_id and mechanisms")
 
@@ -336,6 +349,7 @@ def check_chain(txn: Transaction) -> list[Entry]:
         raise DpiwError("the store's secret is missing")
     prev = genesis(secret) if secret else ""
     budgets: set[str] = set()
+    mechanisms: set[tuple[str, str]] = set()
     for i, e in enumerate(entries, 1):
         where = f"entry {i}"
         if e.seq != i:
@@ -351,6 +365,13 @@ def check_chain(txn: Transaction) -> list[Entry]:
             budgets.add(e.dataset)
         elif e.dataset not in budgets:
             raise DpiwError(f"{where}: a {e.kind} of a table with no budget entry before it")
+        elif e.kind == "mechanism":
+            mechanisms.add((e.dataset, _parsed(e)["key"]))
+        elif e.kind == "release":
+            missing = [m for m in _parsed(e)["mechanisms"] if (e.dataset, m) not in mechanisms]
+            if missing:
+                raise DpiwError(f"{where}: a release whose mechanism {missing[0]} has no entry before it (a "
+                                "mechanism entry was removed)")
         prev = e.hash
     if (count or "0") != str(len(entries)) or (entries and head != entries[-1].hash):
         raise DpiwError(f"the chain's head says {count or 0} entries but {len(entries)} are there (the last entries "
@@ -359,11 +380,31 @@ def check_chain(txn: Transaction) -> list[Entry]:
 
 
 def _verified(txn: Transaction, store: Store) -> list[Entry]:
+    """The store's entries after checking its chain and that it extends what its witness saw."""
     try:
-        return check_chain(txn)
+        entries = check_chain(txn)
     except DpiwError as exc:
         raise DpiwError(f"ledger store {describe(store.url)} is broken: {exc}; nothing is admitted until it is "
                         "restored from a backup (`dpiw ledger verify` checks it)") from None
+    secret = txn.meta("secret")
+    witness.check(store.url, entries, genesis(secret) if secret else None)
+    return entries
+
+
+def _transact(store: Store, work, *, release_of=None):
+    """``store.atomic(work)``, then the store's witness moved to the new head (after the commit: a witness is
+    never ahead of its store). ``release_of(result)``: the release entry the result admitted, to record."""
+    def wrapped(txn: Transaction):
+        out = work(txn)
+        count, head = txn.tip()
+        secret = txn.meta("secret")
+        return out, count, head, genesis(secret) if secret else None
+
+    out, count, head, gen = store.atomic(wrapped)
+    if count and gen:
+        entry = release_of(out) if release_of else None
+        witness.advance(store.url, count=count, head=head, genesis=gen, release=entry)
+    return out
 
 
 def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any]:
@@ -379,7 +420,7 @@ def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any
         keys = list(dict.fromkeys(e.dataset for e in chain))
         return {"store": describe(store.url), "entries": len(chain), "head": chain[-1].hash if chain else None,
                 "tables": [fold(chain, k).summary() for k in keys]}
-    return store.atomic(work)
+    return _transact(store, work)
 
 
 def bundle_entry(path: str | Path) -> str | None:
@@ -405,7 +446,7 @@ def _requested(state: DatasetLedger, epsilon: float | None, delta: float | None)
         if asked is not None and not math.isclose(asked, state.budget[name], rel_tol=1e-9, abs_tol=0):
             raise DpiwError(f"this table's lifetime {name} is {state.budget[name]:.6g} (set in its ledger), not "
                             f"{asked:.6g}: drop the flag, or change the budget on the record with `dpiw ledger "
-                            f"set-budget DATA --{name} {asked:g} --reason ...`")
+                            f"set-budget DATA --schema S --{name} {asked:g} --reason ...`")
 
 
 def _budget_body(label: str, epsilon: float, delta: float, neighbours: str, reason: str,
@@ -418,13 +459,121 @@ def _budget_body(label: str, epsilon: float, delta: float, neighbours: str, reas
             "reason": reason, "previous": previous, "at": _now()}
 
 
-def admit(store: Store, *, digest: str, label: str, manifest: dict[str, Any], bundle_id: str,
-          epsilon: float | None = None, delta: float | None = None) -> dict[str, Any]:
+# ---------------------------------------------------------------------------------------------- a table's ledger
+@dataclass(frozen=True)
+class Resolution:
+    """Which ledger a table is charged to (:func:`resolve`): ``ledger`` (None: a new one, keyed ``key``), found
+    ``via`` its identity, its bytes (a store written before rows were hashed), an overlap with a ledgered table
+    (``share`` of its rows, ``earlier``: that ledger's labels and spend), or nothing (``new``)."""
+
+    key: str
+    ledger: str | None
+    via: str
+    table: Any = None  # dpiw.privacy.identity.TableId, or None for a table that is not a file
+    share: float = 0.0
+    earlier: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None  # why a table that overlaps a ledgered one is a new population
+
+    @property
+    def target(self) -> str:
+        return self.ledger or self.key
+
+    def note(self) -> str | None:
+        """A line for the curator when the table was charged to another table's ledger by overlap."""
+        if self.via != "overlap":
+            return None
+        e = self.earlier
+        return (f"this table shares about {self.share:.0%} of its rows with the ledgered table "
+                f"'{', '.join(e['labels'])}' (lifetime epsilon {e['spent']:.6g} of {e['budget']:g}): it is charged "
+                "to that ledger (--new-population REASON declares it another population)")
+
+
+def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """{table key: (its ledger's key, its table entry)}"""
+    return {_parsed(e)["table"]: (e.dataset, _parsed(e)) for e in entries if e.kind == "table"}
+
+
+def resolve(store: Store, schema, *, new_population: str | None = None, each=None) -> Resolution:
+    """Measure the table ``schema`` reads (its source file) under the store's secret and find its ledger: the
+    ledger of a table with the same identity, else (a store written before) the one keyed by the file's bytes,
+    else the ledger of a table with which it shares at least :data:`dpiw.privacy.identity.OVERLAP` of the smaller
+    one's rows (over the earlier table's columns, when the new one adds columns) unless ``new_population`` gives a
+    reason to start a new one, else none (a new ledger). Reads the rows (``each`` is called with every chunk);
+    writes nothing but the store's secret."""
+    from dpiw.privacy.identity import OVERLAP, measure, overlap
+
+    if new_population is not None and not new_population.strip():
+        raise DpiwError("--new-population needs a reason (it is kept in the ledger): say why these rows are "
+                        "other people than the ledgered table's")
+
+    def read(txn: Transaction):
+        return _verified(txn, store), txn.secret()
+
+    entries, secret = _transact(store, read)
+    budgets = {e.dataset for e in entries if e.kind == "budget"}
+    if schema.source.get("kind") != "file":  # a shipped dataset: keyed by where it comes from
+        key = dataset_key(secret, fingerprint(schema))
+        return Resolution(key, key if key in budgets else None, "identity" if key in budgets else "new")
+    known = _tables(entries)
+    names = set(schema.names)
+    table = measure(schema, schema.source["path"], secret,
+                    also=[t["columns"] for _, t in known.values() if set(t["columns"]) < names], each=each)
+    if table.key in known:
+        return Resolution(table.key, known[table.key][0], "identity", table)
+    legacy = dataset_key(secret, content_digest(schema.source["path"]))
+    if legacy in budgets:
+        return Resolution(table.key, legacy, "bytes", table)
+    best: tuple[float, str | None] = (0.0, None)
+    for ledger_key, t in known.values():
+        columns = tuple(t["columns"])
+        sketch = table.sketch if columns == table.columns else table.over.get(columns)
+        if sketch is not None:
+            best = max(best, (overlap(sketch, table.rows, t["sketch"], t["rows"]), ledger_key), key=lambda b: b[0])
+    share, ledger_key = best
+    if ledger_key is None or share < OVERLAP:
+        return Resolution(table.key, None, "new", table, reason=new_population)
+    state = fold(entries, ledger_key)
+    earlier = {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
+    if new_population:
+        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population)
+    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier)
+
+
+def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, label: str
+           ) -> tuple[str, Resolution | None]:
+    """The ledger key a change goes to (``where``: a :class:`Resolution`, or a legacy content digest), re-read in
+    this transaction (another process may have placed the table since it was resolved)."""
+    if isinstance(where, str):
+        return dataset_key(txn.secret(), where), None
+    known = _tables(entries)
+    if where.table is not None and where.table.key in known:
+        return known[where.table.key][0], None  # already placed (by another release of it, or a race)
+    return where.target, where
+
+
+def _record_table(txn: Transaction, key: str, where: Resolution | None, label: str) -> None:
+    """The table entry that ties a table (its identity and sketch) to the ledger ``key`` it is charged to."""
+    if where is None or where.table is None:
+        return
+    body = {**where.table.record(), "label": label, "via": where.via, "at": _now()}
+    if where.via == "overlap" or where.earlier:
+        body["overlap"] = {"share": round(where.share, 4), "with": where.earlier.get("labels")}
+    if where.reason:
+        body["new_population"] = where.reason.strip()
+    txn.append(key, "table", body)
+
+
+def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str, digest: str | None = None,
+          table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None
+          ) -> dict[str, Any]:
     """Admit one bundle to its table's ledger in one transaction, or raise DpiwError (nothing written).
 
-    ``digest`` is the table's :func:`content_digest`; ``epsilon``/``delta`` the lifetime budget a config or
-    flag names (used when the ledger is created; elsewhere it must equal the stored one). Returns the
-    entry's hash, the budget, the lifetime spend after it and whether the ledger was created."""
+    ``table`` is where :func:`resolve` placed the table (``digest``, a content digest, keys a ledger the earlier
+    way); ``epsilon``/``delta`` the lifetime budget a config or flag names (used when the ledger is created;
+    elsewhere it must equal the stored one). Returns the entry's hash, the budget, the lifetime spend after it and
+    whether the ledger was created."""
+    if (digest is None) == (table is None):
+        raise DpiwError("admit needs the table's resolution (or a content digest), not both")
     records = manifest["records"]
     for rec in records:
         if not rec["dp"]:
@@ -440,13 +589,15 @@ def admit(store: Store, *, digest: str, label: str, manifest: dict[str, Any], bu
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key = dataset_key(txn.secret(), digest)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         created = state.budget is None
         if created:
+            reason = "created by the table's first release"
+            if placing is not None and placing.reason:
+                reason += f"; a new population: {placing.reason.strip()}"
             body = _budget_body(label, DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
-                                manifest["budget"]["delta"] if delta is None else delta, relation,
-                                "created by the table's first release")
+                                manifest["budget"]["delta"] if delta is None else delta, relation, reason)
             txn.append(key, "budget", body)
             state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
         else:
@@ -463,6 +614,7 @@ def admit(store: Store, *, digest: str, label: str, manifest: dict[str, Any], bu
                 f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s); "
                 f"{manifest['run']} would bring it to {_eps(after)} at delta {state.budget['delta']:.3g}. Release "
                 "less, or raise the budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+        _record_table(txn, key, placing, label)
         for m in new.values():
             txn.append(key, "mechanism", {**m, "label": label})
         entry = txn.append(key, "release", {
@@ -470,9 +622,52 @@ def admit(store: Store, *, digest: str, label: str, manifest: dict[str, Any], bu
             "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
             "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, "at": _now()})
         return {"entry": entry.hash, "budget": state.budget, "created": created, "lifetime": after,
-                "releases": len(state.releases) + 1, "again": False}
+                "releases": len(state.releases) + 1, "again": False, "labels": state.labels}
 
-    return store.atomic(work)
+    return _transact(store, work, release_of=lambda out: out["entry"])
+
+
+def planned(records: list[dict[str, Any]], relation: str) -> dict[str, dict[str, Any]]:
+    """Mechanism entries (keyed) of a release that has not run: what its config says it will spend."""
+    out = {}
+    for i, rec in enumerate(records):
+        m = {"key": f"planned:{i}:{rec['stage']}", "stage": rec["stage"], "mechanism": rec.get("mechanism", "planned"),
+             "epsilon": rec["epsilon"], "delta": rec["delta"], "rdp": list(rec.get("rdp") or []),
+             "neighbours": rec.get("neighbours", relation)}
+        check_mechanism(m, f"planned {rec['stage']}")
+        out[m["key"]] = m
+    return out
+
+
+def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]], relation: str,
+               run_delta: float, epsilon: float | None = None, delta: float | None = None) -> dict[str, Any]:
+    """Refuse (DpiwError, one line) a release whose planned ``mechanisms`` would take its table's ledger past its
+    lifetime budget, before any of them runs; writes nothing. Returns the budget and the lifetime after it."""
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key, _ = _place(txn, entries, table, label)
+        state = fold(entries, key)
+        if state.budget is None:
+            budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
+                      "delta": run_delta if delta is None else delta, "neighbours": relation}
+            _budget_body(label, budget["epsilon"], budget["delta"], relation, "check")  # the values are sound
+            state.budget = budget
+        else:
+            _requested(state, epsilon, delta)
+        new = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]
+        before = state.spent()
+        after = lifetime([*state.mechanisms.values(), *new], state.budget["delta"])
+        if after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12:
+            who = ", ".join(state.labels) or label
+            raise DpiwError(
+                f"release refused before anything ran: table '{who}' has spent epsilon = {before['epsilon']:.6g} of "
+                f"its lifetime ({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} "
+                f"release(s); this release would bring it to {_eps(after)}. Release less, or raise the budget on the "
+                "record (`dpiw ledger set-budget`) only if the data's owners agree")
+        return {"budget": state.budget, "before": before, "after": after, "releases": len(state.releases),
+                "created": not state.releases and not state.mechanisms}
+
+    return _transact(store, work)
 
 
 def _eps(spent: dict[str, Any]) -> str:
@@ -480,16 +675,18 @@ def _eps(spent: dict[str, Any]) -> str:
         f"a delta past the budget (summed {spent['basic']['delta']:.3g})"
 
 
-def set_budget(store: Store, *, digest: str, label: str, epsilon: float, delta: float | None, reason: str,
-               neighbours: str = "replace_one") -> dict[str, Any]:
+def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None, reason: str,
+               neighbours: str = "replace_one", digest: str | None = None, table: Resolution | None = None
+               ) -> dict[str, Any]:
     """Set a table's lifetime budget on the record: create its ledger with (epsilon, delta), or change the
-    epsilon of an existing one (its delta stays as created). Refused below what is already spent."""
+    epsilon of an existing one (its delta stays as created). Refused below what is already spent. ``table``: where
+    :func:`resolve` placed the table (or ``digest``, a content digest, as before)."""
     if not reason or not reason.strip():
         raise DpiwError("--reason is required: say why the budget is set (it is kept in the ledger)")
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key = dataset_key(txn.secret(), digest)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         if state.budget is None:
             if delta is None:
@@ -506,14 +703,15 @@ def set_budget(store: Store, *, digest: str, label: str, epsilon: float, delta: 
             body = _budget_body(label, epsilon, state.budget["delta"], state.budget["neighbours"], reason.strip(),
                                 previous=state.budget)
         entry = txn.append(key, "budget", body)
+        _record_table(txn, key, placing, label)
         return {"entry": entry.hash, "budget": {k: body[k] for k in ("epsilon", "delta", "neighbours")},
                 "previous": body["previous"], "created": state.budget is None}
 
-    return store.atomic(work)
+    return _transact(store, work)
 
 
-def import_json(store: Store, *, digest: str, label: str, old: dict[str, Any], delta: float | None,
-                reason: str) -> dict[str, Any]:
+def import_json(store: Store, *, label: str, old: dict[str, Any], delta: float | None, reason: str,
+                digest: str | None = None, table: Resolution | None = None) -> dict[str, Any]:
     """Bring a ledger of the earlier one-JSON-file-per-name format (``ledgers/<name>.json``) into the store as the
     table's ledger: its budget (epsilon as it was; delta ``delta``, else the largest delta of its releases), its
     mechanisms (replace-one, the only relation that format knew) and its releases. Refused when the table already
@@ -535,10 +733,11 @@ def import_json(store: Store, *, digest: str, label: str, old: dict[str, Any], d
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key = dataset_key(txn.secret(), digest)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
         if fold(entries, key).budget is not None:
             raise DpiwError(f"table '{label}' already has a ledger in {describe(store.url)}: nothing imported")
         txn.append(key, "budget", _budget_body(label, budget, delta, "replace_one", reason))
+        _record_table(txn, key, placing, label)
         for body in bodies:
             txn.append(key, "mechanism", {**body, "label": label})
         for r in releases:
@@ -548,4 +747,4 @@ def import_json(store: Store, *, digest: str, label: str, old: dict[str, Any], d
         state = fold(txn.entries(), key)
         return {"budget": state.budget, "lifetime": state.spent(), "releases": len(state.releases)}
 
-    return store.atomic(work)
+    return _transact(store, work)

@@ -6,11 +6,18 @@ Every entry is one row ``(seq, dataset, kind, body, prev, hash)``: ``body`` is c
 a deleted last row shows too) and the store's secret, the HMAC key that turns a table's content digest
 into the dataset key the entries carry (so that a key seen in a store reveals nothing about the data).
 
-A store is named by a URL: a path (``ledgers/ledger.sqlite``, SQLite through the standard library) or
+A store is named by a URL: a path (SQLite through the standard library; by default ``ledger.sqlite`` in the
+user's data folder, :func:`default_store`, so that every project folder of a user draws on one store) or
 ``postgresql://...`` (psycopg), which curators on several machines and SLURM nodes can share. Every
-change happens in :meth:`Store.transaction`, which holds the store exclusively until it commits:
-SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's serialisable isolation with the table locked. SQLite on a
-network file system does not lock reliably: share a store between machines through PostgreSQL.
+change happens in :meth:`Store.atomic`, which holds the store exclusively until it commits: SQLite's
+``BEGIN IMMEDIATE``; on PostgreSQL a transaction-scoped advisory lock that every dpiw process takes, under
+serialisable isolation. SQLite on a network file system does not lock reliably: share a store between
+machines through PostgreSQL.
+
+On PostgreSQL the entries are append-only for every role: a trigger refuses UPDATE, DELETE and TRUNCATE of
+``dpiw_ledger`` and of the secret, and the writer role needs (and should be granted) only SELECT and INSERT
+(:data:`WRITER_GRANTS`). The chain's head and length are read from the chain itself there; the witness outside
+the store (dpiw.privacy.witness) notices a store that lost its tail.
 """
 
 from __future__ import annotations
@@ -28,16 +35,33 @@ from typing import Any, TypeVar
 
 from dpiw import DpiwError
 
-#: where `dpiw release` and the workflow keep the ledger when neither the config nor DPIW_LEDGER_URL names one
-DEFAULT_STORE = "ledgers/ledger.sqlite"
-#: the environment variable that points every command at a shared store (it wins over the config)
+#: the environment variable that points every command at a shared store (a flag beats it; it beats the config)
 ENV_URL = "DPIW_LEDGER_URL"
+#: the environment variable naming the user's dpiw data folder (default: the platform's user data folder)
+ENV_HOME = "DPIW_HOME"
 T = TypeVar("T")
+
+#: what the writer role of a PostgreSQL store needs, and all it should have (an administrator creates the tables)
+WRITER_GRANTS = "GRANT SELECT, INSERT ON dpiw_ledger, dpiw_ledger_meta TO writer"
 
 _TABLES = (
     "CREATE TABLE IF NOT EXISTS dpiw_ledger (seq BIGINT PRIMARY KEY, dataset TEXT NOT NULL, kind TEXT NOT NULL, "
     "body TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS dpiw_ledger_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+#: PostgreSQL: the entries and the secret cannot be changed or removed, whoever asks (the owner can only drop the
+#: trigger on purpose)
+_PG_APPEND_ONLY = (
+    "CREATE OR REPLACE FUNCTION dpiw_ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "RAISE EXCEPTION 'the dpiw ledger is append-only: % refused on %', TG_OP, TG_TABLE_NAME; END $$",
+    "CREATE OR REPLACE TRIGGER dpiw_ledger_append_only BEFORE UPDATE OR DELETE ON dpiw_ledger "
+    "FOR EACH ROW EXECUTE FUNCTION dpiw_ledger_append_only()",
+    "CREATE OR REPLACE TRIGGER dpiw_ledger_no_truncate BEFORE TRUNCATE ON dpiw_ledger "
+    "FOR EACH STATEMENT EXECUTE FUNCTION dpiw_ledger_append_only()",
+    "CREATE OR REPLACE TRIGGER dpiw_ledger_meta_append_only BEFORE UPDATE OR DELETE ON dpiw_ledger_meta "
+    "FOR EACH ROW EXECUTE FUNCTION dpiw_ledger_append_only()",
+    "CREATE OR REPLACE TRIGGER dpiw_ledger_meta_no_truncate BEFORE TRUNCATE ON dpiw_ledger_meta "
+    "FOR EACH STATEMENT EXECUTE FUNCTION dpiw_ledger_append_only()",
 )
 
 
@@ -72,9 +96,27 @@ class Entry:
         return json.loads(self.body)
 
 
-def store_url(configured: str | None = None) -> str:
-    """The store to use: $DPIW_LEDGER_URL, else ``configured``, else ledgers/ledger.sqlite."""
-    return os.environ.get(ENV_URL) or configured or DEFAULT_STORE
+def user_folder() -> Path:
+    """The user's dpiw data folder: $DPIW_HOME, else the platform's user data folder (platformdirs: e.g.
+    ~/.local/share/dpiw on Linux, ~/Library/Application Support/dpiw on macOS). It holds the default store, the
+    witnesses of every store the user has written to, and the release locks."""
+    home = os.environ.get(ENV_HOME)
+    if home:
+        return Path(home).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("dpiw", appauthor=False))
+
+
+def default_store() -> str:
+    """The store used when no flag, no $DPIW_LEDGER_URL and no config names one: one per user and machine."""
+    return str(user_folder() / "ledger.sqlite")
+
+
+def store_url(flag: str | None = None, configured: str | None = None) -> str:
+    """The store to use: a flag (``--ledger``, ``--store``), else $DPIW_LEDGER_URL, else the config's
+    ``privacy.ledger``, else :func:`default_store`."""
+    return flag or os.environ.get(ENV_URL) or configured or default_store()
 
 
 def describe(url: str) -> str:
@@ -89,8 +131,8 @@ def describe(url: str) -> str:
 class Transaction:
     """The store inside one exclusive transaction: read every entry, append new ones, read/write meta."""
 
-    def __init__(self, conn, mark: str):
-        self._conn, self._mark = conn, mark
+    def __init__(self, conn, mark: str, *, postgres: bool = False):
+        self._conn, self._mark, self._postgres = conn, mark, postgres
 
     def _q(self, sql: str) -> str:
         return sql.replace("?", self._mark)
@@ -107,11 +149,24 @@ class Transaction:
         return [Entry(int(r[0]), *r[1:]) for r in
                 self._rows("SELECT seq, dataset, kind, body, prev, hash FROM dpiw_ledger ORDER BY seq")]
 
+    def tip(self) -> tuple[int, str | None]:
+        """The chain's length and its last entry's hash, read from the entries."""
+        rows = self._rows("SELECT seq, hash FROM dpiw_ledger ORDER BY seq DESC LIMIT 1")
+        return (int(rows[0][0]), rows[0][1]) if rows else (0, None)
+
     def meta(self, key: str) -> str | None:
+        if self._postgres and key in ("head", "count"):  # append-only there: read from the chain itself
+            count, head = self.tip()
+            return {"count": str(count) if count else None, "head": head}[key]
         rows = self._rows("SELECT value FROM dpiw_ledger_meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
+        if self._postgres:
+            if key in ("head", "count"):
+                return
+            self._run("INSERT INTO dpiw_ledger_meta (key, value) VALUES (?, ?)", (key, value))
+            return
         self._run("DELETE FROM dpiw_ledger_meta WHERE key = ?", (key,))
         self._run("INSERT INTO dpiw_ledger_meta (key, value) VALUES (?, ?)", (key, value))
 
@@ -180,15 +235,23 @@ class Store:
             try:
                 cur = conn.cursor()
                 if self.postgres:
-                    cur.execute("SELECT pg_advisory_xact_lock(4242031)")  # also serialises the tables' creation
-                    for sql in _TABLES:
-                        cur.execute(sql)
-                    cur.execute("LOCK TABLE dpiw_ledger, dpiw_ledger_meta IN EXCLUSIVE MODE")
+                    # every dpiw process takes this lock (held by the session until the connection closes) before
+                    # its transaction starts, so that the transaction's snapshot holds what the last one committed;
+                    # it also serialises the tables' creation (a writer role with SELECT and INSERT only cannot
+                    # take a table lock)
+                    conn.autocommit = True
+                    cur.execute("SELECT pg_advisory_lock(4242031)")
+                    conn.autocommit = False
+                    cur.execute("SELECT to_regclass('dpiw_ledger') IS NOT NULL AND "
+                                "to_regclass('dpiw_ledger_meta') IS NOT NULL")
+                    if not cur.fetchone()[0]:
+                        for sql in (*_TABLES, *_PG_APPEND_ONLY):
+                            cur.execute(sql)
                 else:
                     cur.execute("BEGIN IMMEDIATE")
                     for sql in _TABLES:
                         cur.execute(sql)
-                result = work(Transaction(conn, mark))
+                result = work(Transaction(conn, mark, postgres=self.postgres))
                 conn.commit() if self.postgres else cur.execute("COMMIT")
                 return result
             except Exception as exc:

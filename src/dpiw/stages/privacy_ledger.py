@@ -37,8 +37,11 @@ def parse_args(argv):
                    help="the noisy measurements the bundle publishes (a zCDP SDGP's, marginal_match's): DP outputs, "
                         "for an analyst's noise-aware intervals")
     p.add_argument("--ledger", help="the lifetime ledger store (a SQLite path or a postgresql:// URL; "
-                                    "$DPIW_LEDGER_URL wins), for bundles fit to release")
-    p.add_argument("--schema", help="the dataset's schema: where its private rows are (the ledger's key)")
+                                    "$DPIW_LEDGER_URL wins; default: the user's store), for bundles fit to release")
+    p.add_argument("--schema", help="the dataset's schema: where its private rows are (whose ledger it is)")
+    p.add_argument("--new-population", metavar="REASON",
+                   help="the table holds other people than a ledgered table it overlaps: give it a ledger of its own "
+                        "(the reason is recorded)")
     p.add_argument("--dataset-epsilon", type=positive_float,
                    help="the table's lifetime epsilon when its ledger is created (default 10); elsewhere it must "
                         "equal the stored one")
@@ -47,8 +50,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.release_out and not (args.synth and args.log_weights):
         p.error("--release-out needs --synth and --log-weights")
-    if bool(args.ledger) != bool(args.schema):
-        p.error("--ledger and --schema go together")
+    if args.ledger and not args.schema:
+        p.error("--ledger needs --schema")
     return args
 
 
@@ -163,16 +166,19 @@ def admit_release(args, manifest: dict) -> dict:
     """Admit the bundle to its table's lifetime ledger (dpiw.privacy.ledger) before anything is written; what
     the manifest says of it: the ledger entry's hash, the lifetime budget and the lifetime spend after it."""
     from dpiw.data import load_schema
-    from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, admit, fingerprint, release_id
+    from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, admit, release_id, resolve
     from dpiw.privacy.store import Store, describe, store_url
 
     schema = load_schema(args.schema)
     earlier = Path("ledgers") / f"{schema.name}.json"
     if earlier.is_file():
         raise DpiwError(f"{earlier} holds earlier releases of '{schema.name}' in the old one-file format: bring them "
-                        f"into the ledger store first (`dpiw ledger import {earlier} DATA`)")
-    store = Store(store_url(args.ledger))
-    out = admit(store, digest=fingerprint(schema), label=schema.name, manifest=manifest,
+                        f"into the ledger store first (`dpiw ledger import {earlier} DATA --schema S`)")
+    store = Store(store_url(None, args.ledger))
+    table = resolve(store, schema, new_population=args.new_population)
+    if table.note():
+        print(f"privacy_ledger: {table.note()}")
+    out = admit(store, table=table, label=schema.name, manifest=manifest,
                 bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
                 delta=args.dataset_delta)
     budget, spent = out["budget"], out["lifetime"]
@@ -195,8 +201,8 @@ def main(argv: list[str] | None = None) -> None:
     manifest = build_manifest(records, epsilon=args.epsilon, delta=args.delta, allow_non_dp=args.allow_non_dp,
                               run_id=args.run)
     if manifest["release"]["fit_to_release"] and args.release_out:
-        if not args.ledger:
-            raise DpiwError("a bundle fit to release needs its table's lifetime ledger (--ledger, --schema)")
+        if not args.schema:
+            raise DpiwError("a bundle fit to release needs its table's schema (--schema) for its lifetime ledger")
         manifest["ledger"] = admit_release(args, manifest)
     write_json(manifest, args.out)
     if args.release_out:
@@ -206,6 +212,12 @@ def main(argv: list[str] | None = None) -> None:
                                  schema=load_schema(args.schema) if args.schema else None,
                                  measurements=args.measurements)
         print(f"privacy_ledger: {args.run}: release/ " + ("written" if released else "refused (see refused.json)"))
+        if released and manifest.get("ledger"):  # the witness outside the store keeps the published bundle
+            from dpiw.privacy import witness
+            from dpiw.privacy.store import store_url
+
+            witness.record(store_url(None, args.ledger), manifest["ledger"]["entry"],
+                           bundle=str(Path(args.release_out).resolve()))
     print(f"privacy_ledger: {args.run}: spent eps={manifest['spent']['epsilon']} of {args.epsilon}: "
           f"{manifest['verdict']}; fit to release: {manifest['release']['fit_to_release']}")
 

@@ -1,0 +1,75 @@
+"""A table's identity for the ledger (dpiw.privacy.identity): its rows as the schema reads them, whatever the file,
+and the overlap of two tables from their keyed bottom-k sketches."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpiw.data.schema import load_schema
+from dpiw.privacy.identity import SKETCH_K, measure, overlap
+
+SECRET = "5e" * 32
+
+
+@pytest.fixture
+def clinic(root):
+    return load_schema(root / "data/schemas/clinic.yaml"), pd.read_csv(root / "data/examples/clinic.csv")
+
+
+def _measure(schema, frame, path, secret=SECRET, **kw):
+    if str(path).endswith(".parquet"):
+        frame.to_parquet(path, index=False)
+    else:
+        frame.to_csv(path, index=False, float_format=kw.pop("float_format", None))
+    return measure(replace(schema, source={"kind": "file", "path": str(path)}), path, secret, **kw)
+
+
+def test_row_order_column_order_number_format_and_file_format_do_not_change_the_identity(clinic, tmp_path):
+    schema, frame = clinic
+    plain = _measure(schema, frame, tmp_path / "a.csv")
+    shuffled = frame.astype({"age": float}).sample(frac=1, random_state=1)[list(reversed(frame.columns))]
+    written = _measure(schema, shuffled, tmp_path / "b.csv", float_format="%.1f")
+    assert ",85.0," in (tmp_path / "b.csv").read_text() or "85.0\n" in (tmp_path / "b.csv").read_text()
+    parquet = _measure(schema, frame, tmp_path / "c.parquet")
+    extra = _measure(schema, frame.assign(note="not in the schema"), tmp_path / "d.csv")  # ignored column
+    assert plain.key == written.key == parquet.key == extra.key and plain.rows == 400
+    assert plain.sketch == written.sketch == parquet.sketch and len(plain.sketch) == len(frame.drop_duplicates())
+
+
+def test_one_changed_value_is_another_table_sharing_almost_every_row(clinic, tmp_path):
+    schema, frame = clinic
+    plain = _measure(schema, frame, tmp_path / "a.csv")
+    changed = frame.copy()
+    changed.loc[17, "bmi"] += 0.1
+    other = _measure(schema, changed, tmp_path / "b.csv")
+    assert other.key != plain.key
+    assert overlap(other.sketch, other.rows, plain.sketch, plain.rows) == pytest.approx(399 / 400, abs=0.003)
+    # the key depends on the store's secret: another store sees another key and other row hashes
+    elsewhere = _measure(schema, frame, tmp_path / "c.csv", secret="7f" * 32)
+    assert elsewhere.key != plain.key and not set(elsewhere.sketch) & set(plain.sketch)
+
+
+def test_an_added_column_is_compared_over_the_earlier_tables_columns(clinic, tmp_path):
+    schema, frame = clinic
+    plain = _measure(schema, frame, tmp_path / "a.csv")
+    wider_schema = replace(schema, columns=(*schema.columns, replace(schema.columns[1], name="weight")))
+    wider = _measure(wider_schema, frame.assign(weight=frame["bmi"] * 2), tmp_path / "b.csv",
+                     also=[plain.columns])
+    assert wider.key != plain.key and wider.columns != plain.columns
+    assert wider.over[plain.columns] == plain.sketch  # over the shared columns: the same rows
+    assert overlap(wider.over[plain.columns], wider.rows, plain.sketch, plain.rows) == 1.0
+
+
+def test_the_sketch_estimates_a_share_of_rows_within_its_standard_error(rng):
+    """Two sets of 20,000 and 30,000 hashes sharing 10,000: the estimate of the share of the smaller one's rows
+    (0.5) is within 3 standard errors of the bottom-k estimate (about 0.5/sqrt(k))."""
+    pool = rng.choice(2**62, size=40_000, replace=False)
+    a, b = pool[:20_000], pool[10_000:40_000]
+    sketch = [np.sort(x)[:SKETCH_K] for x in (a, b)]
+    share = overlap(sketch[0], len(a), sketch[1], len(b))
+    assert abs(share - 0.5) < 3 * 0.5 / np.sqrt(SKETCH_K)
+    assert overlap(sketch[0], len(a), [], 0) == 0.0
