@@ -103,8 +103,10 @@ def user_folder() -> Path:
     home = os.environ.get(ENV_HOME)
     if home:
         return Path(home).expanduser().resolve()
-    import platformdirs
-
+    try:
+        import platformdirs  # installed with snakemake (requirements.lock)
+    except ImportError:  # pragma: no cover - the XDG default
+        return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "dpiw"
     return Path(platformdirs.user_data_dir("dpiw", appauthor=False))
 
 
