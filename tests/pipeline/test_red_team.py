@@ -332,3 +332,15 @@ def test_row6_the_lock_is_the_tables_and_flags_beat_the_environment(wd, four, tm
     assert not (tmp_path / "decoy.sqlite").exists()
     # `dpiw ledger show` anywhere (the store is the user's, not a project folder's)
     assert "clinic, clinic_pq" in sh(["dpiw", "ledger", "show"], tmp_path).stdout
+
+
+def test_row6_a_project_with_a_store_of_the_earlier_layout_does_not_start_its_tables_again(tmp_path, root):
+    """A project folder that kept its own ledgers/ledger.sqlite (before stores were per user): refused with one line
+    naming the store and the flag, rather than a fresh budget in the user's store."""
+    project = tmp_path / "project"
+    (project / "ledgers").mkdir(parents=True)
+    (project / "ledgers/ledger.sqlite").write_bytes(b"")
+    proc = release(tmp_path, "--epsilon", "1", "--project", str(project), data=root / DATA, schema=root / SCHEMA)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "earlier per-project store" in proc.stderr and "--ledger ledgers/ledger.sqlite" in proc.stderr
+    assert not (project / "releases").exists()

@@ -205,6 +205,11 @@ def main(args) -> None:
     schema = load_schema(schema_path)
     url = store_url(args.ledger, load_yaml(root / "params.yaml")["privacy"].get("ledger"))
     print(f"dpiw release: ledger store {_where(url, args.origin)}")
+    old = root / "ledgers" / "ledger.sqlite"  # the earlier layout kept one store per project folder
+    if old.is_file() and "://" not in url and Path(url).resolve() != old.resolve():
+        raise DpiwError(f"this project keeps its tables' spend in {old} (the earlier per-project store): release with "
+                        f"--ledger {old.relative_to(root)} (or privacy.ledger), or move it to {url} if that store is "
+                        "new, so that no table starts again at zero")
     earlier_bundles_in_the_ledger(root, url)
     from dataclasses import replace
 
