@@ -55,8 +55,11 @@ def numeric_targets(data: pd.DataFrame, schema, w: np.ndarray) -> dict[str, floa
     return out
 
 
+ARMS = {"fine": None, "equal_width": {"fine_cells": 0}}
+
+
 def one(job) -> list[dict]:
-    table, size, eps, seed = job
+    table, size, eps, seed, arms = job
     os.environ["DPIW_CACHE"] = "off"
     sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
     os.chdir(ROOT)
@@ -71,7 +74,7 @@ def one(job) -> list[dict]:
     truth_num = numeric_targets(raw, schema, np.ones(len(raw)))
     truth_fam = analyst_targets(scaled, schema)
     rows = []
-    for arm, mst in (("fine", None), ("equal_width", {"fine_cells": 0})):
+    for arm, mst in arms.items():
         t0 = time.perf_counter()
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst)
@@ -92,11 +95,11 @@ def one(job) -> list[dict]:
     return rows
 
 
-def summarise(df: pd.DataFrame) -> None:
+def summarise(df: pd.DataFrame, arm: str = "fine") -> None:
     order = ["numeric means", "within-class numeric means", "means and shares", "subgroups", "3-way cells",
              "regression"]
-    print("\n| table | family | median error, fine | median error, equal-width | ratio | paired mean difference "
-          "(fine - equal-width) ± SE | verdict |")
+    print(f"\n| table | family | median error, {arm} | median error, equal-width | ratio | paired mean difference "
+          f"({arm} - equal-width) ± SE | verdict |")
     print("|---|---|---|---|---|---|---|")
     for table in df.table.unique():
         for fam in order:
@@ -104,8 +107,8 @@ def summarise(df: pd.DataFrame) -> None:
             if g.empty:
                 continue
             piv = g.pivot_table(index=["rows", "eps", "seed", "target"], columns="arm", values="error")
-            med_f, med_e = piv["fine"].median(), piv["equal_width"].median()
-            per_release = (piv["fine"] - piv["equal_width"]).groupby(level=["rows", "eps", "seed"]).mean()
+            med_f, med_e = piv[arm].median(), piv["equal_width"].median()
+            per_release = (piv[arm] - piv["equal_width"]).groupby(level=["rows", "eps", "seed"]).mean()
             diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
             verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
                        else "no clear difference")
@@ -118,6 +121,8 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--tables", nargs="+", default=list(TABLES))
+    p.add_argument("--bins", type=int, nargs="*", default=[],
+                   help="also the fine histograms with this many bins per numeric column (arm fine_<bins>)")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -125,14 +130,17 @@ def main() -> None:
     if args.from_csv:
         df = pd.read_csv(args.from_csv)
     else:
-        jobs = [(t, s, e, k) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
+        arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins}}
+        jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
         with mp.get_context("spawn").Pool(args.jobs) as pool:
             df = pd.DataFrame([r for part in pool.imap_unordered(one, jobs) for r in part])
         if args.csv:
             df.to_csv(args.csv, index=False)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
           f"{time.perf_counter() - t0:.0f} s")
-    summarise(df)
+    for arm in sorted(set(df.arm) - {"equal_width"}):
+        print(f"\n{arm} against equal_width:")
+        summarise(df, arm)
 
 
 if __name__ == "__main__":
