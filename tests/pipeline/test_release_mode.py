@@ -86,7 +86,7 @@ def test_os_entropy_gives_other_noise_in_every_run(tmp_path):
     runs = []
     for name in ("a", "b"):
         wd = clone(tmp_path / name)
-        smk(wd, env=dict(os.environ))
+        smk(wd, env={**os.environ, "DPIW_HOME": str(tmp_path / f"home_{name}")})  # two curators, two stores
         m = json.loads((wd / RUN / "manifest.json").read_text())
         assert m["mode"] == "release" and m["noise_seeds"]["regenerable"] is False
         assert set(m["noise_seeds"]["sources"].values()) == {"os_entropy"}
