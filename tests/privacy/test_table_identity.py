@@ -73,3 +73,57 @@ def test_the_sketch_estimates_a_share_of_rows_within_its_standard_error(rng):
     share = overlap(sketch[0], len(a), sketch[1], len(b))
     assert abs(share - 0.5) < 3 * 0.5 / np.sqrt(SKETCH_K)
     assert overlap(sketch[0], len(a), [], 0) == 0.0
+
+
+def test_a_dropped_column_is_compared_with_the_earlier_tables_sketch_without_it(clinic, tmp_path):
+    schema, frame = clinic
+    plain = _measure(schema, frame, tmp_path / "a.csv")
+    assert set(plain.record()["drop"]) == set(plain.columns)  # five columns: a sketch without each
+    narrow_schema = replace(schema, columns=tuple(c for c in schema.columns if c.name != "smoker"))
+    narrow = _measure(narrow_schema, frame.drop(columns="smoker"), tmp_path / "b.csv")
+    assert narrow.sketch == plain.without("smoker")
+
+
+def _manifest(run):
+    return {"run": run, "neighbours": {"relation": "replace_one"}, "budget": {"epsilon": 1, "delta": 1e-6},
+            "spent": {"epsilon": 0.5, "delta": 0}, "records": [
+                {"stage": "synthesize", "mechanism": "m", "dp": True, "epsilon": 0.5, "delta": 0, "rdp": [],
+                 "seeding": {"streams": [run]}}]}
+
+
+def test_the_ledger_charges_an_overlapping_table_to_the_earlier_one_unless_declared_a_new_population(clinic,
+                                                                                                     tmp_path):
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store
+
+    schema, frame = clinic
+    store = Store(str(tmp_path / "ledger.sqlite"))
+
+    def placed(frame, name, columns=None, **kw):
+        path = tmp_path / f"{name}.csv"
+        frame.to_csv(path, index=False)
+        s = replace(schema, columns=columns or schema.columns, source={"kind": "file", "path": str(path)})
+        return L.resolve(store, s, **kw)
+
+    first = placed(frame, "first")
+    assert first.via == "new"
+    out = L.admit(store, table=first, label="clinic", manifest=_manifest("r1"), bundle_id="r1", epsilon=2)
+    ledger = first.key
+    dropped = placed(frame.drop(columns="smoker"), "dropped", tuple(c for c in schema.columns if c.name != "smoker"))
+    assert (dropped.via, dropped.ledger) == ("overlap", ledger) and dropped.share == 1.0
+    again = placed(frame.sample(frac=1, random_state=2), "again")
+    assert (again.via, again.ledger) == ("identity", ledger)
+    rng = np.random.default_rng(4)  # other people: no row in common
+    others = frame.assign(bmi=rng.uniform(12, 60, len(frame)).round(3))
+    assert placed(others, "others").via == "new"
+    declared = placed(frame.drop(columns="smoker"), "declared", tuple(c for c in schema.columns if c.name != "smoker"),
+                      new_population="the 2027 cohort: other patients")
+    assert declared.via == "new" and declared.earlier["labels"] == ["clinic"]
+    out = L.admit(store, table=declared, label="cohort", manifest=_manifest("r2"), bundle_id="r2", epsilon=2)
+    assert out["created"] and out["lifetime"]["epsilon"] == 0.5  # its own ledger: only its own spend
+    entries = store.atomic(lambda t: t.entries())
+    tables = [e.data() for e in entries if e.kind == "table"]
+    assert [t.get("new_population") for t in tables] == [None, "the 2027 cohort: other patients"]
+    # the overlapping copy, admitted, is charged to the first ledger: its spend composes with the first release
+    out = L.admit(store, table=dropped, label="clinic_narrow", manifest=_manifest("r3"), bundle_id="r3")
+    assert out["lifetime"]["epsilon"] == pytest.approx(1.0) and out["releases"] == 2

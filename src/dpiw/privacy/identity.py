@@ -9,8 +9,9 @@ partition) and added. The key never leaves the private store, so an identity or 
 nothing about the rows.
 
 Beside it, a bottom-k MinHash sketch (the :data:`SKETCH_K` smallest row hashes) estimates how many rows two
-tables share (:func:`overlap`): a corrected or appended copy of a ledgered table, or one with a column added
-(hashed over the earlier table's columns), shares most of its rows with it.
+tables share (:func:`overlap`): a corrected or appended copy of a ledgered table, one with a column added
+(hashed over the earlier table's columns) or, for tables of at most :data:`DROP_SKETCH_COLUMNS` columns, one with
+a column dropped (compared with the earlier table's sketch without that column), shares most of its rows with it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import numpy as np
 SKETCH_K = 512
 #: the share of the smaller table's rows that makes two tables one population (charged to one ledger)
 OVERLAP = 0.3
+#: a table of at most this many columns is also sketched without each one of them (a later copy that drops a
+#: column is then found); each costs one more pass of row hashing
+DROP_SKETCH_COLUMNS = 12
 
 
 def _key(secret: str, columns: Iterable[str]) -> bytes:
@@ -65,9 +69,16 @@ class TableId:
     sketch: tuple[int, ...]
     over: dict[tuple[str, ...], tuple[int, ...]]
 
+    def without(self, column: str) -> tuple[int, ...] | None:
+        """The sketch over every column but ``column`` (measured for tables of few columns), or None."""
+        return self.over.get(tuple(c for c in self.columns if c != column))
+
     def record(self) -> dict:
-        """What the store keeps of the table (private: the store holds the secret that keys it)."""
-        return {"table": self.key, "columns": list(self.columns), "rows": self.rows, "sketch": list(self.sketch)}
+        """What the store keeps of the table (private: the store holds the secret that keys it): its identity,
+        columns, row count, sketch, and its sketches without each column (``drop``), where they were measured."""
+        drop = {c: list(self.without(c)) for c in self.columns if self.without(c) is not None}
+        return {"table": self.key, "columns": list(self.columns), "rows": self.rows, "sketch": list(self.sketch),
+                **({"drop": drop} if drop else {})}
 
 
 def _words(frame, schema, columns: Iterable[str], secret: str) -> dict[str, np.ndarray]:
@@ -96,6 +107,8 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
     from dpiw.data.datasets import iter_table
 
     columns = tuple(sorted(schema.names))
+    if 2 <= len(columns) <= DROP_SKETCH_COLUMNS:
+        also = [*also, *(tuple(c for c in columns if c != dropped) for dropped in columns)]
     sets = [columns, *{tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}]
     acc = {s: _Accumulator(s, _key(secret, s)) for s in sets}
     rows = 0

@@ -334,7 +334,8 @@ def _validate(e: Entry, where: str) -> None:
         check_mechanism(body, where)
     elif e.kind == "table":
         if not (isinstance(body.get("table"), str) and isinstance(body.get("columns"), list)
-                and isinstance(body.get("rows"), int) and isinstance(body.get("sketch"), list)):
+                and isinstance(body.get("rows"), int) and isinstance(body.get("sketch"), list)
+                and isinstance(body.get("drop", {}), dict)):
             raise DpiwError(f"{where}: a table entry needs table, columns, rows and sketch")
     elif not isinstance(body.get("release_id"), str) or not isinstance(body.get("mechanisms"), list):
         raise DpiwError(f"{where}: a release entry needs release_id and mechanisms")
@@ -526,9 +527,12 @@ def resolve(store: Store, schema, *, new_population: str | None = None, each=Non
     best: tuple[float, str | None] = (0.0, None)
     for ledger_key, t in known.values():
         columns = tuple(t["columns"])
-        sketch = table.sketch if columns == table.columns else table.over.get(columns)
-        if sketch is not None:
-            best = max(best, (overlap(sketch, table.rows, t["sketch"], t["rows"]), ledger_key), key=lambda b: b[0])
+        mine, theirs = (table.sketch if columns == table.columns else table.over.get(columns)), t["sketch"]
+        dropped = set(columns) - names
+        if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
+            mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
+        if mine is not None and theirs is not None:
+            best = max(best, (overlap(mine, table.rows, theirs, t["rows"]), ledger_key), key=lambda b: b[0])
     share, ledger_key = best
     if ledger_key is None or share < OVERLAP:
         return Resolution(table.key, None, "new", table, reason=new_population)
