@@ -10,8 +10,9 @@ nothing about the rows.
 
 Beside it, a bottom-k MinHash sketch (the :data:`SKETCH_K` smallest row hashes) estimates how many rows two
 tables share (:func:`overlap`): a corrected or appended copy of a ledgered table, one with a column added
-(hashed over the earlier table's columns) or, for tables of at most :data:`DROP_SKETCH_COLUMNS` columns, one with
-a column dropped (compared with the earlier table's sketch without that column), shares most of its rows with it.
+(hashed over the earlier table's columns) or, for tables of at most :data:`DROP_SKETCH_COLUMNS` columns and
+:data:`DROP_SKETCH_ROWS` rows, one with a column dropped (compared with the earlier table's sketch without that
+column), shares most of its rows with it.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import numpy as np
 SKETCH_K = 512
 #: the share of the smaller table's rows that makes two tables one population (charged to one ledger)
 OVERLAP = 0.3
-#: a table of at most this many columns is also sketched without each one of them (a later copy that drops a
-#: column is then found); each costs one more pass of row hashing
+#: a table of at most this many columns and rows is also sketched without each one of its columns (a later copy
+#: that drops a column is then found); each costs one more pass of row hashing, so larger tables are not
 DROP_SKETCH_COLUMNS = 12
+DROP_SKETCH_ROWS = 200_000
 
 
 def _key(secret: str, columns: Iterable[str]) -> bytes:
@@ -107,18 +109,22 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
     from dpiw.data.datasets import iter_table
 
     columns = tuple(sorted(schema.names))
+    asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
+    drops = set()
     if 2 <= len(columns) <= DROP_SKETCH_COLUMNS:
-        also = [*also, *(tuple(c for c in columns if c != dropped) for dropped in columns)]
-    sets = [columns, *{tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}]
-    acc = {s: _Accumulator(s, _key(secret, s)) for s in sets}
+        drops = {tuple(c for c in columns if c != dropped) for dropped in columns} - asked
+    acc = {s: _Accumulator(s, _key(secret, s)) for s in [columns, *asked, *drops]}
     rows = 0
     for frame in iter_table(schema, str(file)):
         if each is not None:
             each(frame)
         words = _words(frame, schema, columns, secret)
+        rows += len(frame)
+        if rows > DROP_SKETCH_ROWS:  # a large table: its sketches without each column are not kept
+            for s in drops:
+                acc.pop(s, None)
         for a in acc.values():
             a.add(words, len(frame))
-        rows += len(frame)
     own = acc[columns]
     body = json.dumps({"columns": columns, "rows": rows, "sums": [int(v) for v in own.sums]}).encode()
     key = hmac.new(bytes.fromhex(secret), b"dpiw-table\0" + body, hashlib.sha256).hexdigest()
