@@ -9,7 +9,7 @@ and the weights' diagnostics) and ``schema.json`` (the public bounds and categor
 release: it costs no privacy.
 
     from dpiw.analysis import load_bundle
-    b = load_bundle("results/release_clinic/runs/clinic/eps=1/seed=0/mst/none/none/release")
+    b = load_bundle("releases/clinic/eps=1-.../run/runs/clinic/eps=1/seed=0/mst/none/none/release")
     b.mean("age").value, b.mean("age").ci()                    # the IW mean in years and its 95% interval
     b.rate("outcome", "ill", where=b.data.smoker == "yes")     # a subgroup's weighted share of a label
     b.fit(LogisticRegression(), ["age", "region"], "outcome")  # any estimator with sample_weight
