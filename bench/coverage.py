@@ -259,14 +259,14 @@ def plot(df: pd.DataFrame, path: str) -> None:
         ax.set_xticks(x)
         ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
         ax.set_ylim(0, 1.05)
-        ax.set_title(f"{pop}, N = {n:,} (weights: {method}), {sub.release.nunique()} releases", fontsize=9)
+        ax.set_title(f"{pop}, N = {n:,}\n(weights: {method}, {sub.release.nunique()} releases)", fontsize=9)
     for ax in axes.ravel()[len(panels):]:
         ax.axis("off")
     for ax in axes[:, 0]:
         ax.set_ylabel("coverage of the 95% interval")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right upper", fontsize=8, title="95% interval (dashed: 95%, dotted: "
-               "the 90% goal)")
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8,
+               title="95% interval (dashed line: 95%, dotted: the 90% goal)", title_fontsize=8)
     fig.savefig(path, dpi=110)
 
 

@@ -63,7 +63,8 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     table(args.rows).to_csv(work / "ten.csv", index=False)
     (work / "ten.yaml").write_text(yaml.safe_dump(SCHEMA, sort_keys=False))
-    env = {**os.environ, "DPIW_CACHE": str(work / "cache")}
+    # a fresh ledger store and cache: the same rows released before would be the same population (no new release)
+    env = {**os.environ, "DPIW_CACHE": str(work / "cache"), "DPIW_HOME": str(work / "home")}
     t0 = time.perf_counter()
     subprocess.run(["dpiw", "release", "ten.csv", "--schema", "ten.yaml", "--epsilon", "3"], cwd=work, env=env,
                    check=True, capture_output=True, text=True)

@@ -90,9 +90,10 @@ class Estimate:
         return self.value - z * self.se, self.value + z * self.se
 
     def __str__(self) -> str:
-        """``65.5 (95% interval 65.1 to 66.0)``: as many decimals as the interval's width has its first digit at."""
+        """``65.5 (95% interval 65.1 to 66.0)``: as many decimals as the interval's half-width has its first digit
+        at."""
         lo, hi = self.ci(0.95)
-        digits = max(0, -math.floor(math.log10(hi - lo))) if hi > lo else 3
+        digits = max(0, -math.floor(math.log10((hi - lo) / 2))) if hi > lo else 3
         return f"{self.value:.{digits}f} (95% interval {lo:.{digits}f} to {hi:.{digits}f})"
 
 
