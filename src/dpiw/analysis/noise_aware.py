@@ -73,9 +73,7 @@ class NoiseBootstrap:
                             "marginal-based generator (mst, aim)")
         self.schema, self.m, self.reuse = schema, measurements, reuse
         self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
-        self.cache = cache
-        self.progress = progress if progress is not None else (lambda done, total: _progress(done, total,
-                                                                                            self.cache_path()))
+        self.cache, self.progress = cache, progress
         self._made: list[Replicate] | None = None
 
     def cache_path(self):
@@ -138,11 +136,11 @@ class NoiseBootstrap:
         path = self.cache_path()
         self._made = self._load(path)
         if self._made is None:
-            self._made = self._build()
+            self._made = self._build(self.progress or (lambda done, total: _progress(done, total, path)))
             self._save(path, self._made)
         return self._made
 
-    def _build(self) -> list[Replicate]:
+    def _build(self, progress) -> list[Replicate]:
         from dpiw.scale import decode_frame
         from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
         from dpiw.weights.marginal_match import MarginalMatch
@@ -155,7 +153,7 @@ class NoiseBootstrap:
         base = estimate(mbi, cards, released, total=total, iters=iters)
         out, draws, duals = [], int(rng.integers(2**32)), None
         for k in range(self.replicates):
-            self.progress(k, self.replicates)
+            progress(k, self.replicates)
             noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
             binning = bins
             if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside them
@@ -176,7 +174,7 @@ class NoiseBootstrap:
                 lw = mm.log_ratio_
                 weights = np.exp(lw - lw.max())
             out.append(Replicate(decode_frame(rows, self.schema), weights))
-        self.progress(self.replicates, self.replicates)
+        progress(self.replicates, self.replicates)
         return out
 
 
@@ -206,24 +204,21 @@ class FineReplicas:
 
         self.schema, self.total = schema, total
         self.binning = Binning.from_dict(schema, published["binning"])
-        self.threshold = float(published["threshold"])
-        self.levels = {k: [np.asarray(lv, float) for lv in v] for k, v in published["levels"].items()}
         self.std = {k: float(v) for k, v in published["std"].items()}
         self.column = {c.name: j for j, c in enumerate(schema.columns)}
 
     def replicate(self, rng: np.random.Generator):
-        """A re-noised binning (same cut points, a new fine histogram) and each numeric column's bin counts."""
-        from dpiw.sdgp.binning import Binning, NumericBins, consistent, prune, tree_levels
+        """A new fine histogram per numeric column (same cut points) and each numeric column's bin counts."""
+        from dpiw.sdgp.binning import Binning, NumericBins, shape, tree_levels
 
         numeric, one_way = {}, {}
-        for name in self.levels:
-            nb, sd = self.binning.numeric[name], self.std[name]
+        for name, nb in self.binning.numeric.items():
+            sd = self.std[name]
             true = tree_levels(nb.fine * self.total)
             noisy = [np.array([self.total])] + [lv + rng.normal(0.0, sd, size=lv.size) for lv in true[1:]]
-            est = consistent(noisy, self.total)
-            mass = prune(est, self.total, self.threshold * sd, nb.grid.support)
-            numeric[name] = NumericBins(nb.grid, nb.cuts, mass / max(mass.sum(), 1e-300))
-            one_way[name] = nb.coarse(est[-1])
+            fine, leaves = shape(nb.grid, noisy, self.total, sd)
+            numeric[name] = NumericBins(nb.grid, nb.cuts, fine)
+            one_way[name] = nb.coarse(leaves)
         return Binning(self.schema, numeric), one_way
 
     def substitute(self, measured: list, one_way: dict) -> list:

@@ -333,6 +333,14 @@ def fine_budget(schema: Schema, fine_cells: int, rho: float, l2: float) -> dict[
     return out
 
 
+def shape(grid: FineGrid, noisy: list[np.ndarray], total: float, std: float) -> tuple[np.ndarray, np.ndarray]:
+    """One column's noisy tree levels post-processed as a release does: the fine histogram (the pruned leaves'
+    mass, normalised) and the consistent leaf estimates (unclipped)."""
+    est = consistent(noisy, total)
+    mass = prune(est, total, THRESHOLD * std, grid.support)
+    return mass / max(mass.sum(), 1e-300), est[-1]
+
+
 def estimate_fine(schema: Schema, fine_cells: int, bins: int, noisy: dict[str, list[np.ndarray]],
                   std: dict[str, float], total: float, rho: float) -> FineMeasurement:
     """Post-processing of noisy tree levels (``noisy[name][0]`` unused: the root is ``total``) into the fine
@@ -342,13 +350,12 @@ def estimate_fine(schema: Schema, fine_cells: int, bins: int, noisy: dict[str, l
         if not c.is_numeric:
             continue
         grid = FineGrid.of(c, fine_cells)
-        est = consistent(noisy[c.name], total)
-        fine = prune(est, total, THRESHOLD * std[c.name], grid.support)
-        nb = NumericBins(grid, cut_points(fine, bins, grid.support), fine / max(fine.sum(), 1e-300))
+        fine, leaves = shape(grid, noisy[c.name], total, std[c.name])
+        nb = NumericBins(grid, cut_points(fine, bins, grid.support), fine)
         numeric[c.name], levels[c.name] = nb, noisy[c.name]
         # the bins' counts from the consistent tree (unclipped: Private-PGM weighs them by their std); a range
         # of leaves of a consistent tree has variance at most about sigma^2 (its canonical nodes' averages)
-        one_way[c.name] = (nb.coarse(est[-1]), float(std[c.name]))
+        one_way[c.name] = (nb.coarse(leaves), float(std[c.name]))
     return FineMeasurement(Binning(schema, numeric), levels, dict(std), one_way, rho)
 
 
