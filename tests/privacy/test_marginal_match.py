@@ -190,3 +190,33 @@ def test_weights_that_would_fail_the_release_gate_give_way_to_smoother_ones():
     assert mm.tau_ > min(TAUS) and diagnose(mm.log_ratio_).fit_to_release
     assert np.ptp(mm.log_ratio_) > 1  # weights, not unit weights
     assert "release gate" in mm.privacy_.details["tau_rule"] and mm.privacy_.details["pareto_k"] <= 0.7
+
+
+def test_a_search_from_any_start_tau_picks_what_the_full_scan_picks():
+    """The bootstrap starts each replicate's tau search at the previous replicate's pick; the misfit does not
+    decrease with tau, so from every tau of the grid the search lands on the scan's pick, with the same
+    weights. Two problems: D near the synthetic rows (a middle tau) and far from them (the last, then the
+    release gate's larger ones)."""
+    from dpiw.data.schema import parse_schema
+    from dpiw.weights.marginal_match import TAUS, MarginalMatch
+
+    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(3)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
+    picks = set()
+    for shape in (1.3, 3.0):
+        rng = np.random.default_rng(8)
+        X = rng.beta(shape, 1, (20_000, 3))
+        real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(3)},
+                             "y": (rng.uniform(size=len(X)) < X.mean(axis=1)).astype(int)})
+        S = rng.beta(1, 1.2, (20_000, 3))
+        synth = pd.DataFrame({**{f"x{j}": S[:, j] for j in range(3)}, "y": rng.integers(0, 2, len(S))})
+        mm = MarginalMatch(bins=8, degree=3).measure(real, schema, epsilon=1.0, delta=1e-6, rng=rng)
+        scan = mm.reweight(synth)
+        tau, lr = scan.tau_, scan.log_ratio_.copy()
+        picks.add(tau)
+        for start in TAUS:
+            again = mm.reweight(synth, start_tau=start)
+            assert again.tau_ == tau
+            np.testing.assert_allclose(again.log_ratio_, lr, rtol=2e-3, atol=2e-3)  # L-BFGS from elsewhere
+    assert len(picks) == 2 and any(min(TAUS) < t < max(TAUS) for t in picks)  # a middle pick is among them

@@ -151,7 +151,7 @@ class NoiseBootstrap:
         released = self._triples(gen)
         fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
         base = estimate(mbi, cards, released, total=total, iters=iters)
-        out, draws, duals = [], int(rng.integers(2**32)), None
+        out, draws, duals, tau = [], int(rng.integers(2**32)), None, None
         for k in range(self.replicates):
             progress(k, self.replicates)
             noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
@@ -167,10 +167,10 @@ class NoiseBootstrap:
             if "weights" in self.m:
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
                 mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
-                # the previous replicate's dual points start this one's fits (the same measured cells): the
-                # optimum is the same, found in fewer steps
-                mm.reweight(rows, extra=tuple(noised) if self.reuse else (), warm=duals)
-                duals = getattr(mm, "duals_", None)
+                # the previous replicate's dual points start this one's fits (the same measured cells), and its
+                # tau the search for this one's: the same optimum and pick, in fewer steps and fits
+                mm.reweight(rows, extra=tuple(noised) if self.reuse else (), warm=duals, start_tau=tau)
+                duals, tau = getattr(mm, "duals_", None), getattr(mm, "tau_", None)
                 lw = mm.log_ratio_
                 weights = np.exp(lw - lw.max())
             out.append(Replicate(decode_frame(rows, self.schema), weights))

@@ -261,7 +261,8 @@ class MarginalMatch:
 
     @shared_doc(FRAMES_WEIGHTS_REWEIGHT, "``extra``: measurements already released by another mechanism, as "
                 "(clique of column indices, noisy counts, std) - MST's, say - matched as well at no further cost.")
-    def reweight(self, synth: pd.DataFrame, extra: tuple = (), warm: dict | None = None) -> MarginalMatch:
+    def reweight(self, synth: pd.DataFrame, extra: tuple = (), warm: dict | None = None,
+                 start_tau: float | None = None) -> MarginalMatch:
         from scipy.optimize import minimize
 
         from dpiw.sdgp.marginals import discretise
@@ -336,18 +337,36 @@ class MarginalMatch:
             prior = (warm or {}).get(tau)
             return prior if prior is not None and prior.shape == (n_cells,) else default
 
-        fits, lam = [], start(self.taus[0], np.zeros(n_cells))
-        for tau in self.taus:
-            if fits:
-                lam = start(tau, fits[-1][3] * (tau / fits[-1][0]))  # the same weights as the last fit
-            fits.append(fit(tau, lam))
-            if fits[-1][1] <= n_cells:
-                break  # the largest tau whose fit is within the noise
+        grid = list(self.taus)  # decreasing; larger taus are put in front by the release gate
+        fitted: dict[float, tuple] = {}
+
+        def get(i):  # the fit at grid[i], started from the nearest fitted tau's dual point, rescaled
+            tau = grid[i]
+            if tau not in fitted:
+                near = min(fitted, key=lambda t: abs(math.log(t / tau)), default=None)
+                lam = start(tau, np.zeros(n_cells) if near is None else fitted[near][3] * (tau / near))
+                fitted[tau] = fit(tau, lam)
+            return fitted[tau]
+
+        def within(i):
+            return get(i)[1] <= n_cells
+
+        # the discrepancy principle: the largest tau of the grid whose fit is within the noise (the last one if
+        # none is). The fit's chi^2 does not decrease with tau (a penalised fit's misfit grows with its penalty),
+        # so a search from ``start_tau`` (a like problem's pick: the bootstrap's previous replicate) finds the
+        # same tau as the scan from the largest, in fewer fits
+        pick = grid.index(start_tau) if start_tau in grid else 0
+        if pick and within(pick):
+            while pick > 0 and within(pick - 1):
+                pick -= 1
+        else:
+            while not within(pick) and pick < len(grid) - 1:
+                pick += 1
         # the release gate (PSIS k-hat of the per-row weights, post-processing): a fit whose weights would be
         # refused gives way to the next smoother one, then to larger taus, then to unit weights
-        pick, gate = len(fits) - 1, None
+        gate = None
         while True:
-            tau, chi2, u, lam = fits[pick]
+            tau, chi2, u, lam = get(pick)
             with np.errstate(over="ignore"):  # weights far from 1 overflow inside the Pareto fit
                 gate = diagnose(u[inverse.ravel()])
             if gate.fit_to_release:
@@ -355,10 +374,11 @@ class MarginalMatch:
             if pick > 0:
                 pick -= 1
             elif tau * 10 <= KHAT_TAU_MAX:
-                fits.insert(0, fit(tau * 10, start(tau * 10, lam * 10)))
+                grid.insert(0, tau * 10)
             else:
                 u = np.zeros(len(c))
                 break
+        fits = [fitted[t] for t in grid if t in fitted]
         self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
         self.duals_ = {f[0]: f[3] for f in fits}  # warm starts for a like problem (``warm``)
         self.log_ratio_ = u[inverse.ravel()]
