@@ -67,13 +67,43 @@ def test_pruning_keeps_an_empty_tail_empty_and_the_mass():
     assert abs(mass @ np.arange(64) / mass.sum() - leaves @ np.arange(64) / leaves.sum()) < 0.1
 
 
-def test_cut_points_are_equal_mass_and_strictly_increasing():
-    fine = np.zeros(256)
-    fine[:10] = [1, 50, 30, 10, 5, 2, 1, 0.5, 0.3, 0.2]
-    cuts = cut_points(fine, 8, 256)
-    assert len(cuts) == 9 and cuts[0] == 0 and cuts[-1] == 256 and np.all(np.diff(cuts) > 0)
-    assert cuts[1] <= 2  # the bins are where the mass is: most of them inside the first ten cells
-    assert cut_points(np.ones(5), 8, 5).tolist() == [0, 1, 2, 3, 4, 5]  # never more bins than supported cells
+def test_cut_points_are_the_least_variance_runs_with_their_floor():
+    """Against a brute force over every way to cut 12 cells into 4 runs: the least mass-weighted variance inside
+    the runs among those that hold at least MIN_BIN_SHARE / bins of the mass each; strictly increasing; never
+    more runs than cells holding mass; on a skewed histogram the tail is split, not left in one bin."""
+    from itertools import combinations
+
+    from dpiw.sdgp.binning import MIN_BIN_SHARE
+
+    rng = np.random.default_rng(5)
+    for trial in range(20):
+        fine = rng.gamma(0.6, size=12) * (rng.uniform(size=12) < 0.8)
+        fine[0] += 0.01  # at least one filled cell
+        filled = np.nonzero(fine > 0)[0]
+
+        def spread(cuts, fine=fine):
+            total = 0.0
+            for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+                m, x = fine[lo:hi], np.arange(lo, hi) + 0.5
+                if m.sum() < MIN_BIN_SHARE / 4 * fine.sum() * (1 - 1e-9):
+                    return np.inf
+                total += m @ (x - m @ x / m.sum()) ** 2 if m.sum() > 0 else 0.0
+            return total
+
+        k = min(4, filled.size)
+        best = min((spread([0, *(int(c) for c in inner), 12]), inner)
+                   for inner in combinations(filled[1:], k - 1))  # runs start at a filled cell
+        cuts = cut_points(fine, 4, 12)
+        assert cuts[0] == 0 and cuts[-1] == 12 and np.all(np.diff(cuts) > 0) and len(cuts) == k + 1
+        if np.isfinite(best[0]):
+            assert spread(cuts) == pytest.approx(best[0], rel=1e-9, abs=1e-12), trial
+    assert cut_points(np.ones(5), 8, 5).tolist() == [0, 1, 2, 3, 4, 5]  # never more bins than cells with mass
+    skewed = np.zeros(256)
+    skewed[:40] = np.exp(-np.arange(40) / 4)
+    cuts = cut_points(skewed, 8, 256)
+    mass = np.add.reduceat(skewed, cuts[:-1]) / skewed.sum()
+    assert mass.min() >= MIN_BIN_SHARE / 8 * (1 - 1e-9)
+    assert cuts[-2] >= 12  # the tail (cells 12-39 hold 5% of the mass) is a bin of its own, not the last 1/8
 
 
 def test_integer_grid_draws_integers_of_their_cell():

@@ -73,8 +73,9 @@ class MST:
         Refuse a two-way marginal larger than this (memory guard): lower ``bins``.
     fine_cells : int
         0: ``bins`` equal-width bins per numeric column, values uniform inside. A power of two: every numeric
-        column's fine tree histogram on that many cells (:mod:`dpiw.sdgp.binning`) first, ``bins`` equal-mass
-        bins chosen from it, values drawn from it; its coarse sums stand in for the column's one-way marginal.
+        column's fine tree histogram on that many cells (:mod:`dpiw.sdgp.binning`) first, ``bins`` bins of
+        least spread chosen from it, values drawn from it; its coarse sums stand in for the column's one-way
+        marginal.
     fine_fraction : float
         The share of rho the fine histograms take (with ``fine_cells``).
     fine_by_class : bool
