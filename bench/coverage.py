@@ -12,8 +12,6 @@ synthetic rows alone (interval="sampling", what dpiw gave before).
 The skewed population (``--populations skewed``): a lognormal-like column (bounds 0 to 50, 98% below 5), an
 integer age, a sex and an outcome that depends on both; its values known by a Monte Carlo of 4e6 draws.
 
-``--by-class`` releases with MST's fine trees split by the target's class (``fine_by_class``, off by default).
-
     python bench/coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
 """
 
@@ -158,8 +156,8 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
                   measured), advice.method
 
 
-def one(job: tuple) -> list[dict]:
-    pop, n, r, epsilon, by_class = job
+def one(job: tuple[str, int, int, float]) -> list[dict]:
+    pop, n, r, epsilon = job
     import os
 
     os.environ["DPIW_CACHE"] = "off"  # every release's replicates are used once
@@ -167,8 +165,7 @@ def one(job: tuple) -> list[dict]:
     schema, draw_rows, _, estimands = population(pop)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
     t0 = time.perf_counter()
-    bundle, method = default_release(draw_rows(n, rng), schema, epsilon, rng,
-                                     mst={"fine_by_class": True} if by_class else None)
+    bundle, method = default_release(draw_rows(n, rng), schema, epsilon, rng)
     rows = []
     for name, kind, column, label, where in estimands:
         for interval in ("noise", "sampling"):
@@ -189,7 +186,6 @@ def main() -> None:
     p.add_argument("--rows", nargs="+", type=int, default=[1000, 20000])
     p.add_argument("--releases", type=int, default=50)
     p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--by-class", action="store_true", help="MST's fine trees split by the target's class")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--csv", help="write every interval here")
     p.add_argument("--from-csv", nargs="+", help="summarise (and plot) the intervals of earlier runs instead")
@@ -202,7 +198,7 @@ def main() -> None:
             df["population"] = "clinic"
         jobs = df.drop_duplicates(["population", "rows", "release"])
     else:
-        jobs = [(pop, n, r, args.epsilon, args.by_class) for pop in args.populations for n in args.rows
+        jobs = [(pop, n, r, args.epsilon) for pop in args.populations for n in args.rows
                 for r in range(args.releases)]
         with mp.get_context("spawn").Pool(args.jobs) as pool:
             df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])

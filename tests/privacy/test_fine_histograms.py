@@ -16,7 +16,7 @@ from dpiw.data.schema import parse_schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.scale import decode_frame
 from dpiw.sdgp.aim import AIM
-from dpiw.sdgp.binning import FineGrid, consistent, cut_points, measure_fine, prune, tree_levels, trees
+from dpiw.sdgp.binning import FineGrid, consistent, cut_points, measure_fine, prune, tree_levels
 from dpiw.sdgp.counting import InProcessCounter
 from dpiw.sdgp.mst import MST
 
@@ -126,7 +126,8 @@ def test_noise_drawn_is_the_recorded_std():
     schema = parse_schema(SKEWED)
     _, scaled = skewed_rows(2000, 0)
     counter = InProcessCounter.of(scaled, schema, 8)
-    true = {k: tree_levels(v) for k, v in counter.fine_counts(trees(schema, 256)).items()}
+    grids = {c.name: FineGrid.of(c, 256) for c in schema.columns if c.is_numeric}
+    true = {k: tree_levels(v) for k, v in counter.fine_counts(grids).items()}
     rng = np.random.default_rng(11)
     errors, std = [], None
     for _ in range(200):
@@ -167,21 +168,18 @@ def test_zcdp_split_against_dp_accounting(make):
     assert rec.noise["one_way"]["marginals"] == 2  # the categories only: the numeric ones come from the trees
 
 
-def _fine_audit(rho_used: float, *, seed: int, by_class: bool = False) -> float:
-    """Worst-case neighbours for a tree histogram: D holds 40 rows of class 0 in the first fine cell, D' moves
-    one to the last cell (and to class 1: the split tree's class level changes too), so the row changes two
-    nodes of every level. Score: the Gaussian LLR's linear statistic."""
+def _fine_audit(rho_used: float, *, seed: int) -> float:
+    """Worst-case neighbours for a tree histogram: D holds 40 rows in the first fine cell, D' moves one to the
+    last, so the row changes two nodes of every level. Score: the Gaussian LLR's linear statistic."""
     schema = parse_schema({**SKEWED, "columns": [SKEWED["columns"][0], SKEWED["columns"][3]]})
     d = pd.DataFrame({"kappa": np.full(40, 0.001), "y": np.zeros(40, int)})
     d_prime = d.copy()
     d_prime.loc[0, "kappa"] = 0.999
-    if by_class:
-        d_prime.loc[0, "y"] = 1
     counters = [InProcessCounter.of(f, schema, 2) for f in (d, d_prime)]
 
     def score(neighbour, rng):
         fm = measure_fine(counters[neighbour], schema, fine_cells=4, bins=2, rho=rho_used, l2=math.sqrt(2),
-                          total=40, rng=rng, by_class=by_class)
+                          total=40, rng=rng)
         return sum(float(lv[-1] - lv[0]) for lv in fm.levels["kappa"][1:])
 
     return audit(score, n_choose=4000, n_test=20000, seed=seed, delta=1e-3)
@@ -197,60 +195,6 @@ def test_audit_of_the_fine_histograms_and_its_power():
     assert zcdp_to_dp(rho, delta) <= eps * (1 + 1e-9)
     assert _fine_audit(rho, seed=7) <= eps
     assert _fine_audit(4 * rho, seed=8) > eps
-
-
-@pytest.mark.audit
-def test_audit_of_the_class_split_trees_and_its_power():
-    """The same claim for trees split by the target's class (three levels: the class, then two of cells): the
-    neighbours move a row's class and cell, every level's two nodes; caught at half the noise."""
-    eps, delta = 1.0, 1e-3
-    rho = zcdp_rho(eps, delta)
-    assert _fine_audit(rho, seed=9, by_class=True) <= eps
-    assert _fine_audit(4 * rho, seed=10, by_class=True) > eps
-
-
-def test_class_split_budget_noise_and_known_truth():
-    """A split tree: one more level for a binary target (the std the record says, against the closed form, and
-    the noise drawn, by Kolmogorov-Smirnov, rejecting 20% off); without noise its class shapes are the rows'
-    own (every class's share of every fine cell), and the values drawn for a class inside a bin follow them."""
-    from dpiw.sdgp.binning import RATIO_MIN, class_ratios, consistent
-
-    schema = parse_schema(SKEWED)
-    _, scaled = skewed_rows(4000, 3)
-    counter = InProcessCounter.of(scaled, schema, 8)
-    split = trees(schema, 256, by_class=True)
-    assert (split["kappa"].levels, split["age"].levels) == (9, 8) and split["kappa"].by == "y"
-    true = {k: tree_levels(v) for k, v in counter.fine_counts(split).items()}
-    rng = np.random.default_rng(12)
-    errors = []
-    for _ in range(100):
-        fm = measure_fine(counter, schema, fine_cells=256, bins=8, rho=0.05, l2=math.sqrt(2), total=4000, rng=rng,
-                          by_class=True)
-        errors.append(np.concatenate([a - b for a, b in zip(fm.levels["kappa"][1:], true["kappa"][1:],
-                                                              strict=True)]))
-    std = fm.std["kappa"]
-    assert std == pytest.approx(math.sqrt(9 * 2 / (2 * 0.05 / 2)))
-    z = np.concatenate(errors) / std
-    assert stats.kstest(z, "norm").pvalue > 1e-3
-    assert stats.kstest(z / 1.2, "norm").pvalue < 1e-6 and stats.kstest(z / 0.8, "norm").pvalue < 1e-6
-    # no noise: the consistent tree is the true one, the class ratios of every nonempty cell are the rows'
-    tree, leaves = split["kappa"], true["kappa"]
-    est = consistent(leaves, 4000.0)
-    ratios = class_ratios(est, tree, std=1e-9)
-    table = leaves[-1].reshape(tree.split, -1)
-    filled = table.sum(axis=0) >= RATIO_MIN * math.sqrt(2) * 1e-9
-    np.testing.assert_allclose(ratios[:, filled], table[:, filled] / table[:, filled].sum(axis=0), atol=1e-9)
-    exact = measure_fine(counter, schema, fine_cells=256, bins=8, rho=1e12, l2=math.sqrt(2), total=4000,
-                         rng=np.random.default_rng(0), by_class=True)
-    nb = exact.binning.numeric["kappa"]
-    np.testing.assert_allclose(nb.joint * 4000, table[:2], atol=1e-3)
-    top = nb.card - 1  # the widest bin: the class's mean inside it, drawn, against the rows'
-    draws = nb.values(np.full(200_000, top), np.random.default_rng(1), given=np.ones(200_000, np.int64))
-    rows = scaled.kappa[(nb.cells(scaled.kappa.to_numpy()) == top) & (scaled.y == 1)]
-    assert abs(draws.mean() - rows.mean()) < 0.02 * rows.mean()  # (cells 1/256 wide: within a cell's width)
-    pooled = nb.values(np.full(200_000, top), np.random.default_rng(1))
-    all_rows = scaled.kappa[nb.cells(scaled.kappa.to_numpy()) == top]
-    assert abs(pooled.mean() - all_rows.mean()) < 0.02 * all_rows.mean()
 
 
 @pytest.fixture(scope="module")

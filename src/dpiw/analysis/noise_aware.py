@@ -41,7 +41,7 @@ from dpiw import DpiwError
 REPLICATES = 30
 REPLICATE_ROWS = 20_000
 #: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
-CACHE_FORMAT = 4
+CACHE_FORMAT = 3
 
 
 @dataclass
@@ -209,17 +209,16 @@ class FineReplicas:
 
     def replicate(self, rng: np.random.Generator):
         """A new fine histogram per numeric column (same cut points) and each numeric column's bin counts."""
-        from dpiw.sdgp.binning import Binning, ColumnTree, NumericBins, shape, tree_levels
+        from dpiw.sdgp.binning import Binning, NumericBins, shape, tree_levels
 
         numeric, one_way = {}, {}
         for name, nb in self.binning.numeric.items():
             sd = self.std[name]
-            tree = ColumnTree(name, nb.grid, nb.by, 1 if nb.joint is None else len(nb.joint))
-            true = tree_levels(tree.pad(nb.joint, nb.fine) * self.total)
+            true = tree_levels(nb.fine * self.total)
             noisy = [np.array([self.total])] + [lv + rng.normal(0.0, sd, size=lv.size) for lv in true[1:]]
-            got = shape(tree, noisy, self.total, sd)
-            numeric[name] = NumericBins(nb.grid, nb.cuts, got.fine, got.joint, nb.by)
-            one_way[name] = nb.coarse(got.leaves)
+            fine, leaves = shape(nb.grid, noisy, self.total, sd)
+            numeric[name] = NumericBins(nb.grid, nb.cuts, fine)
+            one_way[name] = nb.coarse(leaves)
         return Binning(self.schema, numeric), one_way
 
     def substitute(self, measured: list, one_way: dict) -> list:

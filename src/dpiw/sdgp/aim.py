@@ -100,9 +100,9 @@ class AIM:
 
     def __init__(self, *, bins: int = 8, iters: int = 500, rounds: int = 0, max_model_size: float = 80.0,
                  max_cells: int = 10_000, target_triples: bool = True, estimator: Callable | None = None,
-                 fine_cells: int = 0, fine_fraction: float = 0.2, fine_by_class: bool = False):
+                 fine_cells: int = 0, fine_fraction: float = 0.2):
         self.bins, self.iters, self.rounds, self.max_model_size = bins, iters, rounds, max_model_size
-        self.fine_cells, self.fine_fraction, self.fine_by_class = fine_cells, fine_fraction, fine_by_class
+        self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
         self.max_cells, self.target_triples = max_cells, target_triples
         self.estimator = estimator or PGMEstimator(iters)
 

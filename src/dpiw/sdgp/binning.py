@@ -16,12 +16,6 @@ finely, and the coarse cells the generators model follow the rows:
    column are (L Delta^2 / (2 sigma^2))-zCDP: sigma = sqrt(L Delta^2 / (2 rho_column)), rho_column the column's
    equal share of the histograms' rho. The root is the row total (public under replace-one; the stage's noisy
    count under add/remove).
-
-   **By class** (``fine_by_class``, off by default). When the schema's task is classification, the tree's top
-   levels may split the rows by the target's class first (K classes padded to a power of two K', log2 K' more
-   levels), each class with its own binary tree over the fine cells below: one tree whose leaves are the
-   (class, cell) pairs. A replaced row still moves at most two counts of every level by one, so the sensitivity
-   per level is unchanged and the budget buys L + log2 K' levels instead of L.
 3. **Post-processing** (no budget). Hay et al. (2010)'s least-squares consistency makes every node the sum of its
    children; then, from the root down, a child whose estimate is below ``THRESHOLD`` sigma is set to zero (an
    empty tail stays empty instead of collecting noise) and each node's mass goes to its children in proportion
@@ -32,17 +26,8 @@ finely, and the coarse cells the generators model follow the rows:
    ``marginal_match`` model these cells; a column's coarse one-way marginal is the tree's sum over each bin
    (the generator does not measure it again).
 5. **Values** inside a coarse bin are drawn from ``fine`` restricted to the bin (a fine cell with probability in
-   proportion to its mass, then uniform inside it, or a uniform integer of the cell). With the class split, the
-   column's ``fine`` is the pruned sum of the class subtrees, each fine cell's mass is split over the classes by
-   the class ratios of its smallest well-measured ancestor (:func:`class_ratios`), and a row's value is drawn
-   from its own class's mass inside the bin. The weights move mass between coarse cells and never change the
-   shape inside one.
-
-What the split buys and costs (bench/coverage.py ``--by-class``, simulated populations): a numeric mean within
-a class whose rows sit at one end of each bin gets most of its bias back (mean kappa among deaths: -7% to -2%
-at 200,000 rows), but the column's own histogram is measured through the sum of K subtrees (sqrt(K) times the
-noise of its nodes), so its overall mean is noisier at 20,000 rows; where the class does not depend on the
-column inside a bin it buys nothing. Hence off by default.
+   proportion to its mass, then uniform inside it, or a uniform integer of the cell): the weights move mass
+   between coarse cells and never change the shape inside one.
 
 The published part (``to_dict``: the noisy levels, their std, the cut points and ``fine``) is a DP output.
 """
@@ -62,12 +47,9 @@ from dpiw.data.schema import Column, Schema
 #: was seen, on simulated lognormal, exponential, uniform and bimodal columns of 1e3 to 2e5 rows: bench/binning.py)
 THRESHOLD = 1.0
 
-#: a value node of a tree split by class gives its own class ratios when its estimate is at least RATIO_MIN pooled
-#: noise stds (else its parent's): set on the simulated skewed population of bench/coverage.py only
-RATIO_MIN = 3.0
-
-#: every coarse bin holds at least MIN_BIN_SHARE / bins of the rows (an eighth of an equal-mass bin's share): set
-#: among {0, 1/16, 1/8, 1/4, equal mass} on the simulated populations of bench/coverage.py (bench/README.md)
+#: every coarse bin holds at least MIN_BIN_SHARE / bins of the rows (an eighth of an equal-mass bin's share), so its
+#: counts stay above the generator's noise: set among floors of 0, 1%, 1.6%, 2% and 6.25% of the rows and equal
+#: mass, on the simulated populations of bench/coverage.py (bench/README.md)
 MIN_BIN_SHARE = 1 / 8
 #: at most this many points enter the search for the bins (filled fine cells, grouped past it)
 RUN_POINTS = 1024
@@ -127,58 +109,6 @@ class FineGrid:
         return k / self.span
 
 
-@dataclass(frozen=True)
-class ColumnTree:
-    """The tree one numeric column is measured on: its fine grid, split first by the ``classes`` of column ``by``
-    (the classification target; None and 1 class: no split). Leaves are (class, cell) pairs in row-major order,
-    the classes padded to a power of two ``split`` (the padding classes hold no row)."""
-
-    name: str
-    grid: FineGrid
-    by: str | None = None
-    classes: int = 1
-
-    @classmethod
-    def of(cls, schema: Schema, column: Column, fine_cells: int, by_class: bool = False) -> ColumnTree:
-        grid = FineGrid.of(column, fine_cells)
-        if by_class and schema.task == "classification" and column.name != schema.target:
-            return cls(column.name, grid, schema.target, len(schema.target_column.categories))
-        return cls(column.name, grid)
-
-    @property
-    def split(self) -> int:
-        return 1 << math.ceil(math.log2(self.classes)) if self.classes > 1 else 1
-
-    @property
-    def leaves(self) -> int:
-        return self.split * self.grid.cells
-
-    @property
-    def levels(self) -> int:
-        return self.grid.levels + int(round(math.log2(self.split)))
-
-    def supported(self) -> np.ndarray:
-        """Which leaves can hold rows: a real class and a supported cell."""
-        mask = np.zeros((self.split, self.grid.cells), bool)
-        mask[: self.classes, : self.grid.support] = True
-        return mask.ravel()
-
-    def index(self, frame: pd.DataFrame) -> np.ndarray:
-        """Each scaled row's leaf."""
-        leaf = self.grid.leaf(frame[self.name].to_numpy())
-        if self.by is None:
-            return leaf
-        return frame[self.by].to_numpy().astype(np.int64) * self.grid.cells + leaf
-
-    def pad(self, joint: np.ndarray | None, fine: np.ndarray) -> np.ndarray:
-        """Leaf values from a (classes, cells) table (or the column's ``fine`` without a split)."""
-        if self.by is None:
-            return np.asarray(fine, float)
-        out = np.zeros((self.split, self.grid.cells))
-        out[: self.classes] = joint
-        return out.ravel()
-
-
 def tree_levels(leaf_counts: np.ndarray) -> list[np.ndarray]:
     """The counts of every level of the binary tree over ``leaf_counts`` (a power of two of them): level l has
     2^l nodes, level 0 is the root."""
@@ -207,16 +137,16 @@ def consistent(noisy: list[np.ndarray], total: float) -> list[np.ndarray]:
     return est
 
 
-def prune(est: list[np.ndarray], total: float, threshold: float, support) -> np.ndarray:
+def prune(est: list[np.ndarray], total: float, threshold: float, support: int) -> np.ndarray:
     """The leaves' mass, from the root down: a node's mass goes to its children in proportion to their
-    estimates, a child below ``threshold`` (or with no supported leaf: ``support`` is the number of leading
-    leaves that can hold rows, or a mask of them) getting none; evenly over the supported children when none is
-    above it."""
+    estimates, a child below ``threshold`` (or past the ``support``) getting none; evenly over the supported
+    children when none is above it."""
     mass = np.array([float(total)])
     cells = est[-1].size
-    leaf_ok = np.arange(cells) < support if np.isscalar(support) else np.asarray(support, bool)
     for lv in range(1, len(est)):
-        supported = leaf_ok.reshape(est[lv].size, -1).any(axis=1)
+        width = cells >> lv  # leaves under each node of this level
+        starts = np.arange(est[lv].size) * width
+        supported = starts < support
         e = np.where(supported & (est[lv] >= threshold), np.maximum(est[lv], 0.0), 0.0).reshape(-1, 2)
         s = e.sum(axis=1, keepdims=True)
         even = supported.reshape(-1, 2) / np.maximum(supported.reshape(-1, 2).sum(axis=1, keepdims=True), 1)
@@ -283,14 +213,11 @@ def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
 @dataclass
 class NumericBins:
     """One numeric column's public discretisation: its fine grid, the cut points of its coarse bins (in fine
-    cells), the fine histogram's mass (None: uniform over the supported cells) and, when it was measured by
-    class, the joint mass of (class of column ``by``, fine cell) (``joint``: classes x cells, summing to 1)."""
+    cells) and the fine histogram's mass (None: uniform over the supported cells)."""
 
     grid: FineGrid
     cuts: np.ndarray
     fine: np.ndarray | None = None
-    joint: np.ndarray | None = None
-    by: str | None = None
 
     @property
     def card(self) -> int:
@@ -299,47 +226,30 @@ class NumericBins:
     def cells(self, v: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.cuts, self.grid.leaf(v), side="right") - 1
 
-    def _mass(self, row: np.ndarray | None) -> np.ndarray:
-        mass = np.ones(self.grid.cells) if row is None else np.asarray(row, float).copy()
-        mass[self.grid.support:] = 0.0
-        return mass
-
-    def values(self, cell: np.ndarray, rng: np.random.Generator, given: np.ndarray | None = None) -> np.ndarray:
-        """A scaled value for each coarse cell: a fine cell of the bin drawn by its mass (the mass of the row's
-        class ``given``, a code of column ``by``, when the histogram was measured by class and that class has
-        mass in the bin), then a value inside."""
+    def values(self, cell: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A scaled value for each coarse cell: a fine cell of the bin drawn by its mass, then a value inside."""
         cell = np.asarray(cell, np.int64)
         if self.fine is None and np.all(np.diff(self.cuts) == 1):  # one fine cell per bin: uniform inside it
             return self.grid.draw(self.cuts[cell], rng)
-        overall = self._mass(self.fine)
-        split = self.joint is not None and given is not None
-        groups = np.asarray(given, np.int64) if split else np.zeros(len(cell), np.int64)
-        masses = [self._mass(r) for r in self.joint] if split else [overall]
+        mass = np.ones(self.grid.cells) if self.fine is None else np.asarray(self.fine, float).copy()
+        mass[self.grid.support:] = 0.0
         leaf = np.empty(len(cell), np.int64)
         u = rng.uniform(size=len(cell))
         for b in range(self.card):
-            in_bin = cell == b
-            if not in_bin.any():
+            rows = np.nonzero(cell == b)[0]
+            if not rows.size:
                 continue
             lo, hi = int(self.cuts[b]), int(self.cuts[b + 1])
-            for g, mass in enumerate(masses):
-                rows = np.nonzero(in_bin & (groups == g))[0]
-                if not rows.size:
-                    continue
-                m = mass[lo:hi]
-                if not m.sum() > 0:
-                    m = overall[lo:hi]
-                if not m.sum() > 0:
-                    m = np.ones(hi - lo)
-                cdf = np.cumsum(m) / m.sum()
-                leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
+            m = mass[lo:hi]
+            if not m.sum() > 0:
+                m = np.ones(hi - lo)
+            cdf = np.cumsum(m) / m.sum()
+            leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
         return self.grid.draw(leaf, rng)
 
     def coarse(self, leaf_values: np.ndarray) -> np.ndarray:
-        """Per-leaf values (of the column's cells, or of a tree's (class, cell) leaves: summed over the classes)
-        summed over each coarse bin."""
-        v = np.asarray(leaf_values, float).reshape(-1, self.grid.cells).sum(axis=0)
-        return np.add.reduceat(v[: self.cuts[-1]], self.cuts[:-1])
+        """Per-leaf values summed over each coarse bin."""
+        return np.add.reduceat(np.asarray(leaf_values, float)[: self.cuts[-1]], self.cuts[:-1])
 
 
 class Binning:
@@ -374,17 +284,13 @@ class Binning:
         out = {}
         for c in self.schema.columns:
             cell = np.asarray(cells[c.name], dtype=np.int64)
-            if c.is_numeric:
-                nb = self.numeric[c.name]
-                cell = nb.values(cell, rng, None if nb.by is None else np.asarray(cells[nb.by], np.int64))
-            out[c.name] = cell
+            out[c.name] = self.numeric[c.name].values(cell, rng) if c.is_numeric else cell
         return pd.DataFrame(out)[self.schema.names]
 
     def to_dict(self) -> dict:
         return {name: {"fine_cells": nb.grid.cells, "support": nb.grid.support, "span": nb.grid.span,
                        "cuts": [int(x) for x in nb.cuts],
-                       "fine": None if nb.fine is None else [float(x) for x in nb.fine],
-                       **({} if nb.joint is None else {"by": nb.by, "joint": np.asarray(nb.joint).tolist()})}
+                       "fine": None if nb.fine is None else [float(x) for x in nb.fine]}
                 for name, nb in self.numeric.items()}
 
     @classmethod
@@ -398,9 +304,7 @@ class Binning:
             e = d[c.name]
             numeric[c.name] = NumericBins(FineGrid(int(e["fine_cells"]), int(e["support"]), e.get("span")),
                                           np.asarray(e["cuts"], np.int64),
-                                          None if e.get("fine") is None else np.asarray(e["fine"], float),
-                                          None if e.get("joint") is None else np.asarray(e["joint"], float),
-                                          e.get("by"))
+                                          None if e.get("fine") is None else np.asarray(e["fine"], float))
         return cls(schema, numeric)
 
 
@@ -427,7 +331,7 @@ def fine_first(gen, counter, schema: Schema, *, rho: float, l2: float, total: fl
         return counter, None, rho
     rho_fine = gen.fine_fraction * rho
     fine = measure_fine(counter, schema, fine_cells=gen.fine_cells, bins=gen.bins, rho=rho_fine, l2=l2,
-                        total=total, rng=rng, by_class=getattr(gen, "fine_by_class", False))
+                        total=total, rng=rng)
     return counter.with_binning(fine.binning), fine, rho - rho_fine
 
 
@@ -447,8 +351,7 @@ def fine_noise(fine: FineMeasurement | None) -> dict:
 
 
 def fine_details(gen) -> dict:
-    return {"fine_cells": gen.fine_cells, "fine_fraction": gen.fine_fraction if gen.fine_cells else None,
-            **({"fine_by_class": True} if gen.fine_cells and getattr(gen, "fine_by_class", False) else {})}
+    return {"fine_cells": gen.fine_cells, "fine_fraction": gen.fine_fraction if gen.fine_cells else None}
 
 
 @dataclass
@@ -468,87 +371,54 @@ class FineMeasurement:
                 "levels": {k: [lv.tolist() for lv in v[1:]] for k, v in self.levels.items()}, "std": self.std}
 
 
-def trees(schema: Schema, fine_cells: int, by_class: bool = False) -> dict[str, ColumnTree]:
-    """The tree every numeric column is measured on (:class:`ColumnTree`)."""
-    return {c.name: ColumnTree.of(schema, c, fine_cells, by_class) for c in schema.columns if c.is_numeric}
+def fine_budget(schema: Schema, fine_cells: int, rho: float, l2: float) -> dict[str, float]:
+    """Each numeric column's noise std: the histograms' ``rho`` in equal shares, L levels per column."""
+    numeric = [c for c in schema.columns if c.is_numeric]
+    out = {}
+    for c in numeric:
+        grid = FineGrid.of(c, fine_cells)
+        out[c.name] = math.sqrt(grid.levels * l2**2 / (2 * rho / len(numeric)))
+    return out
 
 
-def fine_budget(schema: Schema, fine_cells: int, rho: float, l2: float, by_class: bool = False) -> dict[str, float]:
-    """Each numeric column's noise std: the histograms' ``rho`` in equal shares, its tree's levels per column."""
-    columns = trees(schema, fine_cells, by_class)
-    return {name: math.sqrt(t.levels * l2**2 / (2 * rho / len(columns))) for name, t in columns.items()}
-
-
-@dataclass
-class Shaped:
-    """One column's tree post-processed: the column's fine histogram (normalised), the joint (class, cell) mass
-    (classes x cells, normalised; None without a split) and the consistent leaf estimates (unclipped)."""
-
-    fine: np.ndarray
-    joint: np.ndarray | None
-    leaves: np.ndarray
-
-
-def class_ratios(est: list[np.ndarray], tree: ColumnTree, std: float) -> np.ndarray:
-    """Each fine cell's split over the classes (classes x cells, columns summing to 1), from the consistent
-    split tree's levels ``est``, top-down: a value node measured on at least ``RATIO_MIN`` times the pooled
-    noise std (sqrt(K) sigma) splits by its own clipped class estimates, a smaller one by its parent's."""
-    first = tree.levels - tree.grid.levels  # the level that holds the class counts
-    ratio = np.maximum(est[first].reshape(tree.split, 1)[: tree.classes], 0.0)
-    ratio = ratio / ratio.sum() if ratio.sum() > 0 else np.full((tree.classes, 1), 1.0 / tree.classes)
-    floor = RATIO_MIN * math.sqrt(tree.classes) * std
-    for lv in range(first + 1, len(est)):
-        by_class = est[lv].reshape(tree.split, -1)[: tree.classes]
-        parent = np.repeat(ratio, 2, axis=1)
-        own = np.maximum(by_class, 0.0)
-        sums = own.sum(axis=0)
-        use = (by_class.sum(axis=0) >= floor) & (sums > 0)
-        ratio = np.where(use, own / np.where(sums > 0, sums, 1.0), parent)
-    return ratio
-
-
-def shape(tree: ColumnTree, noisy: list[np.ndarray], total: float, std: float) -> Shaped:
-    """One column's noisy tree levels post-processed as a release does: consistency, then pruning. A split
-    tree's column histogram is the pruned sum of its classes' subtrees (std sqrt(K) sigma); each fine cell's
-    mass is then split over the classes by :func:`class_ratios` (pruning every class's subtree on its own
-    would test K times as many empty nodes, and cut a small class's real tail)."""
+def shape(grid: FineGrid, noisy: list[np.ndarray], total: float, std: float) -> tuple[np.ndarray, np.ndarray]:
+    """One column's noisy tree levels post-processed as a release does: the fine histogram (the pruned leaves'
+    mass, normalised) and the consistent leaf estimates (unclipped)."""
     est = consistent(noisy, total)
-    if tree.by is None:
-        mass = prune(est, total, THRESHOLD * std, tree.supported())
-        return Shaped(mass / max(mass.sum(), 1e-300), None, est[-1])
-    first = tree.levels - tree.grid.levels
-    column = [np.array([float(total)])] + [lv.reshape(tree.split, -1).sum(axis=0) for lv in est[first + 1:]]
-    fine = prune(column, total, THRESHOLD * std * math.sqrt(tree.classes), tree.grid.support)
-    fine = fine / max(fine.sum(), 1e-300)
-    return Shaped(fine, fine * class_ratios(est, tree, std), est[-1])
+    mass = prune(est, total, THRESHOLD * std, grid.support)
+    return mass / max(mass.sum(), 1e-300), est[-1]
 
 
 def estimate_fine(schema: Schema, fine_cells: int, bins: int, noisy: dict[str, list[np.ndarray]],
-                  std: dict[str, float], total: float, rho: float, by_class: bool = False) -> FineMeasurement:
+                  std: dict[str, float], total: float, rho: float) -> FineMeasurement:
     """Post-processing of noisy tree levels (``noisy[name][0]`` unused: the root is ``total``) into the fine
     histograms, the coarse bins and the coarse one-way marginals."""
     numeric, levels, one_way = {}, {}, {}
-    for name, tree in trees(schema, fine_cells, by_class).items():
-        got = shape(tree, noisy[name], total, std[name])
-        grid = tree.grid
-        nb = NumericBins(grid, cut_points(got.fine, bins, grid.support), got.fine, got.joint, tree.by)
-        numeric[name], levels[name] = nb, noisy[name]
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        grid = FineGrid.of(c, fine_cells)
+        fine, leaves = shape(grid, noisy[c.name], total, std[c.name])
+        nb = NumericBins(grid, cut_points(fine, bins, grid.support), fine)
+        numeric[c.name], levels[c.name] = nb, noisy[c.name]
         # the bins' counts from the consistent tree (unclipped: Private-PGM weighs them by their std); a range
-        # of leaves of a consistent tree has variance at most about sigma^2 (its canonical nodes' averages), a
-        # bin of a split tree is one range per class
-        one_way[name] = (nb.coarse(got.leaves), float(std[name]) * math.sqrt(tree.classes))
+        # of leaves of a consistent tree has variance at most about sigma^2 (its canonical nodes' averages)
+        one_way[c.name] = (nb.coarse(leaves), float(std[c.name]))
     return FineMeasurement(Binning(schema, numeric), levels, dict(std), one_way, rho)
 
 
 def measure_fine(counter, schema: Schema, *, fine_cells: int, bins: int, rho: float, l2: float, total: float,
-                 rng: np.random.Generator, by_class: bool = False) -> FineMeasurement:
+                 rng: np.random.Generator) -> FineMeasurement:
     """The DP part: every numeric column's tree levels with Gaussian noise (:func:`fine_budget`), from the
-    counter's counts of the trees' leaves, then :func:`estimate_fine`."""
-    std = fine_budget(schema, fine_cells, rho, l2, by_class)
-    leaves = counter.fine_counts(trees(schema, fine_cells, by_class))
+    counter's fine counts, then :func:`estimate_fine`."""
+    std = fine_budget(schema, fine_cells, rho, l2)
+    grids = {c.name: FineGrid.of(c, fine_cells) for c in schema.columns if c.is_numeric}
+    leaves = counter.fine_counts(grids)
     noisy = {}
-    for name in std:
-        true = tree_levels(leaves[name])
-        noise = [lv + rng.normal(0.0, std[name], size=lv.size) for lv in true[1:]]
-        noisy[name] = [np.array([float(total)]), *noise]  # the root: the public (or noisy) total
-    return estimate_fine(schema, fine_cells, bins, noisy, std, total, rho, by_class)
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        true = tree_levels(leaves[c.name])
+        noise = [lv + rng.normal(0.0, std[c.name], size=lv.size) for lv in true[1:]]
+        noisy[c.name] = [np.array([float(total)]), *noise]  # the root: the public (or noisy) total
+    return estimate_fine(schema, fine_cells, bins, noisy, std, total, rho)

@@ -35,14 +35,14 @@ class Counter(Protocol):
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]: ...
 
-    def fine_counts(self, trees: dict) -> dict[str, np.ndarray]: ...
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]: ...
 
     def with_binning(self, binning) -> Counter: ...
 
 
-def _add_fine(frame: pd.DataFrame, trees: dict, out: dict[str, np.ndarray]) -> None:
-    for name, tree in trees.items():
-        out[name] += np.bincount(tree.index(frame), minlength=tree.leaves).astype(float)
+def _add_fine(frame: pd.DataFrame, grids: dict, out: dict[str, np.ndarray]) -> None:
+    for name, grid in grids.items():
+        out[name] += np.bincount(grid.leaf(frame[name].to_numpy()), minlength=grid.cells).astype(float)
 
 
 def _add_counts(cells: np.ndarray, cards: list[int], cliques: Sequence[Clique], out: dict[Clique, np.ndarray]) -> None:
@@ -68,10 +68,10 @@ class InProcessCounter:
     def of(cls, train: pd.DataFrame, schema: Schema, bins) -> InProcessCounter:
         return cls(*discretise(train, schema, bins), frame=train, schema=schema)
 
-    def fine_counts(self, trees: dict) -> dict[str, np.ndarray]:
-        """Each named numeric column's counts on its tree's leaves (:class:`dpiw.sdgp.binning.ColumnTree`)."""
-        out = {name: np.zeros(tree.leaves) for name, tree in trees.items()}
-        _add_fine(self.frame, trees, out)
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        """Each named numeric column's counts on its fine grid (:class:`dpiw.sdgp.binning.FineGrid`)."""
+        out = {name: np.zeros(grid.cells) for name, grid in grids.items()}
+        _add_fine(self.frame, grids, out)
         return out
 
     def with_binning(self, binning) -> InProcessCounter:
@@ -112,11 +112,11 @@ class PartitionedCounter:
             check_finite(frame, where=str(self.source))
             yield frame
 
-    def fine_counts(self, trees: dict) -> dict[str, np.ndarray]:
-        """Each named numeric column's counts on its tree's leaves, summed over the batches."""
-        out = {name: np.zeros(tree.leaves) for name, tree in trees.items()}
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        """Each named numeric column's counts on its fine grid, summed over the batches."""
+        out = {name: np.zeros(grid.cells) for name, grid in grids.items()}
         for frame in self._batches():
-            _add_fine(frame, trees, out)
+            _add_fine(frame, grids, out)
         return out
 
     def with_binning(self, binning) -> PartitionedCounter:

@@ -78,15 +78,12 @@ class MST:
         marginal.
     fine_fraction : float
         The share of rho the fine histograms take (with ``fine_cells``).
-    fine_by_class : bool
-        Split each fine tree by the target's class first, so values inside a bin follow their class's shape
-        (a research option, off by default: bench/coverage.py ``--by-class`` measures what it buys and costs).
     """
 
     def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000, fine_cells: int = 0,
-                 fine_fraction: float = 0.2, fine_by_class: bool = False):
+                 fine_fraction: float = 0.2):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
-        self.fine_cells, self.fine_fraction, self.fine_by_class = fine_cells, fine_fraction, fine_by_class
+        self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
 
     def check_domain(self, schema: Schema) -> None:
         """Refuse, before any row is read, a table whose marginals would not fit (public quantities only: the
