@@ -98,6 +98,11 @@ def test_cut_points_are_the_least_variance_runs_with_their_floor():
         if np.isfinite(best[0]):
             assert spread(cuts) == pytest.approx(best[0], rel=1e-9, abs=1e-12), trial
     assert cut_points(np.ones(5), 8, 5).tolist() == [0, 1, 2, 3, 4, 5]  # never more bins than cells with mass
+    # empty cells between two bins go with the filled cell nearer in the tree: cells 3-7 share the node [0, 8)
+    # with cell 2, cells 8-9 the node [8, 16) with cell 10 (a private row there is counted where its mass went)
+    gaps = np.zeros(32)
+    gaps[[0, 1, 2, 10, 11, 19]] = [5, 5, 5, 1, 1, 1]
+    assert cut_points(gaps, 3, 32).tolist() == [0, 8, 16, 32]
     skewed = np.zeros(256)
     skewed[:40] = np.exp(-np.arange(40) / 4)
     cuts = cut_points(skewed, 8, 256)

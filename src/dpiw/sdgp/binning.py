@@ -205,9 +205,23 @@ def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
     starts = _optimal_runs(m, x, k, MIN_BIN_SHARE / bins)
     if starts is None:  # too few cells hold mass for the floor
         starts = _optimal_runs(m, x, k, 0.0)
-    cuts = firsts[starts]
+    # the empty cells between two bins go to the bin whose filled cell is nearer in the tree (their lowest
+    # common node is lower): the pruning gave an emptied node's mass to its sibling, so a private row in a cell
+    # the histogram emptied is counted in the bin that holds its mass
+    first, before = firsts[starts], filled[np.maximum(starts * g - 1, 0)]
+    cuts = np.array([_tree_split(int(b), int(f)) for b, f in zip(before, first, strict=True)], np.int64)
     cuts[0] = 0
     return np.concatenate([cuts, [support]]).astype(np.int64)
+
+
+def _tree_split(before: int, first: int) -> int:
+    """The first cell of (before, first] closer in the binary tree to ``first`` than to ``before`` (the height
+    of the lowest node holding both; ties to the nearer one, then to ``first``)."""
+    for e in range(before + 1, first + 1):
+        up, down = (e ^ before).bit_length(), (e ^ first).bit_length()
+        if down < up or (down == up and first - e <= e - before):
+            return e
+    return first
 
 
 @dataclass
