@@ -31,7 +31,8 @@ def gpd_fit(x: np.ndarray) -> tuple[float, float]:
     b += 1.0 / x[-1]
     k = np.log1p(-b[:, None] * x).mean(axis=1)
     len_scale = n * (np.log(-(b / k)) - k - 1.0)
-    w = 1.0 / np.exp(len_scale - len_scale[:, None]).sum(axis=1)
+    w = np.exp(len_scale - len_scale.max())  # 1 / sum_j exp(L_j - L_i), without its overflow at large n
+    w /= w.sum()
     keep = w >= 10 * np.finfo(float).eps
     w, b = w[keep], b[keep]
     w /= w.sum()
