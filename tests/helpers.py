@@ -98,3 +98,24 @@ def bundle_files(sdgp: str, weights: str) -> list[str]:
     measured = registry.sdgp(sdgp).zcdp or registry.weight_method(weights).family == "marginal"
     return sorted(["manifest.json", "schema.json", "synthetic.parquet", "weights.parquet",
                    *(["measurements.json"] if measured else [])])
+
+
+def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *,
+                   accountant: str = "rdp") -> float:
+    """The add/remove epsilon of ``steps`` Poisson-subsampled Gaussian steps by Google's dp-accounting, an
+    accountant independent of opacus (its own RDP orders and conversion, or its PLD accountant)."""
+    import dp_accounting
+
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), steps)
+    acc = (dp_accounting.rdp.RdpAccountant() if accountant == "rdp"
+           else dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4))
+    return float(acc.compose(event).get_epsilon(delta))
+
+
+def assert_dp_sgd_bracket(noise_multiplier: float, sample_rate: float, steps: int, epsilon: float, delta: float):
+    """The noise multiplier meets the add/remove (epsilon, delta) target and is the smallest that does, to 1%:
+    eps(sigma) <= target < eps(0.99 sigma), both by dp-accounting."""
+    met = dp_sgd_epsilon(noise_multiplier, sample_rate, steps, delta)
+    less = dp_sgd_epsilon(0.99 * noise_multiplier, sample_rate, steps, delta)
+    assert met <= epsilon * (1 + 1e-6) and less > epsilon, (noise_multiplier, met, less, epsilon)

@@ -82,8 +82,8 @@ def test_noise_is_one_draw_per_step_with_std_sigma_c_over_L():
 
 
 @pytest.mark.parametrize("variant, accountant", [("dpgan", "rdp"), ("dpcgan", "rdp"), ("dpgan", "prv")])
-def test_spend_record_matches_opacus_accountant(variant, accountant):
-    from opacus.accountants import PRVAccountant, RDPAccountant
+def test_spend_record_matches_dp_accounting(variant, accountant):
+    from helpers import dp_sgd_epsilon
 
     train = frame(0)
     eps, delta = 2.0, 1e-4
@@ -93,12 +93,15 @@ def test_spend_record_matches_opacus_accountant(variant, accountant):
     d = rec.details
     assert d["discriminator_steps"] == SMALL["steps"] * (SMALL["n_critic"] if variant == "dpgan" else 1)
     assert rec.accountant.startswith(f"opacus {accountant}")
-    acc = RDPAccountant() if accountant == "rdp" else PRVAccountant()
-    acc.history = [(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"])]
-    orders = {"alphas": dpsgd.RDP_ALPHAS} if accountant == "rdp" else {}
-    eps_ar = acc.get_epsilon(delta=d["add_remove_delta"], **orders)
-    # group privacy k=2 turns add/remove-one into replace-one
-    assert d["add_remove_epsilon"] == pytest.approx(eps_ar, rel=1e-9)
+    # dp-accounting (RDP on its own orders; its PLD accountant for opacus's PRV one) for the same history: within
+    # 1.5%, and at or above it for RDP (dpiw's RDP orders are a subset of a grid: never a tighter epsilon)
+    eps_ar = d["add_remove_epsilon"]
+    ref = dp_sgd_epsilon(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"],
+                         d["add_remove_delta"], accountant="rdp" if accountant == "rdp" else "pld")
+    assert eps_ar == pytest.approx(ref, rel=0.015)
+    if accountant == "rdp":
+        assert eps_ar >= ref * (1 - 1e-3)
+    # group privacy k=2 turns add/remove-one into replace-one: (2 eps, (1 + e^eps) delta)
     assert d["dpsgd_epsilon"] == pytest.approx(2 * eps_ar, rel=1e-9)
     assert rec.delta == pytest.approx((1 + math.exp(eps_ar)) * d["add_remove_delta"], rel=1e-9)
     assert rec.delta <= delta * (1 + 1e-9)
