@@ -3,14 +3,15 @@ when missing): the answer on the first screen, both figures, the runs' manifests
 
 import pytest
 from browser import Page, ensure_chromium
+from helpers import unavailable
 
 pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def page():
-    exe = ensure_chromium()
+    exe, reason = ensure_chromium()
     if exe is None:
-        pytest.skip("no chromium, and it cannot be installed here (needs root and apt-get)")
+        unavailable(reason)
     p = Page(exe)
     yield p
     p.close()

@@ -333,10 +333,11 @@ def test_four_processes_admitting_at_once_against_sqlite_never_pass_the_budget(t
 @pytest.fixture(scope="module")
 def postgres_url():
     import postgres
+    from helpers import unavailable
 
     reason = postgres.install()
     if reason:
-        pytest.skip(reason)
+        unavailable(reason)
     with postgres.server() as url:
         yield url
 
