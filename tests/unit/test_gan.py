@@ -169,12 +169,25 @@ def test_same_seed_same_rows_and_models(tmp_path):
         np.testing.assert_allclose(out[-1], net(x)[:, 0].numpy(), rtol=1e-4, atol=1e-6)  # numpy == torch
 
 
-def test_networks_have_no_normalisation_layers_and_pass_opacus_validation():
+def test_networks_have_no_normalisation_layers_and_pass_opacus_validation(monkeypatch):
+    """The discriminator the fitted GAN trained with DP-SGD (caught where the GAN hands it to the DP step; its
+    final weights are the GAN's last kept discriminator)."""
     from opacus.validators import ModuleValidator
 
+    trained = []
+    real_init = dpsgd.DiscriminatorStep.__init__
+
+    def spy(self, module, **kw):
+        trained.append(module)
+        real_init(self, module, **kw)
+
+    monkeypatch.setattr(dpsgd.DiscriminatorStep, "__init__", spy)
     g = GanSDGP(variant="dpgan", **SMALL).fit(frame(0), SCHEMA, epsilon=1.0, delta=1e-4,
                                               rng=np.random.default_rng(0))
-    net = mlp(g.space_.d_input, 16, 1)
+    (net,) = trained
+    kept = g.discriminators_[-1]
+    assert set(net.state_dict()) == set(kept)
+    assert all(torch.equal(v, kept[k]) for k, v in net.state_dict().items())
     assert ModuleValidator.validate(net, strict=False) == []
     norm = (torch.nn.BatchNorm1d, torch.nn.GroupNorm, torch.nn.LayerNorm, torch.nn.InstanceNorm1d)
     assert not any(isinstance(m, norm) for m in net.modules())
