@@ -126,8 +126,10 @@ def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delt
 
 
 def assert_dp_sgd_bracket(noise_multiplier: float, sample_rate: float, steps: int, epsilon: float, delta: float):
-    """The noise multiplier meets the add/remove (epsilon, delta) target and is the smallest that does, to 1%:
-    eps(sigma) <= target < eps(0.99 sigma), both by dp-accounting."""
+    """The noise multiplier meets the add/remove (epsilon, delta) target, by dp-accounting, and is nearly the
+    smallest that does: eps(sigma) <= target < eps(0.98 sigma), and eps(sigma) within the search's tolerance of
+    0.01 below the target. (opacus's search stops within 0.01 of epsilon, absolute: at a target of 0.5 sigma may be
+    1.2% above the smallest, so 0.99 sigma may still meet it.)"""
     met = dp_sgd_epsilon(noise_multiplier, sample_rate, steps, delta)
-    less = dp_sgd_epsilon(0.99 * noise_multiplier, sample_rate, steps, delta)
-    assert met <= epsilon * (1 + 1e-6) and less > epsilon, (noise_multiplier, met, less, epsilon)
+    less = dp_sgd_epsilon(0.98 * noise_multiplier, sample_rate, steps, delta)
+    assert epsilon - 0.01 <= met <= epsilon * (1 + 1e-6) and less > epsilon, (noise_multiplier, met, less, epsilon)

@@ -42,7 +42,7 @@ def test_unknown_noise_rule_is_refused():
 @pytest.mark.parametrize("neighbours", ["replace_one", "add_remove"])
 def test_dpsgd_calibration_against_dp_accounting(neighbours):
     """The noise multiplier against Google's dp-accounting (not opacus, which computes it): it meets the target
-    and 1% less noise would not. Replace-one goes through add/remove by group privacy (k = 2): (eps/2,
+    and 2% less noise would not. Replace-one goes through add/remove by group privacy (k = 2): (eps/2,
     delta/(1 + e^(eps/2)))."""
     from helpers import assert_dp_sgd_bracket
 
