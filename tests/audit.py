@@ -41,16 +41,22 @@ def _point_estimate(s0, s1, t, delta):
 
 
 def audit(score: Callable[[bool, np.random.Generator], float], *, n_choose: int, n_test: int, seed: int,
-          delta: float = 0.0, alpha: float = 0.05) -> float:
+          delta: float = 0.0, alpha: float = 0.05, select: str = "point") -> float:
     """epsilon lower bound; ``score(neighbour, rng)`` runs the mechanism once on D (False) or D' (True).
-    The score may be flipped (D' scoring lower): both orientations are tried on the first batch."""
+    The score may be flipped (D' scoring lower): both orientations are tried on the first batch. The threshold
+    is the first batch's best by ``select``: "point", the point estimate of epsilon; "bound", the Clopper-Pearson
+    lower bound itself (it prefers thresholds with enough runs on either side: the second batch's bound then
+    falls less short of the first's)."""
     rng = np.random.default_rng(seed)
     c0 = np.array([score(False, rng) for _ in range(n_choose)])
     c1 = np.array([score(True, rng) for _ in range(n_choose)])
     sign = 1.0 if np.median(c1) >= np.median(c0) else -1.0
     c0, c1 = sign * c0, sign * c1
     candidates = np.unique(np.quantile(np.concatenate([c0, c1]), np.linspace(0.01, 0.99, 99)))
-    t = max(candidates, key=lambda t: _point_estimate(c0, c1, t, delta))
+    if select == "bound":
+        t = max(candidates, key=lambda t: epsilon_lower_bound(c0, c1, t, delta=delta, alpha=alpha))
+    else:
+        t = max(candidates, key=lambda t: _point_estimate(c0, c1, t, delta))
     s0 = sign * np.array([score(False, rng) for _ in range(n_test)])
     s1 = sign * np.array([score(True, rng) for _ in range(n_test)])
     return epsilon_lower_bound(s0, s1, t, delta=delta, alpha=alpha)

@@ -1,6 +1,7 @@
 """A headless Chromium driven over the DevTools protocol (aiohttp's websocket client; no browser download):
 open a page, run JavaScript in it, click by visible text. Debian's `chromium` is installed when missing and
-the tests run as root with apt (as tests/cluster/start_slurm.sh does for SLURM); otherwise the caller skips."""
+the tests run as root with apt (as tests/cluster/start_slurm.sh does for SLURM); otherwise the caller skips, or
+fails under DPIW_CI_STRICT=1 (CI)."""
 
 from __future__ import annotations
 
@@ -17,20 +18,24 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def ensure_chromium() -> str | None:
-    """The chromium binary, installed with apt when missing and possible; None (with no install) otherwise."""
+def ensure_chromium() -> tuple[str | None, str]:
+    """(the chromium binary, "") when it is here or apt installs it; (None, the reason) otherwise, with the
+    failing apt command's own error."""
     exe = shutil.which("chromium")
     if exe:
-        return exe
+        return exe, ""
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        return None
+        return None, "no chromium, and it cannot be installed here (needs root and apt-get)"
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    proc = subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, text=True, env=env,
-                          timeout=900)
-    if proc.returncode:
-        subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env, timeout=600)
-        subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], capture_output=True, env=env, timeout=900)
-    return shutil.which("chromium")
+    install = ["apt-get", "install", "-y", "-q", "chromium"]
+    proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode:  # a stale package list: update, then once more
+        for cmd in (["apt-get", "update", "-q"], install):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+            if proc.returncode:
+                return None, f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip()[-300:]}"
+    exe = shutil.which("chromium")
+    return (exe, "") if exe else (None, "apt-get installed chromium but there is no chromium on PATH")
 
 
 class Page:

@@ -3,14 +3,26 @@ when it fails (the workflow tests), and random rows on a schema's scaled domain 
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "tests/pipeline/params.tiny.yaml"
+#: set to 1 by .ci/run: there a tool the suite installs (PostgreSQL, Chromium, SLURM) must be had, and a test that
+#: would skip for want of it fails instead
+STRICT_ENV = "DPIW_CI_STRICT"
+
+
+def unavailable(reason: str):
+    """Skip the test for want of ``reason``'s tool; under DPIW_CI_STRICT=1 (CI) fail with that reason instead."""
+    if os.environ.get(STRICT_ENV) == "1":
+        pytest.fail(f"{reason} ({STRICT_ENV}=1: CI must have it, a skip would hide the test)", pytrace=False)
+    pytest.skip(reason)
 
 
 def sh(args, cwd, check=True, timeout=900):
@@ -98,3 +110,26 @@ def bundle_files(sdgp: str, weights: str) -> list[str]:
     measured = registry.sdgp(sdgp).zcdp or registry.weight_method(weights).family == "marginal"
     return sorted(["manifest.json", "schema.json", "synthetic.parquet", "weights.parquet",
                    *(["measurements.json"] if measured else [])])
+
+
+def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, delta: float, *,
+                   accountant: str = "rdp") -> float:
+    """The add/remove epsilon of ``steps`` Poisson-subsampled Gaussian steps by Google's dp-accounting, an
+    accountant independent of opacus (its own RDP orders and conversion, or its PLD accountant)."""
+    import dp_accounting
+
+    event = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(sample_rate, dp_accounting.GaussianDpEvent(noise_multiplier)), steps)
+    acc = (dp_accounting.rdp.RdpAccountant() if accountant == "rdp"
+           else dp_accounting.pld.PLDAccountant(value_discretization_interval=1e-4))
+    return float(acc.compose(event).get_epsilon(delta))
+
+
+def assert_dp_sgd_bracket(noise_multiplier: float, sample_rate: float, steps: int, epsilon: float, delta: float):
+    """The noise multiplier meets the add/remove (epsilon, delta) target, by dp-accounting, and is nearly the
+    smallest that does: eps(sigma) <= target < eps(0.98 sigma), and eps(sigma) within the search's tolerance of
+    0.01 below the target. (opacus's search stops within 0.01 of epsilon, absolute: at a target of 0.5 sigma may be
+    1.2% above the smallest, so 0.99 sigma may still meet it.)"""
+    met = dp_sgd_epsilon(noise_multiplier, sample_rate, steps, delta)
+    less = dp_sgd_epsilon(0.98 * noise_multiplier, sample_rate, steps, delta)
+    assert epsilon - 0.01 <= met <= epsilon * (1 + 1e-6) and less > epsilon, (noise_multiplier, met, less, epsilon)

@@ -204,9 +204,8 @@ def test_dvc_reruns_scale_after_a_csv_edit_and_never_pushes_private_rows(tmp_pat
     assert pushed, "dvc push sent nothing"
     for p in pushed:
         assert p.read_bytes() not in private, p
-        try:
-            df = pd.read_parquet(p)
-        except Exception:  # not a parquet object (a model file, a directory listing)
+        if p.read_bytes()[:4] != b"PAR1":  # not a parquet object (a model file, a directory listing)
             continue
+        df = pd.read_parquet(p)  # a parquet object that cannot be read fails the test: it is not checked
         if list(df.columns) == list(rows.columns):
             assert not rows_set & set(map(tuple, df.round(12).to_numpy())), p

@@ -4,6 +4,7 @@ against mbi's own inference, and an empirical audit on neighbouring datasets (Cl
 the claim)."""
 
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -192,9 +193,11 @@ def test_every_estimate_may_drop_compiled_programs_and_that_changes_nothing(iris
     a, before = rows()
     assert len(calls) == 1 + len(a.rounds_)
     maps = pgm.memory_maps()
-    if maps is None:
-        pytest.skip("no /proc: memory maps are not counted here")
-    assert not real(share=1.0)
-    assert real(share=0.0) and pgm.memory_maps()[0] < maps[0]
+    if maps is not None:  # the count needs /proc; the rows after a drop are checked either way
+        assert not real(share=1.0)
+        assert real(share=0.0) and pgm.memory_maps()[0] < maps[0]
+    else:
+        real(share=0.0)
     _, after = rows()
     assert after.equals(before)
+    assert maps is not None or sys.platform != "linux", "no /proc on Linux: the memory maps were not counted"

@@ -62,20 +62,30 @@ def test_the_noise_is_fresh_per_invocation(iris):
     assert not np.allclose(a.measurements_[0][1], b.measurements_[0][1])
 
 
-@pytest.mark.audit
-def test_audit_of_the_measurements(root):
+def _mm_audit(root, spent: float, *, n_choose: int, n_test: int, seed: int) -> float:
     """A replaced row moves one count of every marginal down and another up; the score is the noisy counts at
-    the new cells minus those at the old (the Gaussian likelihood ratio's linear statistic)."""
+    the new cells minus those at the old (the Gaussian likelihood ratio's linear statistic). The runs spend
+    ``spent`` times the claimed epsilon of 1."""
     schema = load_schema(root / "data/schemas/toy.yaml")  # x1, x2; the target x2
-    bins, eps, delta = 2, 1.0, 1e-3
+    bins, delta = 2, 1e-3
     d, d_prime, moved = replaced_row_counts(bins)
 
     def score(neighbour, rng):
-        mm = MarginalMatch(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=eps, delta=delta, rng=rng)
+        mm = MarginalMatch(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=spent, delta=delta,
+                                              rng=rng)
         return moved(mm.measurements_)
 
-    lb = audit(score, n_choose=4000, n_test=20000, seed=7, delta=delta)
-    assert 0.2 < lb <= eps, lb  # the audit sees the mechanism (not vacuous) and never beats its claim
+    return audit(score, n_choose=n_choose, n_test=n_test, seed=seed, delta=delta)
+
+
+@pytest.mark.audit
+def test_audit_of_the_measurements_and_its_power(root):
+    """The audit sees the mechanism (not vacuous) and never beats its claim (seed 7); a run that spends 4 times
+    the epsilon it claims is caught with a quarter of the runs (seed 8)."""
+    lb = _mm_audit(root, 1.0, n_choose=4000, n_test=20000, seed=7)
+    assert 0.2 < lb <= 1.0, lb
+    broken = _mm_audit(root, 4.0, n_choose=1000, n_test=5000, seed=8)
+    assert broken > 1.0, broken
 
 
 def test_the_weights_recover_a_known_density_ratio(root):

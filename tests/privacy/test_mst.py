@@ -52,20 +52,29 @@ def test_noise_scales_and_events_are_the_closed_forms(breast_like):
     assert sum(ev["rho"] for ev in rec.rdp) == pytest.approx(rho, rel=1e-9)
 
 
-@pytest.mark.audit
-def test_audit_of_the_measurements(root):
+def _mst_audit(root, spent: float, *, n_choose: int, n_test: int, seed: int) -> float:
     """Two columns: the tree is forced, so a run is the three Gaussian marginals. Score: the noisy counts at
-    the replaced row's new cells minus those at its old cells (the Gaussian LLR's linear statistic)."""
+    the replaced row's new cells minus those at its old cells (the Gaussian LLR's linear statistic). The runs
+    spend ``spent`` times the claimed epsilon of 1."""
     schema = load_schema(root / "data/schemas/toy.yaml")
-    bins, eps, delta = 2, 1.0, 1e-3
+    bins, delta = 2, 1e-3
     d, d_prime, moved = replaced_row_counts(bins)
 
     def score(neighbour, rng):
-        m = MST(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=eps, delta=delta, rng=rng)
+        m = MST(bins=bins).measure(d_prime if neighbour else d, schema, epsilon=spent, delta=delta, rng=rng)
         return moved([(cl, y) for cl, y, _ in m.measurements_])
 
-    lb = audit(score, n_choose=4000, n_test=20000, seed=7, delta=delta)
-    assert lb <= eps, lb
+    return audit(score, n_choose=n_choose, n_test=n_test, seed=seed, delta=delta)
+
+
+@pytest.mark.audit
+def test_audit_of_the_measurements_and_its_power(root):
+    """The lower bound stays below the claim of 1 (seed 7); a run that spends 4 times the epsilon it claims is
+    caught with a quarter of the runs (seed 8)."""
+    lb = _mst_audit(root, 1.0, n_choose=4000, n_test=20000, seed=7)
+    assert lb <= 1.0, lb
+    broken = _mst_audit(root, 4.0, n_choose=1000, n_test=5000, seed=8)
+    assert broken > 1.0, broken
 
 
 def test_fit_and_sample_on_scaled_rows(breast_like):

@@ -3,7 +3,6 @@
 import copy
 
 import pytest
-import yaml
 
 from dpiw import DpiwError
 from dpiw.config import load_yaml, validate_params
@@ -73,7 +72,8 @@ def test_not_a_mapping(check, tmp_path):
     (tmp_path / "p.yaml").write_text("grid: [unclosed\n")
     with pytest.raises(DpiwError, match="not valid YAML"):
         load_yaml(tmp_path / "p.yaml")
-    assert yaml.safe_load("a: 1") == {"a": 1}
+    (tmp_path / "q.yaml").write_text("a: 1\nb: [x, 2]\n")
+    assert load_yaml(tmp_path / "q.yaml") == {"a": 1, "b": ["x", 2]}
 
 
 def _release(p):

@@ -82,8 +82,8 @@ def test_noise_is_one_draw_per_step_with_std_sigma_c_over_L():
 
 
 @pytest.mark.parametrize("variant, accountant", [("dpgan", "rdp"), ("dpcgan", "rdp"), ("dpgan", "prv")])
-def test_spend_record_matches_opacus_accountant(variant, accountant):
-    from opacus.accountants import PRVAccountant, RDPAccountant
+def test_spend_record_matches_dp_accounting(variant, accountant):
+    from helpers import dp_sgd_epsilon
 
     train = frame(0)
     eps, delta = 2.0, 1e-4
@@ -93,12 +93,15 @@ def test_spend_record_matches_opacus_accountant(variant, accountant):
     d = rec.details
     assert d["discriminator_steps"] == SMALL["steps"] * (SMALL["n_critic"] if variant == "dpgan" else 1)
     assert rec.accountant.startswith(f"opacus {accountant}")
-    acc = RDPAccountant() if accountant == "rdp" else PRVAccountant()
-    acc.history = [(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"])]
-    orders = {"alphas": dpsgd.RDP_ALPHAS} if accountant == "rdp" else {}
-    eps_ar = acc.get_epsilon(delta=d["add_remove_delta"], **orders)
-    # group privacy k=2 turns add/remove-one into replace-one
-    assert d["add_remove_epsilon"] == pytest.approx(eps_ar, rel=1e-9)
+    # dp-accounting (RDP on its own orders; its PLD accountant for opacus's PRV one) for the same history: within
+    # 1.5%, and at or above it for RDP (dpiw's RDP orders are a subset of a grid: never a tighter epsilon)
+    eps_ar = d["add_remove_epsilon"]
+    ref = dp_sgd_epsilon(rec.noise["noise_multiplier"], d["sample_rate"], d["discriminator_steps"],
+                         d["add_remove_delta"], accountant="rdp" if accountant == "rdp" else "pld")
+    assert eps_ar == pytest.approx(ref, rel=0.015)
+    if accountant == "rdp":
+        assert eps_ar >= ref * (1 - 1e-3)
+    # group privacy k=2 turns add/remove-one into replace-one: (2 eps, (1 + e^eps) delta)
     assert d["dpsgd_epsilon"] == pytest.approx(2 * eps_ar, rel=1e-9)
     assert rec.delta == pytest.approx((1 + math.exp(eps_ar)) * d["add_remove_delta"], rel=1e-9)
     assert rec.delta <= delta * (1 + 1e-9)
@@ -166,12 +169,25 @@ def test_same_seed_same_rows_and_models(tmp_path):
         np.testing.assert_allclose(out[-1], net(x)[:, 0].numpy(), rtol=1e-4, atol=1e-6)  # numpy == torch
 
 
-def test_networks_have_no_normalisation_layers_and_pass_opacus_validation():
+def test_networks_have_no_normalisation_layers_and_pass_opacus_validation(monkeypatch):
+    """The discriminator the fitted GAN trained with DP-SGD (caught where the GAN hands it to the DP step; its
+    final weights are the GAN's last kept discriminator)."""
     from opacus.validators import ModuleValidator
 
+    trained = []
+    real_init = dpsgd.DiscriminatorStep.__init__
+
+    def spy(self, module, **kw):
+        trained.append(module)
+        real_init(self, module, **kw)
+
+    monkeypatch.setattr(dpsgd.DiscriminatorStep, "__init__", spy)
     g = GanSDGP(variant="dpgan", **SMALL).fit(frame(0), SCHEMA, epsilon=1.0, delta=1e-4,
                                               rng=np.random.default_rng(0))
-    net = mlp(g.space_.d_input, 16, 1)
+    (net,) = trained
+    kept = g.discriminators_[-1]
+    assert set(net.state_dict()) == set(kept)
+    assert all(torch.equal(v, kept[k]) for k, v in net.state_dict().items())
     assert ModuleValidator.validate(net, strict=False) == []
     norm = (torch.nn.BatchNorm1d, torch.nn.GroupNorm, torch.nn.LayerNorm, torch.nn.InstanceNorm1d)
     assert not any(isinstance(m, norm) for m in net.modules())

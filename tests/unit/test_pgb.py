@@ -108,15 +108,24 @@ def test_pgb_weights_sum_to_B_and_record_both_compositions():
     assert rec.reads_private == ("train",)
 
 
-@pytest.mark.parametrize("eps,delta,T", [(0.5, 1e-5, 50), (6.0, 1e-5, 50), (0.1, 1e-6, 1000), (1.0, 0.0, 10)])
-def test_per_round_epsilon_is_the_largest_allowed(eps, delta, T):
-    eps0, comp = boosting.per_round_epsilon(eps, delta, T)
-    basic = T * eps0
-    adv = boosting.advanced_composition(eps0, T, delta) if delta > 0 else math.inf
-    assert min(basic, adv) <= eps * (1 + 1e-9)
-    assert eps0 >= eps / T  # never worse than basic composition
-    if comp == "advanced":
-        assert adv == pytest.approx(eps, rel=1e-6)
+@pytest.mark.parametrize("eps,delta,T,comp", [(0.5, 1e-5, 50, "advanced"), (6.0, 1e-5, 50, "advanced"),
+                                               (0.1, 1e-6, 1000, "advanced"), (1.0, 0.0, 10, "basic"),
+                                               (1.0, 1e-5, 3, "basic"), (0.3, 1e-2, 4, "basic")])
+def test_per_round_epsilon_is_the_largest_allowed(eps, delta, T, comp):
+    """Against the closed forms, written here: basic composition gives eps/T; Dwork-Rothblum-Vadhan's
+    sqrt(2 T ln(1/delta)) e0 + T e0 (e^e0 - 1) = eps, solved by brentq; the rule takes the larger, in every case."""
+    from scipy.optimize import brentq
+
+    basic = eps / T
+    if delta > 0:
+        advanced = brentq(lambda e0: math.sqrt(2 * T * math.log(1 / delta)) * e0 + T * e0 * math.expm1(e0) - eps,
+                          0.0, eps, xtol=1e-15)
+        expected = (advanced, "advanced") if advanced > basic else (basic, "basic")
+    else:
+        expected = (basic, "basic")
+    eps0, rule = boosting.per_round_epsilon(eps, delta, T)
+    assert rule == expected[1] == comp
+    assert eps0 == pytest.approx(expected[0], rel=1e-9)
 
 
 def test_discriminator_weights_are_logits_and_free():

@@ -209,11 +209,18 @@ def test_stage_chain_calibrate_psis_resample(tmp_path):
     postprocess_weights.main(args)
     rec = json.loads((tmp_path / "post.json").read_text())
     assert rec["epsilon"] == 0 and rec["dp"] and rec["details"]["steps"][0] == "calibrate"
-    assert rec["details"]["release_gate"]["fit_to_release"] in (True, False)
+    gate = rec["details"]["release_gate"]  # the verdict is k-hat against min(1 - 1/log10 S, 0.7), S = 2000
+    assert gate["pareto_k_threshold"] == pytest.approx(min(1 - 1 / math.log10(2000), 0.7))
+    assert gate["fit_to_release"] == (gate["pareto_k"] is None or gate["pareto_k"] <= gate["pareto_k_threshold"])
     counts = np.exp(pd.read_parquet(tmp_path / "lw.parquet").log_weight.to_numpy())
     res = pd.read_parquet(tmp_path / "res.parquet")
     assert counts.sum() == len(res) == 2000
-    # resampled rows are the synthetic rows repeated by count (same seed -> same bytes)
+    # resampled rows are the synthetic rows repeated by count: row i (its x is unique) appears counts[i] times
+    assert np.allclose(counts, np.rint(counts))
+    times = res.x.value_counts().reindex(x_synth, fill_value=0).to_numpy()
+    np.testing.assert_array_equal(times, np.rint(counts).astype(int))
+    assert (counts == 0).any() and (counts > 1).any()  # a resampling, not the rows as they were
+    # and the same seed gives the same bytes
     first = (tmp_path / "res.parquet").read_bytes()
     postprocess_weights.main(args)
     assert (tmp_path / "res.parquet").read_bytes() == first
