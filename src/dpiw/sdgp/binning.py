@@ -195,13 +195,12 @@ def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
     filled = np.nonzero(mass > 0)[0]
     if not filled.size:
         filled, mass = np.arange(support), np.ones(support)
-    k = min(bins, filled.size)
     # runs start at a filled cell; past RUN_POINTS filled cells, at every g-th (the program is quadratic in them)
     g = -(-filled.size // RUN_POINTS)
     firsts = filled[::g]
     m = np.add.reduceat(mass[filled], np.arange(0, filled.size, g))
     x = np.add.reduceat(mass[filled] * (filled + 0.5), np.arange(0, filled.size, g)) / m
-    k = min(k, firsts.size)
+    k = min(bins, firsts.size)
     starts = _optimal_runs(m, x, k, MIN_BIN_SHARE / bins)
     if starts is None:  # too few cells hold mass for the floor
         starts = _optimal_runs(m, x, k, 0.0)
