@@ -179,21 +179,24 @@ def read_log_weights(path: str | Path, column: str) -> np.ndarray:
 
 
 def check_finite(df: pd.DataFrame, *, where: str) -> None:
-    """Raise a DpiwError naming the first column holding NaN or inf and how many rows do (never a value or a
+    """Raise one DpiwError naming every column holding NaN or inf and how many rows do (never a value or a
     row's position: the rows may be private)."""
     import pandas as pd
 
+    found = []
     for col in df.columns:
         if not pd.api.types.is_numeric_dtype(df[col]):
             missing = int(df[col].isna().sum())
             if missing:
-                raise DpiwError(f"{where}: column '{col}' has {missing} missing value(s); "
-                                "remove or impute them before running the pipeline")
+                found.append(f"'{col}' ({missing} missing)")
             continue
         bad = int((~np.isfinite(df[col].to_numpy(dtype=float))).sum())
         if bad:
-            raise DpiwError(f"{where}: column '{col}' has {bad} missing or infinite value(s); "
-                            "remove or impute them before running the pipeline")
+            found.append(f"'{col}' ({bad} missing or infinite)")
+    if found:
+        raise DpiwError(f"{where}: column{'s' if len(found) > 1 else ''} {', '.join(found)} "
+                        f"{'have' if len(found) > 1 else 'has'} empty values; remove or impute them before "
+                        "running the pipeline")
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

@@ -75,13 +75,13 @@ def _broken(column, value, row=5):
 #: case -> (edit of the rows, extra flags, the message, private values the message must not show)
 BAD = {
     "missing_column": (lambda df: df.drop(columns="bmi"), None, "column(s) ['bmi'] of the schema are missing", ()),
-    "nan": (_broken("bmi", np.nan), None, "column 'bmi' has 1 missing or infinite value(s)", ("row 5", "(nan)")),
-    "inf": (_broken("age", np.inf), None, "column 'age' has 1 missing or infinite value(s)", ("row 5", "(inf)")),
+    "nan": (_broken("bmi", np.nan), None, "column 'bmi' (1 missing or infinite)", ("row 5", "(nan)")),
+    "inf": (_broken("age", np.inf), None, "column 'age' (1 missing or infinite)", ("row 5", "(inf)")),
     "wrong_type": (_broken("age", "forty-seven"), None, "column 'age' is declared numeric but 1 row(s) hold text",
                    ("forty-seven", "row 5")),
     "unknown_category": (_broken("region", "mars-colony"), None,
                          "column 'region' has 1 row(s) outside its declared categories", ("mars-colony",)),
-    "constant_column": (lambda df: df.assign(smoker="no"), None, "column 'smoker' holds one value in every row",
+    "constant_column": (lambda df: df.assign(smoker="no"), None, "column(s) ['smoker'] hold one value in every row",
                         ("'no'",)),
     "single_class": (lambda df: df.assign(outcome="ill"), None, "target 'outcome' has a single class", ("'ill'",)),
     "too_few_rows": (lambda df: df.head(6), None, "too few for a", ()),
@@ -90,6 +90,12 @@ BAD = {
     "empty_file": (lambda df: df.head(0), None, "the file has no rows", ()),
     "repeated_column": (lambda df: pd.concat([df, df[["age"]]], axis=1), None,
                         "column name(s) ['age'] appear more than once in the header", ()),
+    "two_empty_columns": (lambda df: _broken("age", np.nan)(_broken("bmi", np.nan)(df)), None,
+                          "columns 'age' (1 missing or infinite), 'bmi' (1 missing or infinite) have empty values",
+                          ("row 5",)),
+    "two_bad_columns": (lambda df: _broken("age", "forty-seven")(_broken("region", "mars-colony")(df)), None,
+                        "column 'age' is declared numeric but 1 row(s) hold text; fix the values or declare the "
+                        "column categorical; column 'region' has 1 row(s) outside", ("forty-seven", "mars-colony")),
     "out_of_bounds": (_broken("age", 131.25), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90];", ("131", "row 5")),
 }

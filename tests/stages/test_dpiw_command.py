@@ -5,6 +5,7 @@ import argparse
 import json
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -65,6 +66,28 @@ def test_schema_infer_reads_no_value_and_leaves_the_bounds_to_fill(tmp_path):
         parse_schema(yaml.safe_load(text))
     with pytest.raises(DpiwError, match="no such column"):
         draft(data, target="outcome")
+
+
+def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fill_in_at_once(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 40
+    data = tmp_path / "flchain.csv"  # R's write.csv: a row-name column first, then the data
+    pd.DataFrame({"rownames": np.arange(1, n + 1), "age": rng.integers(50, 90, n),
+                  "kappa": rng.lognormal(0, 0.5, n), "sex": rng.choice(["F", "M"], n),
+                  "death": rng.choice([0, 1], n)}).to_csv(data, index=False)
+    out = tmp_path / "data" / "schemas" / "flchain.yaml"  # the folder does not exist yet
+    main(["schema", "infer", str(data), "--target", "death", "--out", str(out)])
+    err = capsys.readouterr().err
+    text = out.read_text()
+    assert "name: rownames" not in text and "left out rownames: they number the rows" in err
+    assert "{name: age, type: numeric, lower: FILL IN, upper: FILL IN, integer: true}" in text
+    import yaml
+
+    with pytest.raises(DpiwError) as exc:  # every column still to fill, in one message
+        parse_schema(yaml.safe_load(text))
+    msg = str(exc.value)
+    assert msg.count("FILL IN") == 4 and all(f"column '{c}'" in msg for c in ("age", "kappa", "sex", "death"))
+    assert "4 columns need fixing" in msg
 
 
 def test_show_says_the_manifest_in_words(tmp_path):

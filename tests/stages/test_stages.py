@@ -85,7 +85,7 @@ def test_nan_input_gives_one_clear_error_and_no_artifact(chain, tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0  # one line, no traceback
-    assert "column 'x2' has 1 missing or infinite value(s)" in proc.stderr and "row 3" not in proc.stderr
+    assert "column 'x2' (1 missing or infinite)" in proc.stderr and "row 3" not in proc.stderr
     assert not out.exists() and not (tmp_path / "never.json").exists()
 
 

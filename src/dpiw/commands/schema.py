@@ -6,6 +6,9 @@ knowledge - units, forms, codebooks, documentation - and never the data's own mi
 those would leak the private rows. The draft does not validate until you fill them in.
 
     dpiw schema infer data/mine.csv --target outcome > data/schemas/mine.yaml
+
+A column that only numbers the rows (named like `rownames`, `id` or `Unnamed: 0`, or holding distinct whole
+numbers in row order) is left out of the draft, and the command says so: a row's number is not data to release.
 """
 
 from __future__ import annotations
@@ -16,8 +19,7 @@ import sys
 from pathlib import Path
 
 from dpiw import DpiwError
-
-FILL = "FILL IN"
+from dpiw.data.schema import FILL
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +66,11 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     numeric_target = pd.api.types.is_numeric_dtype(frame[target]) and not pd.api.types.is_bool_dtype(frame[target])
     if numeric_target and _looks_like_codes(frame[target]):  # a class label written as a small integer code
         numeric_target = False
+    ids = row_id_columns(frame, target=target)
+    frame = frame.drop(columns=ids)
+    if frame.shape[1] < 2:
+        raise DpiwError(f"{path}: only {frame.shape[1]} column(s) besides the row numbers {ids}; a schema needs at "
+                        "least a feature and a target")
     lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
              "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
@@ -72,6 +79,7 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
              f"target: {target}",
              f"source: {{kind: file, path: {path.as_posix()}}}",
+             *([f"# left out as row numbers, not data: {', '.join(map(str, ids))}"] if ids else []),
              "columns:"]
     for col in frame.columns:
         s = frame[col]
@@ -83,6 +91,30 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
         else:
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]}}")
     return "\n".join(lines) + "\n"
+
+
+#: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
+ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}
+
+
+def row_id_columns(frame, *, target: str) -> list:
+    """The columns that only number the rows: an R or pandas row-name column (named ``rownames``, ``id``,
+    ``Unnamed: 0``, ``...1``), or whole numbers, all distinct and increasing in row order. Never the target."""
+    import pandas as pd
+
+    out = []
+    for col in frame.columns:
+        if str(col) == target:
+            continue
+        s = frame[col]
+        key = re.sub(r"[\s._:]", "", str(col).lower())
+        named = key in ROW_ID_NAMES or re.fullmatch(r"unnamed\d+", key) is not None
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        whole = numeric and s.notna().all() and bool((s == s.round()).all())
+        counting = whole and s.is_unique and s.is_monotonic_increasing and len(s) > MAX_CODES
+        if counting or (named and s.is_unique and (whole or not numeric)):
+            out.append(col)
+    return out
 
 
 #: a numeric target with at most this many distinct integer values is drafted as a classification label
@@ -98,8 +130,15 @@ def main(args) -> None:
     if args.out and Path(args.out).exists() and not args.force:
         raise DpiwError(f"--out {args.out} exists: choose another file, or pass --force to overwrite it")
     text = draft(args.data, name=args.name, target=args.target)
+    left_out = next((line.split(": ", 1)[1] for line in text.splitlines()
+                     if line.startswith("# left out as row")), None)
+    if left_out:
+        print(f"dpiw: left out {left_out}: they number the rows (distinct whole numbers in row order, or a row-name "
+              "column); add them back by hand if they are data", file=sys.stderr)
     if args.out:
-        Path(args.out).write_text(text)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
         print(f"dpiw: draft schema written to {args.out}; fill in every {FILL}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -243,14 +243,15 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(df.columns)} (fix the names in the schema or the file)")
+    problems = []  # every column's problem, in one message
     for c in schema.columns:
         col = df[c.name]
         if c.is_numeric:
             num = pd.to_numeric(col, errors="coerce")
             bad = num.isna() & col.notna()
             if bad.any():
-                raise DpiwError(f"{where}: column '{c.name}' is declared numeric but {int(bad.sum())} row(s) hold "
-                                "text; fix the values or declare the column categorical")
+                problems.append(f"column '{c.name}' is declared numeric but {int(bad.sum())} row(s) hold text; fix "
+                                "the values or declare the column categorical")
             df[c.name] = num
         else:
             def label(v):
@@ -260,10 +261,12 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
             text = col.map({v: label(v) for v in col.dropna().unique()})
             outside = int((text.notna() & ~text.isin(list(c.categories))).sum())
             if outside:
-                raise DpiwError(f"{where}: column '{c.name}' has {outside} row(s) outside its declared categories "
+                problems.append(f"column '{c.name}' has {outside} row(s) outside its declared categories "
                                 f"{list(c.categories)}; add the missing categories to the schema (a public list) or "
                                 "fix the rows")
             df[c.name] = text
+    if problems:
+        raise DpiwError(f"{where}: " + "; ".join(problems))
     return df
 
 
@@ -310,6 +313,7 @@ class RowChecks:
 
         schema, where = self.schema, f"dataset '{self.schema.name}'"
         check_finite(df, where=where)
+        wide = []  # every column with values outside its bounds, in one message
         for c in schema.columns:
             if len(self.seen[c.name]) < 2:
                 self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
@@ -317,18 +321,19 @@ class RowChecks:
                 x = df[c.name].to_numpy(float)
                 out = int(((x < c.lower) | (x > c.upper)).sum())
                 if out and self.out_of_bounds == "fail":
-                    raise DpiwError(f"{where}: column '{c.name}' has {out} value(s) outside its public bounds "
-                                    f"[{c.lower:g}, {c.upper:g}]; widen the bounds in the schema (public knowledge "
-                                    "only) or set scale.out_of_bounds: clip")
+                    wide.append(f"'{c.name}' has {out} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]")
                 self.outside[c.name] += out
+        if wide:
+            raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
+                            "knowledge only) or set scale.out_of_bounds: clip")
         self.rows += len(df)
 
     def finish(self) -> None:
         schema, where = self.schema, f"dataset '{self.schema.name}'"
-        for c in schema.columns:
-            if len(self.seen[c.name]) < 2 and c.name != schema.target:
-                raise DpiwError(f"{where}: column '{c.name}' holds one value in every row; it carries no "
-                                "information: drop it from the schema")
+        constant = [c.name for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
+        if constant:
+            raise DpiwError(f"{where}: column(s) {constant} hold one value in every row; they carry no information: "
+                            "drop them from the schema")
         if schema.task == "classification" and len(self.seen[schema.target]) < 2:
             raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification "
                             "needs at least two")

@@ -16,6 +16,8 @@ import yaml
 from dpiw import DpiwError
 
 TASKS = ("classification", "regression")
+#: what `dpiw schema infer` leaves where only the curator knows the public answer
+FILL = "FILL IN"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,48 @@ def _fail(path, msg):
     raise DpiwError(f"{path}: {msg}")
 
 
+def _parse_column(i: int, c: Any, seen: set) -> Column:
+    """One entry of a schema's `columns`; raises a DpiwError naming the column and the fix."""
+    where = f"columns[{i}]"
+    if not isinstance(c, dict) or "name" not in c or "type" not in c:
+        raise DpiwError(f"{where} needs 'name' and 'type'")
+    extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer"}
+    if extra:
+        raise DpiwError(f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
+    name = str(c["name"])
+    if name in seen:
+        raise DpiwError(f"{where}: duplicate column name '{name}'")
+    if c["type"] == "numeric":
+        lo, hi = c.get("lower"), c.get("upper")
+        unfilled = [k for k in ("lower", "upper") if isinstance(c.get(k), str) and c[k].strip() == FILL]
+        if unfilled:
+            raise DpiwError(f"column '{name}': {' and '.join(unfilled)} still say {FILL}; write the public "
+                            "bounds (units, codebooks; never the data's own minimum or maximum)")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)):
+            raise DpiwError(f"column '{name}': numeric columns need numeric public bounds 'lower' and 'upper'")
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise DpiwError(f"column '{name}': need finite lower < upper, got lower={lo}, upper={hi}")
+        integer = c.get("integer", False)
+        if not isinstance(integer, bool):
+            raise DpiwError(f"column '{name}': integer must be true or false, got {integer!r}")
+        if integer and not (float(lo).is_integer() and float(hi).is_integer()):
+            raise DpiwError(f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
+                            f"upper={hi}")
+        return Column(name, "numeric", float(lo), float(hi), integer=integer)
+    if c["type"] == "categorical":
+        if "integer" in c:
+            raise DpiwError(f"column '{name}': 'integer' applies to numeric columns only")
+        cats = c.get("categories")
+        if isinstance(cats, list) and any(isinstance(x, str) and x.strip() == FILL for x in cats):
+            raise DpiwError(f"column '{name}': categories still say {FILL}; list every category from a public "
+                            "source (a codebook, a form)")
+        if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
+            raise DpiwError(f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
+        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats)
+        return Column(name, "categorical", categories=tuple(str(x) for x in cats), number_labels=numbers)
+    raise DpiwError(f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
+
+
 def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
     """Validate a schema mapping and build a :class:`Schema`; every error names the field."""
     if not isinstance(d, dict):
@@ -98,42 +142,18 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
         _fail(path, f"task must be one of {TASKS}, got {d['task']!r}")
     if not isinstance(d["columns"], list) or len(d["columns"]) < 2:
         _fail(path, "columns must be a list of at least two columns")
-    cols = []
-    seen = set()
+    cols, seen, problems = [], set(), []  # every column's problem is gathered: one message names them all
     for i, c in enumerate(d["columns"]):
-        where = f"columns[{i}]"
-        if not isinstance(c, dict) or "name" not in c or "type" not in c:
-            _fail(path, f"{where} needs 'name' and 'type'")
-        extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer"}
-        if extra:
-            _fail(path, f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
-        name = str(c["name"])
-        if name in seen:
-            _fail(path, f"{where}: duplicate column name '{name}'")
-        seen.add(name)
-        if c["type"] == "numeric":
-            lo, hi = c.get("lower"), c.get("upper")
-            if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)):
-                _fail(path, f"column '{name}': numeric columns need numeric public bounds 'lower' and 'upper'")
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                _fail(path, f"column '{name}': need finite lower < upper, got lower={lo}, upper={hi}")
-            integer = c.get("integer", False)
-            if not isinstance(integer, bool):
-                _fail(path, f"column '{name}': integer must be true or false, got {integer!r}")
-            if integer and not (float(lo).is_integer() and float(hi).is_integer()):
-                _fail(path, f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
-                            f"upper={hi}")
-            cols.append(Column(name, "numeric", float(lo), float(hi), integer=integer))
-        elif c["type"] == "categorical":
-            if "integer" in c:
-                _fail(path, f"column '{name}': 'integer' applies to numeric columns only")
-            cats = c.get("categories")
-            if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
-                _fail(path, f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
-            numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats)
-            cols.append(Column(name, "categorical", categories=tuple(str(x) for x in cats), number_labels=numbers))
-        else:
-            _fail(path, f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
+        try:
+            col = _parse_column(i, c, seen)
+        except DpiwError as exc:
+            problems.append(str(exc))
+            continue
+        seen.add(col.name)
+        cols.append(col)
+    if problems:
+        n = len(problems)
+        _fail(path, (problems[0] if n == 1 else f"{n} columns need fixing: " + "; ".join(problems)))
     schema = Schema(name=str(d["name"]), task=d["task"], target=str(d["target"]), columns=tuple(cols),
                     source=dict(d.get("source") or {}))
     if schema.target not in seen:
