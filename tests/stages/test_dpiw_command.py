@@ -109,9 +109,39 @@ def test_show_says_the_manifest_in_words(tmp_path):
         find_manifest(tmp_path)
     m["ledger"] = {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
                    "lifetime": {"epsilon": 0.9, "delta": 1e-5}, "default_budget": True}
-    line = describe(m)[-1]
+    lines = describe(m)
+    assert lines[1].startswith("guarantee  (0.9, 1e-05)-DP for the whole release")  # the guarantee first
+    line = lines[2]  # then the budget that is left
     assert line.startswith("lifetime   epsilon 0.9 of 10 at delta 1e-05 over 1 release(s)") and "abababab" in line
     assert "the default lifetime epsilon 10" in line and "set-budget" in line
+    assert not any(x.startswith("caution") for x in lines)
+
+
+def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():
+    """MST and marginal_match split in zCDP: each stage's own epsilon is larger than its share of the whole, so
+    the stages are shown as shares of the rho (0.7 and 0.3 here), never as epsilons that add up to more."""
+    zc = lambda rho: [{"kind": "zcdp", "rho": rho}]  # noqa: E731
+    m = {"run": "r", "mode": "release", "neighbours": {"relation": "replace_one"},
+         "budget": {"epsilon": 10.0, "delta": 1e-6},
+         "spent": {"epsilon": 13.16, "delta": 1e-6, "tightest": {"epsilon": 10.0, "delta": 1e-6, "from": "rdp"}},
+         "dp": True, "verdict": "within budget",
+         "records": [{"stage": "scale", "dp": True, "epsilon": 0.0, "delta": 0.0, "mechanism": "none"},
+                     {"stage": "synthesize", "dp": True, "epsilon": 8.2, "delta": 5e-7, "mechanism": "MST",
+                      "rdp": zc(0.7 * 1.8)},
+                     {"stage": "fit_weights", "dp": True, "epsilon": 4.96, "delta": 5e-7,
+                      "mechanism": "marginal_match", "rdp": zc(0.3 * 1.8)}],
+         "noise_seeds": {"note": "n"}, "release": {"fit_to_release": True, "reasons": ["ok"]},
+         "ledger": {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
+                    "lifetime": {"epsilon": 10.0, "delta": 1e-6}}}
+    text = "\n".join(describe(m))
+    assert "  synthesize           0.7    MST" in text and "  fit_weights          0.3    marginal_match" in text
+    assert "their own epsilons, 8.2 and 4.96, add up to more than the guarantee" in text
+    assert "13.16" not in text and "no spend             scale" in text
+    assert "caution    this one release took 100% of the table's lifetime budget" in text
+    assert "caution    epsilon 10 is a weak guarantee" in text  # above 5
+    m["spent"]["tightest"]["epsilon"] = 4.0
+    m["ledger"]["budget"]["epsilon"] = 20.0
+    assert "caution" not in "\n".join(describe(m))
 
 
 def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):

@@ -38,44 +38,81 @@ def _num(x) -> str:
     return "–" if x is None else f"{x:.4g}"
 
 
+#: a release above this epsilon gets a caution line: the guarantee it gives any one row is weak
+HIGH_EPSILON = 5.0
+
+
+def _shares(records: list[dict]) -> dict[str, float]:
+    """Each spending stage's share of the run's budget: by zCDP rho where every stage was split in zCDP (the
+    stages' own epsilons then add up to more than the whole), else by epsilon."""
+    spending = [r for r in records if r["dp"] and (r.get("epsilon") or 0) > 0]
+    rhos = [sum(e.get("rho", 0.0) for e in r.get("rdp") or []) if all(
+        e.get("kind") == "zcdp" for e in r.get("rdp") or [{}]) else None for r in spending]
+    weights = rhos if all(rho for rho in rhos) else [r["epsilon"] for r in spending]
+    total = sum(weights) or 1.0
+    return {r["stage"]: w / total for r, w in zip(spending, weights, strict=True)}
+
+
+def _lifetime(m: dict) -> list[str]:
+    """The table's lifetime budget after this release, and a caution where one release takes much of it."""
+    led, b = m["ledger"], m["ledger"]["budget"]
+    first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
+    if led.get("default_budget"):
+        first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
+                  "set-budget`)")
+    left = max(b["epsilon"] - led["lifetime"]["epsilon"], 0.0)
+    lines = [f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
+             f"{_num(b['delta'])} over {led['releases']} release(s) of this table ({_num(left)} left){first}; "
+             f"ledger entry {led['entry'][:16]}"]
+    took = m["spent"].get("tightest", m["spent"])["epsilon"] / b["epsilon"]
+    if took > 0.5:
+        lines.append(f"caution    this one release took {took:.0%} of the table's lifetime budget: later releases of "
+                     f"the table have epsilon {_num(left)} left between them")
+    return lines
+
+
 def describe(m: dict) -> list[str]:
-    """The manifest as lines of text."""
+    """The manifest as lines of text: the guarantee first, the lifetime budget left, then the stages as shares."""
     rel = m.get("neighbours", {}).get("relation", "replace_one")
+    relation = {"replace_one": "replace-one", "add_remove": "add/remove"}.get(rel, rel)
     budget, spent, release = m["budget"], m["spent"], m["release"]
-    lines = [f"run        {m['run']}  ({m.get('mode', 'benchmark')} mode)",
-             f"budget     epsilon {_num(budget['epsilon'])}, delta {_num(budget['delta'])}  "
-             f"({ {'replace_one': 'replace-one', 'add_remove': 'add/remove'}.get(rel, rel)} neighbours)"]
+    lines = [f"run        {m['run']}  ({m.get('mode', 'benchmark')} mode)"]
     if m["dp"]:
-        tight = spent.get("tightest", {})
-        rdp = spent.get("rdp", {})
-        loose = "; a looser bound" if tight.get("from") == "rdp" else ""
-        lines.append(f"spent      epsilon {_num(spent['epsilon'])}, delta {_num(spent['delta'])} (sum of the stages"
-                     f"{loose})"
-                     + (f"; RDP composition: epsilon {_num(rdp.get('epsilon'))} at delta {_num(rdp.get('delta'))}"
-                        if rdp else ""))
-        if tight:
-            lines.append(f"guarantee  ({_num(tight['epsilon'])}, {_num(tight['delta'])})-DP  [{m['verdict']}]")
+        tight = spent.get("tightest") or {"epsilon": spent["epsilon"], "delta": spent["delta"]}
+        lines.append(f"guarantee  ({_num(tight['epsilon'])}, {_num(tight['delta'])})-DP for the whole release, "
+                     f"{relation} neighbours  [{m['verdict']}: the budget was epsilon {_num(budget['epsilon'])}, "
+                     f"delta {_num(budget['delta'])}]")
+        if m.get("ledger"):
+            lines += _lifetime(m)
+        if tight["epsilon"] > HIGH_EPSILON:
+            lines.append(f"caution    epsilon {_num(tight['epsilon'])} is a weak guarantee: above {HIGH_EPSILON:g}, "
+                         "what the release lets anyone learn of one person is barely bounded")
+        shares = _shares(m["records"])
+        own = [r["epsilon"] for r in m["records"] if r["stage"] in shares]
+        lines.append("stages     each stage's share of the budget" + (
+            f" (their own epsilons, {' and '.join(_num(e) for e in own)}, add up to more than the guarantee: "
+            "composed together they cost less than their sum)" if len(own) > 1 and sum(own) > tight["epsilon"] * 1.001
+            else ""))
+        for r in m["records"]:
+            if r["stage"] in shares:
+                share = "all" if len(shares) == 1 else f"{shares[r['stage']]:.2g}"
+                lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
+        free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
+        if free:
+            lines.append(f"  {'no spend':<20} {', '.join(free)} (they read no private value, or only what the others released)")
     else:
         lines.append(f"spent      NOT differentially private: {m['verdict']}")
-    lines.append("stages")
-    for r in m["records"]:
-        eps = "not DP" if not r["dp"] else f"epsilon {_num(r['epsilon'])}, delta {_num(r['delta'])}"
-        lines.append(f"  {r['stage']:<20} {eps:<32} {r['mechanism']}")
+        if m.get("ledger"):
+            lines += _lifetime(m)
+        lines.append("stages")
+        for r in m["records"]:
+            eps = "not DP" if not r["dp"] else f"epsilon {_num(r['epsilon'])}, delta {_num(r['delta'])}"
+            lines.append(f"  {r['stage']:<20} {eps:<32} {r['mechanism']}")
     lines.append(f"noise      {m['noise_seeds']['note']}")
     if release.get("weights", {}).get("checked"):
         lines.append(f"weights    {release['weights']['note']}")
     verdict = "FIT TO RELEASE" if release["fit_to_release"] else "NOT fit to release"
     lines.append(f"release    {verdict}: " + "; ".join(release["reasons"]))
-    if m.get("ledger"):
-        led, b = m["ledger"], m["ledger"]["budget"]
-        first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
-        if led.get("default_budget"):
-            first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
-                      "set-budget`)")
-        left = b["epsilon"] - led["lifetime"]["epsilon"]
-        lines.append(f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
-                     f"{_num(b['delta'])} over {led['releases']} release(s) of this table ({_num(max(left, 0.0))} "
-                     f"left){first}; ledger entry {led['entry'][:16]}")
     return lines
 
 
