@@ -12,7 +12,7 @@ CORES ?= all
 .PHONY: help install run results usefulness test docs lint clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 10
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 12
 
 install: $(VENV)/.installed  ## build .venv from requirements.lock (torch CPU wheel)
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
+import textwrap
 
 import dpiw.stages
 from dpiw.stages import _cli
@@ -30,13 +32,10 @@ COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "sho
             "ledger": "ledger"}
 
 
-def summary(module: str, prefix: str = "", width: int = 90) -> str:
-    """The first sentence of a module's docstring after ``prefix``, at most ``width`` characters: a subcommand's
-    one-line help."""
-    import textwrap
-
+def summary(module: str, prefix: str = "") -> str:
+    """The first sentence of a module's docstring after ``prefix``, whole: a subcommand's help."""
     doc = " ".join((importlib.import_module(module).__doc__ or "").split()).removeprefix(prefix)
-    return textwrap.shorten(doc.split(". ")[0].rstrip("."), width, placeholder=" ...") if doc else module
+    return re.split(r"\. (?=[A-Z`(])", doc)[0].rstrip(".") if doc else module  # not at "Eq. 5"
 
 
 def stage_list() -> str:
@@ -45,7 +44,7 @@ def stage_list() -> str:
     for stage in STAGES:
         if stage not in INTERNAL_STAGES:
             text = summary(f"dpiw.stages.{stage}", prefix=f"Stage `{stage}`: ")
-            lines.append(f"  {stage:<21}{text}")
+            lines.append(textwrap.fill(text, 100, initial_indent=f"  {stage:<21}", subsequent_indent=" " * 23))
     return "\n".join(lines)
 
 

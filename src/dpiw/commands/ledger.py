@@ -57,7 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _lines(summary: dict) -> list[str]:
-    out = [f"store {summary['store']}: {summary['entries']} entries, chain intact"
+    words = {"budget": "budget(s) set", "table": "table identit(ies)", "release": "release(s)",
+             "mechanism": "mechanism spend(s)"}
+    kinds = ", ".join(f"{n} {words.get(k, k)}" for k, n in summary.get("kinds", {}).items() if n)
+    out = [f"store {summary['store']}: {summary['entries']} entries ({kinds}), chain intact"
            + (f", head {summary['head'][:16]}" if summary["head"] else "")]
     for t in summary["tables"]:
         b, s = t["budget"], t["lifetime"]

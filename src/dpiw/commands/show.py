@@ -99,7 +99,8 @@ def describe(m: dict) -> list[str]:
                 lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
         free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
         if free:
-            lines.append(f"  {'no spend':<20} {', '.join(free)} (they read no private value, or only what the others released)")
+            lines.append(f"  {'no spend':<20} {', '.join(free)} (they read no private value, or only what the "
+                         "others released)")
     else:
         lines.append(f"spent      NOT differentially private: {m['verdict']}")
         if m.get("ledger"):

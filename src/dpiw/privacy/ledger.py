@@ -419,7 +419,9 @@ def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any
                 raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
                                 "lost a release (rewritten, or restored from an older backup) or is another store")
         keys = list(dict.fromkeys(e.dataset for e in chain))
-        return {"store": describe(store.url), "entries": len(chain), "head": chain[-1].hash if chain else None,
+        kinds = {k: sum(e.kind == k for e in chain) for k in KINDS}
+        return {"store": describe(store.url), "entries": len(chain), "kinds": kinds,
+                "head": chain[-1].hash if chain else None,
                 "tables": [fold(chain, k).summary() for k in keys]}
     return _transact(store, work)
 

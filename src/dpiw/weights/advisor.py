@@ -63,10 +63,13 @@ def advise(n_rows: int, schema: Schema, *, epsilon: float, delta: float, fractio
     ['none', 'marginal_match']
     """
     snr, sigma = expected_snr(n_rows, schema, epsilon=epsilon, delta=delta, fraction=fraction, **workload)
+    detail = (f"a typical cell of the marginals the weights would measure holds about {snr:.2g} times its noise "
+              f"(sd {sigma:.3g} rows); weights pay from {SNR_MIN:g} times")
     if snr >= SNR_MIN:
         return Advice("marginal_match", snr, SNR_MIN,
-                      f"a measured cell holds about {snr:.3g} noise sds (sigma {sigma:.3g}) >= {SNR_MIN:g}: "
-                      f"{fraction:g} of the budget goes to marginal_match")
+                      f"{n_rows:,} rows at epsilon {epsilon:g} are enough for weights to pay: {fraction:.0%} of the "
+                      "budget goes to marginal_match weights, the rest to the generator. They correct subgroup "
+                      f"and cross-tab estimates most and can cost a simple mean or share a little ({detail})")
     return Advice("none", snr, SNR_MIN,
-                  f"a measured cell would hold only {snr:.3g} noise sds (sigma {sigma:.3g}) < {SNR_MIN:g}: weights "
-                  "would not pay for their share, so the whole budget goes to the SDGP")
+                  f"{n_rows:,} rows at epsilon {epsilon:g} are too few for weights to pay for their share: the whole "
+                  f"budget goes to the generator and every weight is 1 ({detail})")
