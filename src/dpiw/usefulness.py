@@ -316,6 +316,30 @@ def _where(keys) -> str:
     return ", ".join(f"{t} N={n:,} eps={e:g}" for _, t, n, e in keys)
 
 
+def headline(table: dict[tuple, dict], fraction: float, sdgp: str = "mst") -> list[str]:
+    """The answer by target family where `dpiw release`'s advisor picks the weights after ``sdgp``: the median
+    and range over those cells of marginal_match's relmed per family (a median over all targets can hide a family
+    that gets worse)."""
+    picked = [k for k in table if k[0] == sdgp and "marginal_match" in table[k].get("advice", ())]
+    if not picked:
+        return []
+    parts, worse = [], []
+    for fam in FAMILIES:
+        vals = sorted(table[k]["marginal_match"][fam]["relmed"] for k in picked if fam in table[k]["marginal_match"])
+        if not vals:
+            continue
+        med = float(np.median(vals))
+        parts.append(f"{fam} {med:.2f} ({vals[0]:.2f} to {vals[-1]:.2f})")
+        (worse if med > 1 else []).append(fam)
+    said = (f" Below 1 the weighted release is better. For {' and '.join(worse)} it is worse at the median: a "
+            "curator whose analysts need only those gives the whole budget to the generator (`--weights none`)."
+            if worse else " Below 1 the weighted release is better; no family is worse at the median.")
+    return [f"**The answer, by family of estimate.** In the {len(picked)} cells where `dpiw release`'s advisor "
+            f"spends {fraction:g} of the budget on `marginal_match` after {sdgp}, the error of each family of "
+            f"estimate as a share of {sdgp}'s on the whole epsilon, median (lowest to highest) over those cells: "
+            + "; ".join(parts) + "." + said, ""]
+
+
 def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: str | None,
            units: list[dict] = ()) -> str:
     from dpiw.weights.advisor import SNR_MIN
@@ -353,6 +377,7 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         "< 1 and more wins than losses).",
         "",
     ]
+    lines += headline(table, study.fraction)
     if figure:
         lines += [f"![relmed against N]({figure})", ""]
     for sdgp in study.sdgps:

@@ -150,3 +150,22 @@ def test_aim_against_mst_is_paired_by_seed_and_the_rule_decides():
     assert aim_verdict(worse) == (False, 0)
     assert aim_verdict({}) == (False, 0) and 0.5 < AIM_DEFAULT_SHARE < 1
     assert versus(mst) == {}  # no AIM units: nothing to compare
+
+
+def test_the_headline_gives_each_family_over_the_cells_the_advisor_picks():
+    """The page's first answer is by family, over the cells where the advisor spends on weights only, and says
+    plainly which family the weights make worse at the median."""
+    from dpiw.usefulness import FAMILIES, headline
+
+    def cell(advice, means, others):
+        return {"advice": advice, "marginal_match": {f: {"relmed": means if f == "means and shares" else others,
+                                                         "wins": 0, "losses": 0} for f in FAMILIES}}
+
+    table = {("mst", "t", 100, 1.0): cell(("none",), 9.0, 9.0),  # not picked: left out of the medians
+             ("mst", "t", 1000, 1.0): cell(("marginal_match",), 1.1, 0.2),
+             ("mst", "t", 1000, 3.0): cell(("marginal_match",), 1.3, 0.4),
+             ("mst", "t", 9000, 3.0): cell(("marginal_match",), 1.2, 0.3)}
+    text = headline(table, 0.3)[0]
+    assert "In the 3 cells" in text and "means and shares 1.20 (1.10 to 1.30)" in text
+    assert "subgroups 0.30 (0.20 to 0.40)" in text and "For means and shares it is worse at the median" in text
+    assert headline({k: v for k, v in table.items() if k[2] == 100}, 0.3) == []
