@@ -195,8 +195,9 @@ def check_finite(df: pd.DataFrame, *, where: str) -> None:
             found.append(f"'{col}' ({bad} missing or infinite)")
     if found:
         raise DpiwError(f"{where}: column{'s' if len(found) > 1 else ''} {', '.join(found)} "
-                        f"{'have' if len(found) > 1 else 'has'} empty values; remove or impute them before "
-                        "running the pipeline")
+                        f"{'have' if len(found) > 1 else 'has'} empty values; say in the schema what an empty "
+                        "value is (`missing: category` for a categorical column, `missing: indicator` for a numeric "
+                        "one), or remove them")
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

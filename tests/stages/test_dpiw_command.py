@@ -86,8 +86,7 @@ def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fi
     with pytest.raises(DpiwError) as exc:  # every column still to fill, in one message
         parse_schema(yaml.safe_load(text))
     msg = str(exc.value)
-    assert msg.count("FILL IN") == 4 and all(f"column '{c}'" in msg for c in ("age", "kappa", "sex", "death"))
-    assert "4 columns need fixing" in msg
+    assert "4 column(s) still say FILL IN (bounds: age, kappa; categories: sex, death)" in msg
 
 
 def test_show_says_the_manifest_in_words(tmp_path):
@@ -118,24 +117,25 @@ def test_show_says_the_manifest_in_words(tmp_path):
 
 
 def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():
-    """MST and marginal_match split in zCDP: each stage's own epsilon is larger than its share of the whole, so
-    the stages are shown as shares of the rho (0.7 and 0.3 here), never as epsilons that add up to more."""
+    """MST and marginal_match split in zCDP: MST keeps its own epsilon (7 of 10: a share of 0.7) and the weights
+    get what the composition grows by (0.3), although their own epsilon alone (6.16) is larger: never shown as
+    epsilons that add up to more than the guarantee."""
     zc = lambda rho: [{"kind": "zcdp", "rho": rho}]  # noqa: E731
     m = {"run": "r", "mode": "release", "neighbours": {"relation": "replace_one"},
          "budget": {"epsilon": 10.0, "delta": 1e-6},
          "spent": {"epsilon": 13.16, "delta": 1e-6, "tightest": {"epsilon": 10.0, "delta": 1e-6, "from": "rdp"}},
          "dp": True, "verdict": "within budget",
          "records": [{"stage": "scale", "dp": True, "epsilon": 0.0, "delta": 0.0, "mechanism": "none"},
-                     {"stage": "synthesize", "dp": True, "epsilon": 8.2, "delta": 5e-7, "mechanism": "MST",
-                      "rdp": zc(0.7 * 1.8)},
-                     {"stage": "fit_weights", "dp": True, "epsilon": 4.96, "delta": 5e-7,
-                      "mechanism": "marginal_match", "rdp": zc(0.3 * 1.8)}],
+                     {"stage": "synthesize", "dp": True, "epsilon": 7.0, "delta": 5e-7, "mechanism": "MST",
+                      "rdp": zc(0.9)},
+                     {"stage": "fit_weights", "dp": True, "epsilon": 6.16, "delta": 5e-7,
+                      "mechanism": "marginal_match", "rdp": zc(0.8)}],
          "noise_seeds": {"note": "n"}, "release": {"fit_to_release": True, "reasons": ["ok"]},
          "ledger": {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
                     "lifetime": {"epsilon": 10.0, "delta": 1e-6}}}
     text = "\n".join(describe(m))
     assert "  synthesize           0.7    MST" in text and "  fit_weights          0.3    marginal_match" in text
-    assert "their own epsilons, 8.2 and 4.96, add up to more than the guarantee" in text
+    assert "their own epsilons, 7 and 6.16, add up to more than the guarantee" in text
     assert "13.16" not in text and "no spend             scale" in text
     assert "caution    this one release took 100% of the table's lifetime budget" in text
     assert "caution    epsilon 10 is a weak guarantee" in text  # above 5

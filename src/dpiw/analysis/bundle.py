@@ -98,13 +98,19 @@ class Bundle:
         if not mask.any():
             raise DpiwError("where: no synthetic row is in this subgroup")
         h = np.asarray(values(self.data), float)
+        mask = mask & ~np.isnan(h)  # a `missing: indicator` column's empty rows: the mean of the rows with a value
+        if not mask.any():
+            raise DpiwError("where: every synthetic row of this subgroup is empty in this column")
         est = weighted_mean(h[mask], self.weights[mask])
         if interval == "sampling" or (interval == "auto" and (is_mask or not self.noise_aware)):
             return est
         n_private = float(self.measurements["generator"]["total"])
         parts = noise_aware.sampling_variances(h, self.weights, mask, n_private)
-        parts["noise"], _ = noise_aware.noise_variance(
-            self.bootstrap(), lambda data, w: (np.asarray(values(data), float), noise_aware.subgroup(data, where)))
+        def statistic(data, w):
+            v = np.asarray(values(data), float)
+            return v, noise_aware.subgroup(data, where) & ~np.isnan(v)
+
+        parts["noise"], _ = noise_aware.noise_variance(self.bootstrap(), statistic)
         return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE)
 
     def _mask(self, where) -> np.ndarray:

@@ -67,6 +67,8 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
     from sklearn.base import clone
 
     def fit_on(data: pd.DataFrame, w: np.ndarray):
+        keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
+        data, w = data[keep], w[keep]
         x = bundle.design(features, data)
         y = data[target]
         y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()

@@ -209,6 +209,8 @@ def main(args) -> None:
     schema = load_schema(schema_path)
     url = store_url(args.ledger, load_yaml(root / "params.yaml")["privacy"].get("ledger"))
     print(f"dpiw release: ledger store {_where(url, args.origin)}")
+    if schema.missing_note():
+        print(f"dpiw release: empty values: {schema.missing_note()}")
     old = root / "ledgers" / "ledger.sqlite"  # the earlier layout kept one store per project folder
     if old.is_file() and "://" not in url and Path(url).resolve() != old.resolve():
         raise DpiwError(f"this project keeps its tables' spend in {old} (the earlier per-project store): release with "

@@ -83,13 +83,22 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              "columns:"]
     for col in frame.columns:
         s = frame[col]
+        empty = bool(s.isna().any())
+        if str(col) == target and empty:
+            raise DpiwError(f"--target {target}: the column has empty values, and a release models every row's "
+                            "target; drop those rows first, or choose another target")
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
                 and not (str(col) == target and not numeric_target):
-            # whole numbers (an integer dtype): drafted `integer: true`, so releases draw integers (whole bounds)
-            whole = ", integer: true" if pd.api.types.is_integer_dtype(s) else ""
-            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}}}")
+            # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)
+            whole = ", integer: true" if _whole(s) else ""
+            gap = ", missing: indicator" if empty else ""
+            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}}}"
+                         + ("   # empty values: released as empty, with a 0/1 column " + f"{col}_missing"
+                            if empty else ""))
         else:
-            lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]}}")
+            gap = ", missing: category" if empty else ""
+            lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
+                         + ("   # empty values: the category 'missing'" if empty else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -119,6 +128,15 @@ def row_id_columns(frame, *, target: str) -> list:
 
 #: a numeric target with at most this many distinct integer values is drafted as a classification label
 MAX_CODES = 10
+
+
+def _whole(s) -> bool:
+    """Whole numbers: an integer dtype, or floats that are all whole (a column with empty values reads as float)."""
+    import pandas as pd
+
+    values = s.dropna()
+    return pd.api.types.is_integer_dtype(s) or (len(values) > 0 and bool((values == values.round()).all())
+                                                 and s.isna().any())
 
 
 def _looks_like_codes(s) -> bool:

@@ -42,15 +42,24 @@ def _num(x) -> str:
 HIGH_EPSILON = 5.0
 
 
-def _shares(records: list[dict]) -> dict[str, float]:
-    """Each spending stage's share of the run's budget: by zCDP rho where every stage was split in zCDP (the
-    stages' own epsilons then add up to more than the whole), else by epsilon."""
+def _shares(records: list[dict], total: float, delta: float) -> dict[str, float]:
+    """Each spending stage's share of the run's epsilon, in the order the stages ran: what the release's epsilon
+    grows by when the stage is added. Split in zCDP (MST, then marginal_match on the rest of the rho), the first
+    stage keeps its own epsilon (0.7 of 1) and the next the rest (0.3), although its own epsilon alone (0.69)
+    is larger: composed, the two cost less than their sum. Otherwise the shares are the stages' epsilons."""
+    from dpiw.privacy.accounting import zcdp_to_dp
+
     spending = [r for r in records if r["dp"] and (r.get("epsilon") or 0) > 0]
-    rhos = [sum(e.get("rho", 0.0) for e in r.get("rdp") or []) if all(
-        e.get("kind") == "zcdp" for e in r.get("rdp") or [{}]) else None for r in spending]
-    weights = rhos if all(rho for rho in rhos) else [r["epsilon"] for r in spending]
-    total = sum(weights) or 1.0
-    return {r["stage"]: w / total for r, w in zip(spending, weights, strict=True)}
+    zcdp = all(r.get("rdp") and all(e.get("kind") == "zcdp" for e in r["rdp"]) for r in spending)
+    if not zcdp or len(spending) < 2:
+        weights = [r["epsilon"] for r in spending]
+        return {r["stage"]: w / (sum(weights) or 1.0) for r, w in zip(spending, weights, strict=True)}
+    grown, rho, before = {}, 0.0, 0.0
+    for i, r in enumerate(spending):
+        rho += sum(e["rho"] for e in r["rdp"])
+        upto = r["epsilon"] if i == 0 else (total if i == len(spending) - 1 else zcdp_to_dp(rho, delta))
+        grown[r["stage"]], before = (upto - before) / total, upto
+    return grown
 
 
 def _lifetime(m: dict) -> list[str]:
@@ -87,7 +96,7 @@ def describe(m: dict) -> list[str]:
         if tight["epsilon"] > HIGH_EPSILON:
             lines.append(f"caution    epsilon {_num(tight['epsilon'])} is a weak guarantee: above {HIGH_EPSILON:g}, "
                          "what the release lets anyone learn of one person is barely bounded")
-        shares = _shares(m["records"])
+        shares = _shares(m["records"], tight["epsilon"], tight["delta"])
         own = [r["epsilon"] for r in m["records"] if r["stage"] in shares]
         lines.append("stages     each stage's share of the budget" + (
             f" (their own epsilons, {' and '.join(_num(e) for e in own)}, add up to more than the guarantee: "

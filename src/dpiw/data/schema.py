@@ -18,6 +18,11 @@ from dpiw import DpiwError
 TASKS = ("classification", "regression")
 #: what `dpiw schema infer` leaves where only the curator knows the public answer
 FILL = "FILL IN"
+#: `missing: category`: an empty value of a categorical column is read as this category (added to its list)
+MISSING_LABEL = "missing"
+#: `missing: indicator`: the name of the 0/1 column that records where a numeric column was empty
+INDICATOR_SUFFIX = "_missing"
+MISSING = {"categorical": "category", "numeric": "indicator"}
 
 
 @dataclass(frozen=True)
@@ -29,6 +34,8 @@ class Column:
     categories: tuple[str, ...] = ()
     integer: bool = False  # a numeric column whose values are whole numbers (integer bounds; released as integers)
     number_labels: bool = False  # a categorical column whose categories were declared as numbers ([0, 1])
+    missing: str | None = None  # "category" (categorical) or "indicator" (numeric): what an empty value becomes
+    indicator_of: str | None = None  # the numeric column whose emptiness this 0/1 column records (not in the file)
 
     @property
     def labels(self) -> list:
@@ -55,6 +62,19 @@ class Schema:
         return [c.name for c in self.columns]
 
     @property
+    def file_names(self) -> list[str]:
+        """The columns the data file holds: all but the 0/1 columns made for `missing: indicator`."""
+        return [c.name for c in self.columns if c.indicator_of is None]
+
+    def missing_note(self) -> str:
+        """What the schema makes of empty values, in words ('' when it allows none)."""
+        said = [f"'{c.name}' empty is the category '{MISSING_LABEL}'" if c.missing == "category" else
+                f"'{c.name}' empty is modelled at its lower bound {c.lower:g} with the 0/1 column '{c.name}"
+                f"{INDICATOR_SUFFIX}', and released empty where that column is 1"
+                for c in self.columns if c.missing]
+        return "; ".join(said)
+
+    @property
     def features(self) -> list[Column]:
         return [c for c in self.columns if c.name != self.target]
 
@@ -77,7 +97,8 @@ class Schema:
         target and the task (:func:`parse_schema` reads it back); not where the private rows live."""
         cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
                                                     {"categories": c.labels}),
-                 **({"integer": True} if c.integer else {})} for c in self.columns]
+                 **({"integer": True} if c.integer else {}), **({"missing": c.missing} if c.missing else {})}
+                for c in self.columns if c.indicator_of is None]  # an indicator is made again by parse_schema
         return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
 
 
@@ -85,23 +106,35 @@ def _fail(path, msg):
     raise DpiwError(f"{path}: {msg}")
 
 
+def _unfilled(c: dict) -> str | None:
+    """'bounds' or 'categories' where a column still holds `dpiw schema infer`'s FILL IN, else None."""
+    def fill(v):
+        return isinstance(v, str) and v.strip() == FILL
+
+    if fill(c.get("lower")) or fill(c.get("upper")):
+        return "bounds"
+    if isinstance(c.get("categories"), list) and any(fill(x) for x in c["categories"]):
+        return "categories"
+    return None
+
+
 def _parse_column(i: int, c: Any, seen: set) -> Column:
     """One entry of a schema's `columns`; raises a DpiwError naming the column and the fix."""
     where = f"columns[{i}]"
     if not isinstance(c, dict) or "name" not in c or "type" not in c:
         raise DpiwError(f"{where} needs 'name' and 'type'")
-    extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer"}
+    extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer", "missing"}
     if extra:
         raise DpiwError(f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
     name = str(c["name"])
     if name in seen:
         raise DpiwError(f"{where}: duplicate column name '{name}'")
+    missing = c.get("missing")
+    if missing is not None and missing != MISSING.get(c["type"]):
+        raise DpiwError(f"column '{name}': missing must be {MISSING.get(c['type'], 'category or indicator')!r} for a "
+                        f"{c['type']} column (or left out: then an empty value is refused), got {missing!r}")
     if c["type"] == "numeric":
         lo, hi = c.get("lower"), c.get("upper")
-        unfilled = [k for k in ("lower", "upper") if isinstance(c.get(k), str) and c[k].strip() == FILL]
-        if unfilled:
-            raise DpiwError(f"column '{name}': {' and '.join(unfilled)} still say {FILL}; write the public "
-                            "bounds (units, codebooks; never the data's own minimum or maximum)")
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (lo, hi)):
             raise DpiwError(f"column '{name}': numeric columns need numeric public bounds 'lower' and 'upper'")
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
@@ -112,18 +145,18 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         if integer and not (float(lo).is_integer() and float(hi).is_integer()):
             raise DpiwError(f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
                             f"upper={hi}")
-        return Column(name, "numeric", float(lo), float(hi), integer=integer)
+        return Column(name, "numeric", float(lo), float(hi), integer=integer, missing=missing)
     if c["type"] == "categorical":
         if "integer" in c:
             raise DpiwError(f"column '{name}': 'integer' applies to numeric columns only")
         cats = c.get("categories")
-        if isinstance(cats, list) and any(isinstance(x, str) and x.strip() == FILL for x in cats):
-            raise DpiwError(f"column '{name}': categories still say {FILL}; list every category from a public "
-                            "source (a codebook, a form)")
         if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
             raise DpiwError(f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
         numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats)
-        return Column(name, "categorical", categories=tuple(str(x) for x in cats), number_labels=numbers)
+        labels = tuple(str(x) for x in cats)
+        if missing and MISSING_LABEL not in labels:
+            labels, numbers = (*labels, MISSING_LABEL), False
+        return Column(name, "categorical", categories=labels, number_labels=numbers, missing=missing)
     raise DpiwError(f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
 
 
@@ -143,7 +176,12 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
     if not isinstance(d["columns"], list) or len(d["columns"]) < 2:
         _fail(path, "columns must be a list of at least two columns")
     cols, seen, problems = [], set(), []  # every column's problem is gathered: one message names them all
+    unfilled = {"bounds": [], "categories": []}  # what `dpiw schema infer` left for the curator
     for i, c in enumerate(d["columns"]):
+        if isinstance(c, dict) and _unfilled(c):
+            unfilled[_unfilled(c)].append(str(c.get("name")))
+            seen.add(str(c.get("name")))
+            continue
         try:
             col = _parse_column(i, c, seen)
         except DpiwError as exc:
@@ -151,14 +189,31 @@ def parse_schema(d: Any, *, path: str = "<schema>") -> Schema:
             continue
         seen.add(col.name)
         cols.append(col)
+    for col in [c for c in cols if c.missing == "indicator"]:  # its 0/1 column, right after it
+        flag = col.name + INDICATOR_SUFFIX
+        if flag in seen:
+            problems.append(f"column '{col.name}': missing: indicator makes a column '{flag}', which the schema "
+                            "already has; rename that column")
+            continue
+        seen.add(flag)
+        cols.insert(cols.index(col) + 1, Column(flag, "categorical", categories=("0", "1"), number_labels=True,
+                                                indicator_of=col.name))
+    if any(unfilled.values()):
+        n = sum(map(len, unfilled.values()))
+        problems.insert(0, f"{n} column(s) still say {FILL} (" + "; ".join(
+            f"{what}: {', '.join(names)}" for what, names in unfilled.items() if names) + "): write each numeric "
+            "column's public bounds (units, codebooks; never the data's own minimum or maximum) and each "
+            "categorical column's full category list (a codebook, a form)")
     if problems:
-        n = len(problems)
-        _fail(path, (problems[0] if n == 1 else f"{n} columns need fixing: " + "; ".join(problems)))
+        _fail(path, "; ".join(problems))
     schema = Schema(name=str(d["name"]), task=d["task"], target=str(d["target"]), columns=tuple(cols),
                     source=dict(d.get("source") or {}))
     if schema.target not in seen:
         _fail(path, f"target '{schema.target}' is not one of the columns")
     tcol = schema.target_column
+    if tcol.missing or tcol.indicator_of:
+        _fail(path, f"target '{tcol.name}' may not have missing values: a release models every row's target; drop "
+                    "the rows without one, or choose another target")
     if schema.task == "classification" and tcol.type != "categorical":
         _fail(path, f"classification target '{tcol.name}' must be categorical with its class list")
     if schema.task == "regression" and tcol.type != "numeric":

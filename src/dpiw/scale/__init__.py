@@ -137,7 +137,9 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
 
 def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     """The inverse of :func:`scale_frame` with the schema's public bounds: numeric columns back in their units
-    (lower + v (upper - lower)), category codes back to their labels (a pandas Categorical in the schema's order).
+    (lower + v (upper - lower)), category codes back to their labels (a pandas Categorical in the schema's order);
+    a `missing: indicator` column is empty (NaN; pandas' nullable Int64 for an integer column) where its 0/1
+    column is 1.
 
     >>> from dpiw.data.schema import parse_schema
     >>> s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
@@ -149,10 +151,15 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     1  20.0   no
     """
     out = {}
+    flags = {c.indicator_of: df[c.name].to_numpy().astype(np.int64) == 1 for c in schema.columns if c.indicator_of}
     for c in schema.columns:
         v = df[c.name].to_numpy()
         if c.is_numeric:
             x = c.lower + v.astype(float) * (c.upper - c.lower)
+            if c.name in flags:  # `missing: indicator`: empty where the row's 0/1 column says so
+                x = np.where(flags[c.name], np.nan, x)
+                out[c.name] = pd.array(np.rint(x), dtype="Int64") if c.integer else x
+                continue
             out[c.name] = np.rint(x).astype(np.int64) if c.integer else x
         else:
             codes = v.astype(np.int64)

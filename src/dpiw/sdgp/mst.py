@@ -56,6 +56,20 @@ def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
     return np.maximum(y - css[k] / (k + 1), 0.0)
 
 
+def public_edges(schema: Schema) -> list[tuple[int, int]]:
+    """The pairs of columns tied by the schema itself, not by the rows: each `missing: indicator` column's 0/1
+    column with its numeric column. Choosing them reads no private value.
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> public_edges(parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 1, "missing": "indicator"},
+    ...     {"name": "y", "type": "numeric", "lower": 0, "upper": 1}]}))
+    [(0, 1)]
+    """
+    index = {c.name: j for j, c in enumerate(schema.columns)}
+    return [(index[c.indicator_of], j) for j, c in enumerate(schema.columns) if c.indicator_of]
+
+
 #: the cells of all pairs of columns MST scores, at most this many times sdgp.mst.max_cells (a domain guard)
 PAIR_CELLS_PER_MAX = 200
 
@@ -155,7 +169,11 @@ class MST:
         rho_part = rho_rest / (3.0 if measured else 2.0)
         sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * rho_part)) if measured else None
         sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho_part))    # d - 1 two-way marginals
-        eps_em = math.sqrt(8.0 * rho_part / (d - 1))
+        # public edges first: a `missing: indicator` column and its numeric column are tied by construction (the
+        # value sits at its lower bound where the flag is 1), so the tree holds that pair without spending on it
+        fixed = public_edges(schema)
+        rounds = d - 1 - len(fixed)
+        eps_em = math.sqrt(8.0 * rho_part / rounds) if rounds else 0.0
 
         pairs = list(itertools.combinations(range(d), 2))
         table = counter.counts([*((j,) for j in range(d)), *pairs])
@@ -180,7 +198,10 @@ class MST:
             return a
 
         tree = []
-        for _ in range(d - 1):
+        for a, b in fixed:
+            tree.append((a, b))
+            component[root(a)] = root(b)
+        for _ in range(rounds):
             cand = [e for e in pairs if root(e[0]) != root(e[1])]
             q = np.array([scores[e] for e in cand])
             logits = eps_em * q / (2.0 * score_l1)
@@ -193,16 +214,18 @@ class MST:
         names = schema.names
         events = ((*fine_events(self.fine_), {"kind": "zcdp", "rho": len(measured) * marginal_l2**2 / (2 * sigma1**2),
                                                "about": "one-way marginals"}) if measured else fine_events(self.fine_))
-        events += ({"kind": "zcdp", "rho": (d - 1) * eps_em**2 / 8, "about": "tree selection"},
+        events += ({"kind": "zcdp", "rho": rounds * eps_em**2 / 8, "about": "tree selection"},
                    {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"})
-        rho_spent = rho_part * (3.0 if measured else 2.0) + (self.fine_.rho if self.fine_ else 0.0)
+        parts = (3.0 if measured else 2.0) - (0.0 if rounds else 1.0)  # no selection spend when the tree is public
+        rho_spent = rho_part * parts + (self.fine_.rho if self.fine_ else 0.0)
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
             epsilon=float(zcdp_to_dp(rho_spent, delta)), delta=float(delta),
             sensitivity={"marginal_l2": marginal_l2, "tree_score_l1_error": score_l1}, neighbours=rows.neighbours,
             noise={**fine_noise(self.fine_),
                    "one_way": {"distribution": "gaussian", "std": sigma1, "marginals": len(measured)},
-                   "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": d - 1},
+                   "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": rounds,
+                                 "public_edges": len(fixed)},
                    "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
             accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
                        "through its RDP curve", reads_private=("train",), basis="",
