@@ -1,0 +1,250 @@
+"""A loaded release bundle: its rows in their units and labels, its weights, and estimates with intervals."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.analysis.estimates import (
+    MIN_ESS_FRACTION,
+    NOISE_AWARE,
+    Estimate,
+    UnreliableWeightsWarning,
+    _check_weights,
+    kish_ess,
+    weighted_mean,
+)
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A loaded release bundle.
+
+    Attributes
+    ----------
+    data : pandas.DataFrame
+        The synthetic rows in the table's own units: numeric columns in their units, categorical columns as
+        their labels (pandas Categorical). A bundle written before bundles carried their schema has no
+        ``schema.json``: its ``data`` is then the scaled view (with a warning).
+    scaled : pandas.DataFrame
+        The rows as released: numeric columns in [0, 1] by the public bounds, categories as codes.
+    weights : numpy.ndarray
+        One importance weight per row.
+    manifest : dict
+        The bundle's manifest (privacy spend, verdict, the weights' Pareto k-hat).
+    schema : dpiw.data.schema.Schema or None
+        The table's public schema (columns, bounds, categories, target, task).
+    """
+
+    data: pd.DataFrame
+    weights: np.ndarray
+    manifest: dict
+    scaled: pd.DataFrame | None = None
+    schema: object = None
+    measurements: dict | None = None
+    _bootstrap: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def ess_fraction(self) -> float:
+        """Kish's ESS over the number of rows."""
+        return kish_ess(self.weights) / len(self.weights)
+
+    def _column(self, column: str) -> pd.Series:
+        if column not in self.data:
+            raise DpiwError(f"no column {column!r} in the bundle; it has {list(self.data.columns)}")
+        return self.data[column]
+
+    @property
+    def noise_aware(self) -> bool:
+        """Whether the bundle publishes what a noise-aware interval needs (a marginal-based generator's
+        measurements and the schema)."""
+        return bool(self.measurements and "generator" in self.measurements and self.schema is not None)
+
+    def bootstrap(self, *, replicates: int | None = None, seed: int = 0):
+        """The noise-aware bootstrap of this bundle (:class:`dpiw.analysis.noise_aware.NoiseBootstrap`), made on
+        first use and kept (and cached on disk between processes)."""
+        from dpiw.analysis import noise_aware
+
+        key = (replicates or noise_aware.REPLICATES, seed)
+        if key not in self._bootstrap:
+            fitted = [r for r in self.manifest.get("records", []) if r.get("stage") == "fit_weights"]
+            reuse = bool(fitted and fitted[0].get("details", {}).get("reused"))
+            # each replicate draws as many rows as the bundle holds (at most REPLICATE_ROWS)
+            rows = min(noise_aware.REPLICATE_ROWS, len(self.data))
+            self._bootstrap[key] = noise_aware.NoiseBootstrap(self.schema, self.measurements, reuse=reuse,
+                                                              replicates=key[0], rows=rows, seed=seed)
+        return self._bootstrap[key]
+
+    def _estimate(self, values, where, interval: str) -> Estimate:
+        """The weighted mean of ``values(data) -> array`` over the subgroup ``where``, with its interval."""
+        from dpiw.analysis import noise_aware
+
+        if interval not in ("auto", "noise", "sampling"):
+            raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
+        is_mask = where is not None and not callable(where) and not isinstance(where, dict)
+        if interval == "noise" and not self.noise_aware:
+            raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
+                            "(measurements.json: generators mst, aim) and its schema")
+        if interval == "noise" and is_mask:
+            raise DpiwError("interval='noise': give where as {column: label} or a function of the rows (a boolean "
+                            "mask cannot be applied to the bootstrap's rows)")
+        mask = self._mask(where) if is_mask else noise_aware.subgroup(self.data, where)
+        if not mask.any():
+            raise DpiwError("where: no synthetic row is in this subgroup")
+        h = np.asarray(values(self.data), float)
+        mask = mask & ~np.isnan(h)  # a `missing: indicator` column's empty rows: the mean of the rows with a value
+        if not mask.any():
+            raise DpiwError("where: every synthetic row of this subgroup is empty in this column")
+        est = weighted_mean(h[mask], self.weights[mask])
+        if interval == "sampling" or (interval == "auto" and (is_mask or not self.noise_aware)):
+            return est
+        n_private = float(self.measurements["generator"]["total"])
+        parts = noise_aware.sampling_variances(h, self.weights, mask, n_private)
+        def statistic(data, w):
+            v = np.asarray(values(data), float)
+            return v, noise_aware.subgroup(data, where) & ~np.isnan(v)
+
+        parts["noise"], _ = noise_aware.noise_variance(self.bootstrap(), statistic)
+        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE)
+
+    def _mask(self, where) -> np.ndarray:
+        mask = np.asarray(where, dtype=bool)
+        if mask.shape != (len(self.data),):
+            raise DpiwError(f"where: a boolean mask of the {len(self.data)} rows, got shape {mask.shape}")
+        return mask
+
+    def mean(self, column: str, where=None, *, interval: str = "auto") -> Estimate:
+        """The weighted mean of a numeric column, in its units, over a subgroup or all rows.
+
+        Parameters
+        ----------
+        column : str
+            A numeric column.
+        where : None, dict, callable or boolean mask
+            The subgroup: ``{"smoker": "yes"}``, a function of the decoded rows (``lambda d: d.age > 60``), or a
+            boolean mask of the rows (then the interval comes from the synthetic rows alone).
+        interval : {"auto", "noise", "sampling"}
+            ``noise``: noise-aware (:mod:`dpiw.analysis.noise_aware`: the private rows' sampling, the mechanisms' noise,
+            the synthetic rows' sampling); ``sampling``: from the synthetic rows alone (Kish's ESS);
+            ``auto`` (default): noise-aware where the bundle allows it.
+        """
+        col = self._column(column)
+        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+            raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
+        return self._estimate(lambda data: data[column].to_numpy(float), where, interval)
+
+    def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
+        """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all
+        rows (``where`` and ``interval`` as for :meth:`mean`)."""
+        col = self._column(column)
+        if isinstance(col.dtype, pd.CategoricalDtype) and label not in col.cat.categories:
+            raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
+        return self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
+
+    def design(self, features: list[str], data: pd.DataFrame | None = None) -> pd.DataFrame:
+        """The features as a numeric design matrix: numeric columns in their units, a categorical column with K
+        categories as K - 1 indicator columns ``name=label`` (the first category is the reference); of ``data``
+        (decoded rows like :attr:`data`, e.g. a bootstrap replicate's) or of the bundle's rows."""
+        data = self.data if data is None else data
+        blocks = []
+        for name in features:
+            self._column(name)
+            col = data[name]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                blocks.append(pd.DataFrame({f"{name}={c}": (col == c).to_numpy(float)
+                                            for c in col.cat.categories[1:]}, index=data.index))
+            else:
+                blocks.append(col.astype(float).to_frame())
+        return pd.concat(blocks, axis=1)
+
+    def fit(self, estimator, features: list[str], target: str, *, interval: str = "auto"):
+        """Fit a scikit-learn style estimator on the synthetic rows with ``sample_weight`` = the weights, and give
+        a linear model's coefficients with intervals (:mod:`dpiw.analysis.fit`).
+
+        Parameters
+        ----------
+        estimator : object
+            Anything with ``fit(X, y, sample_weight=...)`` (LogisticRegression, LinearRegression, ...); it is
+            cloned, not changed.
+        features : list of str
+            The columns used as inputs (:meth:`design`: categorical ones as indicator columns).
+        target : str
+            The column to predict (a categorical one as its labels).
+        interval : {"auto", "noise", "sampling"}
+            As for :meth:`mean`: noise-aware where the bundle allows it (the same bootstrap replicates).
+
+        Returns
+        -------
+        dpiw.analysis.fit.Fit
+            The fitted estimator (``predict``, ``coef_``... pass through to it), and for a linear model
+            ``table``: each coefficient's value, standard error and 95% interval; ``print`` shows them.
+        """
+        from dpiw.analysis.fit import fit_with_intervals
+
+        if interval not in ("auto", "noise", "sampling"):
+            raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
+        if interval == "noise" and not self.noise_aware:
+            raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
+                            "(measurements.json: generators mst, aim) and its schema")
+        self._column(target)
+        return fit_with_intervals(self, estimator, features, target, interval=interval)
+
+
+def load_bundle(path: str | Path, *, warn: bool = True) -> Bundle:
+    """Load a release bundle (``synthetic.parquet``, ``weights.parquet``, ``manifest.json``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The bundle's folder.
+    warn : bool
+        Warn (:class:`UnreliableWeightsWarning`) when the manifest's Pareto k-hat is above its threshold or
+        the weights' Kish ESS is below ``MIN_ESS_FRACTION`` of the rows.
+
+    Returns
+    -------
+    Bundle
+    """
+    folder = Path(path)
+    if (folder / "refused.json").exists():
+        why = json.loads((folder / "refused.json").read_text())
+        raise DpiwError(f"{folder}: this run was refused a bundle: {why}")
+    files = {name: folder / name for name in ("synthetic.parquet", "weights.parquet", "manifest.json")}
+    missing = [n for n, p in files.items() if not p.exists()]
+    if missing:
+        raise DpiwError(f"{folder}: not a release bundle, it lacks {missing}")
+    scaled = pd.read_parquet(files["synthetic.parquet"])
+    weights = pd.read_parquet(files["weights.parquet"])["weight"].to_numpy(float)
+    if len(weights) != len(scaled):
+        raise DpiwError(f"{folder}: {len(weights)} weights for {len(scaled)} synthetic rows")
+    schema, data = None, scaled
+    if (folder / "schema.json").is_file():
+        from dpiw.data.schema import parse_schema
+        from dpiw.scale import decode_frame
+
+        schema = parse_schema(json.loads((folder / "schema.json").read_text())["schema"],
+                              path=str(folder / "schema.json"))
+        data = decode_frame(scaled, schema)
+    elif warn:
+        warnings.warn(f"{folder}: a bundle without schema.json (written before bundles carried their schema): its "
+                      "data are the scaled rows (numeric columns in [0, 1], categories as codes)", stacklevel=2)
+    measurements = (json.loads((folder / "measurements.json").read_text())
+                    if (folder / "measurements.json").is_file() else None)
+    bundle = Bundle(data, _check_weights(weights), json.loads(files["manifest.json"].read_text()), scaled, schema,
+                    measurements)
+    if warn:
+        release = bundle.manifest.get("release", {})
+        k, limit = release.get("pareto_k"), release.get("pareto_k_threshold")
+        if k is not None and limit is not None and k > limit:
+            warnings.warn(f"{folder}: the weights' Pareto k-hat {k:.2f} is above {limit:.2f}: heavy-tailed weights, "
+                          "estimates and intervals are unreliable", UnreliableWeightsWarning, stacklevel=2)
+        if bundle.ess_fraction < MIN_ESS_FRACTION:
+            warnings.warn(f"{folder}: Kish ESS is {bundle.ess_fraction:.1%} of the rows: the weights rest on a few "
+                          "rows, estimates and intervals are unreliable", UnreliableWeightsWarning, stacklevel=2)
+    return bundle

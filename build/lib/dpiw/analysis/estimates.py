@@ -1,0 +1,125 @@
+"""Importance-weighted estimates and their standard errors: Kish's effective sample size, a weighted mean, and
+the :class:`Estimate` every analysis call returns."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpiw import DpiwError
+
+#: below this share of the rows, Kish's ESS says the weights are too concentrated to trust
+MIN_ESS_FRACTION = 0.1
+
+
+class UnreliableWeightsWarning(UserWarning):
+    """The bundle's weights rest on a few rows (heavy tail or small effective sample size)."""
+
+
+def kish_ess(weights) -> float:
+    """Kish's effective sample size (sum w)^2 / sum w^2.
+
+    Parameters
+    ----------
+    weights : array_like
+        Non-negative weights, not all zero.
+
+    Returns
+    -------
+    float
+        Between 1 and the number of weights; equal to it for constant weights.
+
+    >>> kish_ess([1, 1, 1, 1]), kish_ess([2, 0, 0, 0])
+    (4.0, 1.0)
+    """
+    w = _check_weights(weights)
+    return float(w.sum() ** 2 / (w * w).sum())
+
+
+def _check_weights(weights) -> np.ndarray:
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size == 0:
+        raise DpiwError("weights must be a non-empty 1-D array")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
+        raise DpiwError("weights must be finite, >= 0 and not all 0")
+    return w
+
+
+#: what an interval from the synthetic rows alone covers
+SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP noise nor the sampling of the private "
+                 "rows (too narrow for the population)")
+#: what a noise-aware interval covers (dpiw.analysis.noise_aware)
+NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
+               "measurements) and the synthetic rows' sampling; NOT the generator's bias")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A weighted mean with its standard error.
+
+    Attributes
+    ----------
+    value : float
+        The self-normalised weighted mean sum w h / sum w.
+    se : float
+        Its standard error: sqrt(weighted variance / ESS) from the synthetic rows alone, or, noise-aware, the
+        square root of the sum of ``parts``.
+    ess : float
+        Kish's effective sample size of the weights used.
+    parts : dict
+        The variance's parts by source (noise-aware estimates): ``private_rows``, ``noise``, ``synthetic_rows``.
+    covers : str
+        What the interval accounts for, in words.
+    """
+
+    value: float
+    se: float
+    ess: float
+    parts: dict | None = None
+    covers: str = SAMPLING_ONLY
+
+    def ci(self, level: float = 0.95) -> tuple[float, float]:
+        """The normal interval value +- z se at ``level`` (e.g. 0.95)."""
+        from scipy.stats import norm
+
+        if not 0 < level < 1:
+            raise DpiwError(f"level must lie in (0, 1), got {level}")
+        z = float(norm.ppf(0.5 + level / 2))
+        return self.value - z * self.se, self.value + z * self.se
+
+    def __str__(self) -> str:
+        """``65.5 (95% interval 65.1 to 66.0)``: as many decimals as the interval's half-width has its first digit
+        at."""
+        lo, hi = self.ci(0.95)
+        digits = max(0, -math.floor(math.log10((hi - lo) / 2))) if hi > lo else 3
+        return f"{self.value:.{digits}f} (95% interval {lo:.{digits}f} to {hi:.{digits}f})"
+
+
+def weighted_mean(values, weights) -> Estimate:
+    """Importance-weighted mean of ``values`` with a Kish-ESS standard error.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per synthetic row (a column, or any function of the rows).
+    weights : array_like
+        The bundle's weights, same length (any scale: they are normalised).
+
+    Returns
+    -------
+    Estimate
+        value, se and ess; ``Estimate.ci(level)`` gives the interval.
+    """
+    h = np.asarray(values, dtype=float)
+    w = _check_weights(weights)
+    if h.shape != w.shape:
+        raise DpiwError(f"values ({h.shape}) and weights ({w.shape}) differ in length")
+    p = w / w.sum()
+    mean = float(p @ h)
+    var = float(p @ (h - mean) ** 2)
+    ess = kish_ess(w)
+    return Estimate(mean, math.sqrt(var / ess), ess)
+
+

@@ -1,0 +1,101 @@
+"""A weighted model fitted on a bundle, with intervals on its coefficients.
+
+The coefficients' variance has the three parts a weighted mean's has (:mod:`dpiw.analysis.noise_aware`):
+
+- **the mechanisms' noise**: the same model refitted on every replicate of the noise-aware bootstrap (its rows
+  and weights), the variance of the coefficients over the replicates;
+- **the synthetic rows' sampling**: the model refitted on ``SAMPLING_RESAMPLES`` resamples of the bundle's rows
+  (with replacement, each keeping its weight), the variance over them;
+- **the private rows' sampling**: the same variance scaled from the synthetic rows' effective sample size to the
+  private rows' count (Kish's ESS over N_D), as for a mean.
+
+Without published measurements only the second part is there (and the intervals say so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpiw.analysis.estimates import NOISE_AWARE, SAMPLING_ONLY, kish_ess
+
+#: the resamples of the synthetic rows for the sampling part of a coefficient's variance
+SAMPLING_RESAMPLES = 30
+
+
+def coefficients(model, columns: list[str]) -> pd.Series:
+    """A fitted linear model's intercept and coefficients by name (``class:feature`` past two classes)."""
+    coef = np.atleast_2d(np.asarray(model.coef_, float))
+    intercept = np.atleast_1d(np.asarray(getattr(model, "intercept_", np.zeros(len(coef))), float))
+    classes = list(getattr(model, "classes_", []))
+    prefixes = [""] if len(coef) == 1 else [f"{c}:" for c in classes[: len(coef)]]
+    values, names = [], []
+    for k, p in enumerate(prefixes):
+        values += [intercept[k], *coef[k]]
+        names += [f"{p}(intercept)", *(f"{p}{c}" for c in columns)]
+    return pd.Series(values, index=names, dtype=float)
+
+
+@dataclass
+class Fit:
+    """A fitted estimator (any attribute not found here is the estimator's: ``predict``, ``coef_``...) and, for a
+    linear model, its coefficients with standard errors and 95% intervals (``table``)."""
+
+    estimator: object
+    table: pd.DataFrame | None
+    covers: str
+
+    def __getattr__(self, name):
+        if name in ("estimator", "table", "covers"):
+            raise AttributeError(name)
+        return getattr(self.estimator, name)
+
+    def __str__(self) -> str:
+        if self.table is None:
+            return f"{self.estimator!r} (no coefficients: no interval)"
+        lines = [f"{'':<28} {'estimate':>11} {'95% interval':>26}"]
+        for name, r in self.table.iterrows():
+            lines.append(f"{name[:28]:<28} {r.value:>11.4g}   {r.lo:>11.4g} to {r.hi:<11.4g}")
+        return "\n".join(lines) + f"\n(intervals cover {self.covers})"
+
+
+def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str) -> Fit:
+    """Fit ``estimator`` on the bundle's weighted rows; intervals for a linear model's coefficients
+    (``interval``: "auto" / "noise" as for a mean, "sampling" for the synthetic rows' part only)."""
+    from sklearn.base import clone
+
+    def fit_on(data: pd.DataFrame, w: np.ndarray):
+        keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
+        data, w = data[keep], w[keep]
+        x = bundle.design(features, data)
+        y = data[target]
+        y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
+        return clone(estimator).fit(x, y, sample_weight=w)
+
+    model = fit_on(bundle.data, bundle.weights)
+    try:
+        names = list(bundle.design(features).columns)
+        point = coefficients(model, names)
+    except AttributeError:  # not a linear model: no coefficients to give intervals for
+        return Fit(model, None, SAMPLING_ONLY)
+    rng = np.random.default_rng(0)
+    n = len(bundle.data)
+    boot = []
+    for _ in range(SAMPLING_RESAMPLES):
+        idx = rng.integers(0, n, n)
+        boot.append(coefficients(fit_on(bundle.data.iloc[idx].reset_index(drop=True), bundle.weights[idx]), names))
+    var = {"synthetic_rows": pd.concat(boot, axis=1).var(axis=1, ddof=1)}
+    covers = SAMPLING_ONLY
+    if interval != "sampling" and bundle.noise_aware:
+        n_private = float(bundle.measurements["generator"]["total"])
+        var["private_rows"] = var["synthetic_rows"] * kish_ess(bundle.weights) / max(n_private, 1.0)
+        reps = [coefficients(fit_on(r.data, r.weights), names) for r in bundle.bootstrap().made()]
+        var["noise"] = pd.concat(reps, axis=1).var(axis=1, ddof=1)
+        covers = NOISE_AWARE
+    se = np.sqrt(sum(var.values()))
+    z = 1.959963984540054
+    table = pd.DataFrame({"value": point, "se": se, "lo": point - z * se, "hi": point + z * se,
+                          **{f"var_{k}": v for k, v in var.items()}})
+    return Fit(model, table, covers)

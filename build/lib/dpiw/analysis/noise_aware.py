@@ -1,0 +1,296 @@
+"""Noise-aware intervals: the DP noise of a release carried into an analyst's interval, from what the bundle
+publishes (post-processing: no privacy cost).
+
+A release's estimate moves for three reasons besides the generator's own bias:
+
+- **sampling of D**: the private rows are a sample of a population (variance var(h) / N_D, in a subgroup of
+  share p: var(h | S) / (N_D p));
+- **the mechanisms' noise**: the generator's model was fitted to Gaussian-noised marginals, and marginal
+  matching's weights to noised marginals of their own;
+- **sampling of the synthetic rows** from the model (var(h | S) / ESS of the released rows).
+
+The first and last have closed forms. The middle one is found by a parametric bootstrap: each replicate adds
+fresh Gaussian noise of the published std to every published measurement (``y_b = y + e_b``: the spread of
+a fit on y_b about the fit on y stands in for that of the fit on y about the noiseless one), refits
+Private-PGM from them, draws rows from the refitted model, refits the marginal-matching weights from their own
+re-noised measurements (and the generator's, when they were matched too), and recomputes the estimate. All
+replicates draw their rows with the same random numbers, so their spread is the noise's, not the sampling's.
+
+With fine histograms (:mod:`dpiw.sdgp.binning`), their published levels are re-noised as well: each replicate's
+bins get their counts and the values inside them from its own fine histograms (the cut points stay the
+release's).
+
+Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions;
+without fine histograms, equal-width bins with uniform values inside each; with them, the rows of a tail cut
+by the threshold), the exponential mechanisms' choices (the tree or the rounds' picks are kept fixed), and the
+weights' do-no-harm decision beyond what each replicate decides again. bench/coverage.py measures what the
+interval covers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+
+#: the bootstrap's replicates and the synthetic rows each one draws (at most)
+REPLICATES = 30
+REPLICATE_ROWS = 20_000
+#: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
+CACHE_FORMAT = 3
+
+
+@dataclass
+class Replicate:
+    data: pd.DataFrame  # decoded rows drawn from a refitted model
+    weights: np.ndarray
+
+
+class NoiseBootstrap:
+    """The replicates of one bundle, made once (seconds: one Private-PGM refit each) and kept.
+
+    Parameters
+    ----------
+    schema : dpiw.data.schema.Schema
+        The bundle's public schema.
+    measurements : dict
+        The bundle's measurements.json: ``generator`` (a zCDP SDGP's noisy marginals, their std, the bins,
+        Private-PGM's iterations and the row total) and, for marginal-matching weights, ``weights``.
+    reuse : bool
+        Whether the weights matched the generator's measurements too (the fit_weights record says).
+    replicates, rows, seed : int
+        The bootstrap's size, the rows each replicate draws, the analyst's seed.
+    """
+
+    def __init__(self, schema, measurements: dict, *, reuse: bool, replicates: int = REPLICATES,
+                 rows: int = REPLICATE_ROWS, seed: int = 0, cache: bool = True, progress=None):
+        if "generator" not in measurements:
+            raise DpiwError("the bundle publishes no generator measurements: noise-aware intervals need a "
+                            "marginal-based generator (mst, aim)")
+        self.schema, self.m, self.reuse = schema, measurements, reuse
+        self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
+        self.cache, self.progress = cache, progress
+        self._made: list[Replicate] | None = None
+
+    def cache_path(self):
+        """Where the replicates are kept between processes: the user's cache folder (``DPIW_CACHE`` names
+        another, "off" none), under a digest of everything they depend on (the bundle's schema and measurements,
+        the bootstrap's settings and this format's version); None when off."""
+        import hashlib
+        import json
+        import os
+        from pathlib import Path
+
+        folder = os.environ.get("DPIW_CACHE")
+        if not self.cache or folder == "off":
+            return None
+        if not folder:
+            try:
+                import platformdirs
+
+                folder = platformdirs.user_cache_dir("dpiw")
+            except ImportError:  # pragma: no cover - platformdirs comes with the pipeline's dependencies
+                folder = str(Path.home() / ".cache" / "dpiw")
+        key = json.dumps({"format": CACHE_FORMAT, "schema": self.schema.public_dict(), "measurements": self.m,
+                          "reuse": self.reuse, "replicates": self.replicates, "rows": self.rows, "seed": self.seed},
+                         sort_keys=True, default=str)
+        return Path(folder) / "noise_aware" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parquet")
+
+    def _load(self, path) -> list[Replicate] | None:
+        if path is None or not path.is_file():
+            return None
+        try:
+            frame = pd.read_parquet(path)
+        except Exception:  # a damaged cache file is rebuilt, never trusted
+            return None
+        return [Replicate(g.drop(columns=["_replicate", "_weight"]).reset_index(drop=True),
+                          g["_weight"].to_numpy(float)) for _, g in frame.groupby("_replicate", sort=True)]
+
+    def _save(self, path, made: list[Replicate]) -> None:
+        if path is None:
+            return
+        import os
+        import tempfile
+
+        frame = pd.concat([rep.data.assign(_replicate=k, _weight=rep.weights) for k, rep in enumerate(made)],
+                          ignore_index=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            os.close(fd)
+            frame.to_parquet(tmp, index=False)
+            os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+        except OSError:  # a read-only home: the replicates stay in this process only
+            pass
+
+    def _triples(self, part: dict) -> list:
+        return [(tuple(x["clique"]), np.asarray(x["counts"], float), float(x["std"])) for x in part["measurements"]]
+
+    def made(self) -> list[Replicate]:
+        if self._made is not None:
+            return self._made
+        path = self.cache_path()
+        self._made = self._load(path)
+        if self._made is None:
+            self._made = self._build(self.progress or (lambda done, total: _progress(done, total, path)))
+            self._save(path, self._made)
+        return self._made
+
+    def _build(self, progress) -> list[Replicate]:
+        from dpiw.scale import decode_frame
+        from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
+        from dpiw.weights.marginal_match import MarginalMatch
+
+        gen = self.m["generator"]
+        mbi, rng = mbi_module(), np.random.default_rng(self.seed)
+        cards, total, iters, bins = list(gen["cards"]), float(gen["total"]), int(gen["iters"]), int(gen["bins"])
+        released = self._triples(gen)
+        fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
+        base = estimate(mbi, cards, released, total=total, iters=iters)
+        out, draws, duals, tau = [], int(rng.integers(2**32)), None, None
+        for k in range(self.replicates):
+            progress(k, self.replicates)
+            noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
+            binning = bins
+            if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside them
+                binning, one_way = fine.replicate(rng)
+                noised = fine.substitute(noised, one_way)
+            model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
+            # every replicate draws its rows with the same random numbers (common random numbers): the rows of
+            # two replicates differ where their models do, so the spread is the noise's, not the sampling's
+            rows = sample_rows(model, self.schema, binning, self.rows, np.random.default_rng(draws))
+            weights = np.ones(len(rows))
+            if "weights" in self.m:
+                mm = MarginalMatch.from_published(self.m["weights"], self.schema)
+                mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
+                # the previous replicate's dual points start this one's fits (the same measured cells), and its
+                # tau the search for this one's: the same optimum and pick, in fewer steps and fits
+                mm.reweight(rows, extra=tuple(noised) if self.reuse else (), warm=duals, start_tau=tau)
+                duals, tau = getattr(mm, "duals_", None), getattr(mm, "tau_", None)
+                lw = mm.log_ratio_
+                weights = np.exp(lw - lw.max())
+            out.append(Replicate(decode_frame(rows, self.schema), weights))
+        progress(self.replicates, self.replicates)
+        return out
+
+
+def _progress(done: int, total: int, cache) -> None:
+    """The bootstrap's progress on standard error: a line that updates on a terminal, the start and the end
+    otherwise."""
+    import sys
+
+    tty = sys.stderr.isatty()
+    if done == 0 or done == total or tty:
+        end = "\n" if done == total else ("\r" if tty else "\n")
+        kept = f"kept in {cache.parent} for later processes" if cache is not None else "kept in this process"
+        print(f"dpiw: noise-aware bootstrap of this bundle, replicate {done}/{total} ({kept})", end=end,
+              file=sys.stderr, flush=True)
+
+
+class FineReplicas:
+    """A zCDP generator's published fine histograms (:mod:`dpiw.sdgp.binning`), measured again: each replicate
+    takes the released fine histogram as the truth, measures its tree with fresh Gaussian noise of the published
+    std and post-processes it as the release did, on the release's bins (kept fixed, as the tree or the rounds'
+    picks are). Not ``y + e`` on the noisy levels as for the other measurements: the pruning is not linear, and
+    noise added to noise fills the empty tail that the release emptied (on a lognormal column the spread of the
+    mean came out twice the one measured over releases)."""
+
+    def __init__(self, schema, published: dict, total: float):
+        from dpiw.sdgp.binning import Binning
+
+        self.schema, self.total = schema, total
+        self.binning = Binning.from_dict(schema, published["binning"])
+        self.std = {k: float(v) for k, v in published["std"].items()}
+        self.column = {c.name: j for j, c in enumerate(schema.columns)}
+
+    def replicate(self, rng: np.random.Generator):
+        """A new fine histogram per numeric column (same cut points) and each numeric column's bin counts."""
+        from dpiw.sdgp.binning import Binning, NumericBins, shape, tree_levels
+
+        numeric, one_way = {}, {}
+        for name, nb in self.binning.numeric.items():
+            sd = self.std[name]
+            true = tree_levels(nb.fine * self.total)
+            noisy = [np.array([self.total])] + [lv + rng.normal(0.0, sd, size=lv.size) for lv in true[1:]]
+            fine, leaves = shape(nb.grid, noisy, self.total, sd)
+            numeric[name] = NumericBins(nb.grid, nb.cuts, fine)
+            one_way[name] = nb.coarse(leaves)
+        return Binning(self.schema, numeric), one_way
+
+    def substitute(self, measured: list, one_way: dict) -> list:
+        """The measurements with each numeric column's first one-way measurement (the fine histogram's sums over
+        its bins) replaced by the replicate's."""
+        first = {(self.column[name],): counts for name, counts in one_way.items()}
+        out = []
+        for cl, y, sd in measured:
+            if cl in first:
+                y = first.pop(cl)
+            out.append((cl, y, sd))
+        return out
+
+
+def subgroup(data: pd.DataFrame, where) -> np.ndarray:
+    """The rows of a subgroup: ``where`` None (all), a mapping {column: label or list of labels}, or a function
+    of the decoded rows returning a boolean mask."""
+    if where is None:
+        return np.ones(len(data), dtype=bool)
+    if callable(where):
+        mask = np.asarray(where(data), dtype=bool)
+    elif isinstance(where, dict):
+        mask = np.ones(len(data), dtype=bool)
+        for column, value in where.items():
+            if column not in data:
+                raise DpiwError(f"where: no column {column!r}; the bundle has {list(data.columns)}")
+            values = value if isinstance(value, list | tuple | set) else [value]
+            col = data[column]
+            if isinstance(col.dtype, pd.CategoricalDtype):
+                unknown = [v for v in values if v not in list(col.cat.categories)]
+                if unknown:
+                    raise DpiwError(f"where: {unknown[0]!r} is not a category of {column!r}; its categories are "
+                                    f"{list(col.cat.categories)}")
+            mask &= col.isin(values).to_numpy()
+    else:
+        raise DpiwError("where: None, a mapping {column: label} or a function of the rows (a boolean mask cannot "
+                        "be applied to the bootstrap's rows)")
+    if mask.shape != (len(data),):
+        raise DpiwError(f"where: the function must give one boolean per row, got shape {mask.shape}")
+    return mask
+
+
+def weighted_parts(h: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:
+    """The weighted mean of ``h``, its weighted variance and Kish's ESS of ``w``."""
+    if not w.size or not w.sum() > 0:
+        raise DpiwError("where: no synthetic row (or no weight) in this subgroup")
+    p = w / w.sum()
+    mean = float(p @ h)
+    return mean, float(p @ (h - mean) ** 2), float(w.sum() ** 2 / (w * w).sum())
+
+
+def noise_variance(boot: NoiseBootstrap, statistic) -> tuple[float, int]:
+    """The variance of ``statistic(data, weights) -> (h, mask)``'s weighted mean over the replicates (their rows
+    drawn with common random numbers, so what is left of the row sampling is small); and how many replicates
+    had rows in the subgroup."""
+    values = []
+    for rep in boot.made():
+        h, mask = statistic(rep.data, rep.weights)
+        if mask.any() and rep.weights[mask].sum() > 0:
+            values.append(weighted_parts(h[mask], rep.weights[mask])[0])
+    if len(values) < 2:
+        raise DpiwError("where: the subgroup is empty in the bootstrap's rows; widen it")
+    return float(np.var(values, ddof=1)), len(values)
+
+
+def sampling_variances(h: np.ndarray, w: np.ndarray, mask: np.ndarray, n_private: float) -> dict[str, float]:
+    """The closed-form parts: the released rows' own sampling and the private rows' (the population the
+    estimate speaks of), for the subgroup ``mask``."""
+    _, var, ess = weighted_parts(h[mask], w[mask])
+    share = float(w[mask].sum() / w.sum())
+    return {"synthetic_rows": var / ess, "private_rows": var / max(n_private * share, 1.0)}
+
+
+def total_se(parts: dict[str, float]) -> float:
+    return math.sqrt(sum(parts.values()))

@@ -1,0 +1,80 @@
+"""The project folder a `dpiw` command works in, and the checkout whose workflow it runs.
+
+A project folder holds what a user's work writes: params.yaml, data/schemas/, configs/, results/, logs/,
+ledgers/ and the compilation cache. The default is the current directory. The dpiw checkout itself is a
+project (the workflow's own params.yaml and schemas are there); any other folder becomes one on first use,
+with params.yaml and the schemas of its grid copied in, and the workflow (the checkout's Snakefile) runs
+there without writing a file of the checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from pathlib import Path
+
+from dpiw import DpiwError
+
+
+def add_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--project", metavar="DIR", default=".",
+                   help="the folder that holds your configs, schemas, results and ledgers (default: the current "
+                        "directory; created with a copy of params.yaml on first use)")
+
+
+def repository() -> Path:
+    """The dpiw checkout this package runs from (its Snakefile, workflow/, params.yaml)."""
+    import dpiw
+
+    root = Path(dpiw.__file__).resolve().parents[2]
+    if not (root / "Snakefile").is_file():
+        raise DpiwError(f"dpiw's workflow is not beside its package ({root} has no Snakefile): install dpiw from "
+                        "its checkout with `make install` (an editable install)")
+    return root
+
+
+def is_repository(folder: str | Path) -> bool:
+    return (Path(folder) / "Snakefile").is_file()
+
+
+def project_params(folder: str | Path) -> Path:
+    """The params.yaml a command in ``folder`` will read: the project's own, or the checkout's, which a new
+    project starts from (for checks made before anything is written)."""
+    own = Path(folder).expanduser() / "params.yaml"
+    return own if own.is_file() else repository() / "params.yaml"
+
+
+def enter(folder: str | Path) -> Path:
+    """Make ``folder`` the working directory, creating the project on first use; returns its absolute path.
+    Paths the user gave on the command line must be made absolute before this is called."""
+    path = Path(folder).expanduser().resolve()
+    if path.exists() and not path.is_dir():
+        raise DpiwError(f"--project {folder}: not a folder")
+    if not is_repository(path):
+        repo = repository()
+        if repo in path.parents:
+            raise DpiwError(f"--project {folder}: inside the dpiw checkout {repo}; use the checkout itself or a "
+                            "folder outside it")
+        created = not (path / "params.yaml").exists()
+        (path / "data" / "schemas").mkdir(parents=True, exist_ok=True)
+        (path / "configs").mkdir(exist_ok=True)
+        if created:
+            from dpiw.config import load_yaml
+
+            shutil.copyfile(repo / "params.yaml", path / "params.yaml")
+            names = load_yaml(repo / "params.yaml")["grid"]["datasets"]  # what `dpiw run` there runs
+            for name in names:
+                target = path / "data" / "schemas" / f"{name}.yaml"
+                if not target.exists():
+                    shutil.copyfile(repo / "data" / "schemas" / f"{name}.yaml", target)
+            print(f"dpiw: a new project in {path} (params.yaml and the schemas of its grid, {', '.join(names)}, "
+                  f"copied from {repo})")
+    os.chdir(path)
+    return path
+
+
+def snakefile_args() -> list[str]:
+    """The flags that point Snakemake at the checkout's workflow when the working directory is another
+    project."""
+    return [] if is_repository(".") else ["--snakefile", str(repository() / "Snakefile")]

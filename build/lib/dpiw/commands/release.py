@@ -1,0 +1,449 @@
+"""Release DP synthetic data and DP importance weights of your own table, in one command (release mode).
+
+Every row of DATA is private. A release is a transaction. It first finds the table's lifetime ledger (in the
+store printed first: --ledger, else $DPIW_LEDGER_URL, else privacy.ledger, else ledger.sqlite in the user's dpiw
+folder) by the table's rows, whatever its file, name or project folder, and refuses, before anything runs, a
+release that would take the table past its lifetime budget. Then it runs the workflow in a folder of its own,
+releases/<name>/<release>/ in the project folder (--project, default the current directory), which no other
+release shares or overwrites: the config, the schema and the private working files beside the bundle. A release
+that fails or is refused leaves only its log (logs/releases/<name>/<release>.log) and one line on the terminal;
+a release that was killed resumes when the same command runs again; the same command after its release was
+admitted prints the existing bundle and spends nothing (--new-release makes another one). One release of a
+population runs at a time.
+
+    dpiw release data/examples/clinic.csv --schema data/schemas/clinic.yaml --epsilon 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import yaml
+
+from dpiw import DpiwError, registry
+from dpiw.commands.project import add_argument as add_project_argument
+from dpiw.commands.show import describe
+from dpiw.io import read_json
+from dpiw.privacy.neighbours import NEIGHBOURS
+
+#: the weight methods a release can use: DP, and not the toy data's oracle (`true`)
+RELEASABLE_WEIGHTS = tuple(w for w in registry.weight_names(dp=True)
+                           if registry.weight_method(w).applies_to != "toy_uniform")
+#: what a value outside a column's public bounds gets by default (`--out-of-bounds`; docs/release.md says the same)
+OUT_OF_BOUNDS = "clip"
+#: the output folder of the workflow inside a release's folder
+RUN = "run"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("data", metavar="DATA", help="your private table: a CSV with a header, or a parquet file")
+    p.add_argument("--schema", required=True,
+                   help="its schema (YAML): every column's type and PUBLIC bounds or categories, and the target "
+                        "(start from `dpiw schema infer DATA`)")
+    p.add_argument("--epsilon", type=float, required=True, help="the release's total epsilon (generator + weights)")
+    p.add_argument("--delta", default="auto",
+                   help="the release's delta: 'auto' (default: N_D^-1.5, well below 1/N_D at every size), 'paper' "
+                        "(1/N_D - 1e-6, the paper's rule; 0 from a million rows on) or a number below 1/N_D")
+    p.add_argument("--sdgp", default="mst", choices=registry.sdgp_names(dp=True),
+                   help="the DP generator (default mst: MST on Private-PGM)")
+    p.add_argument("--weights", default="auto", choices=("auto", *RELEASABLE_WEIGHTS),
+                   help="the DP weight method; auto (default): the budget advisor picks marginal_match where its "
+                        "measurements are expected to see past their noise (from the row count, the schema's cells "
+                        "and epsilon), else none, giving the whole epsilon to the generator")
+    p.add_argument("--post", default="none",
+                   help="the post-processing chain, steps joined with '+' (default none; e.g. psis for the logistic "
+                        "weights, temper+psis); steps: " + ", ".join(registry.POST_STEPS))
+    p.add_argument("--dataset-epsilon", type=float,
+                   help="the table's lifetime epsilon, over all its releases: set when its ledger is created "
+                        "(default 10, printed); afterwards it must be the stored one (change it with `dpiw ledger "
+                        "set-budget`)")
+    p.add_argument("--dataset-delta", type=float,
+                   help="the table's lifetime delta, fixed when its ledger is created (default: this release's delta)")
+    p.add_argument("--ledger", help="the ledger store: a SQLite path or a postgresql:// URL (it beats "
+                                    "$DPIW_LEDGER_URL, which beats privacy.ledger; default ledger.sqlite in the user's "
+                                    "dpiw folder, $DPIW_HOME or the platform's user data folder)")
+    p.add_argument("--out-of-bounds", choices=("clip", "fail"), default=OUT_OF_BOUNDS,
+                   help=f"a value outside its column's public bounds: clip it to the bounds (default {OUT_OF_BOUNDS}; "
+                        "a column with more than scale.max_clip_fraction of its values outside is still refused) or "
+                        "fail before anything runs")
+    p.add_argument("--new-population", metavar="REASON",
+                   help="this table shares many rows with a ledgered table but holds other people: give it a ledger "
+                        "of its own; the reason is kept in the ledger (without it such a table is charged to the "
+                        "earlier table's ledger)")
+    p.add_argument("--new-release", action="store_true",
+                   help="release again although this same command's release was admitted before (it spends again)")
+    p.add_argument("--neighbours", choices=NEIGHBOURS, default="replace_one",
+                   help="replace_one (the row count is public) or add_remove (it is private; needs a numeric "
+                        "--delta)")
+    p.add_argument("--cores", default="all", help="CPU cores for the workflow's jobs")
+    add_project_argument(p)
+
+
+def _advise(args, n_rows: int, schema_path: Path, delta) -> str:
+    """The budget advisor's pick (dpiw.weights.advisor), printed with its reason. It reads the row count, which
+    is public under replace-one neighbours only."""
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy.spend import run_delta
+    from dpiw.weights.advisor import WEIGHTS_FRACTION, advise
+
+    if args.neighbours != "replace_one":  # the advisor reads N_D, which is private here: no weights, said so
+        print("dpiw release: weights none: under add/remove neighbours the row count is private and the advisor "
+              "cannot read it, so the whole epsilon goes to the generator (name --weights marginal_match to spend "
+              "a share on weights)")
+        return "none"
+    if args.sdgp != "mst":
+        raise DpiwError(f"--weights auto advises after mst only; with --sdgp {args.sdgp} name the weight method")
+    schema = load_schema(schema_path)
+    advice = advise(n_rows, schema, epsilon=args.epsilon, delta=run_delta(delta, n_rows, "replace_one"),
+                    fraction=WEIGHTS_FRACTION)
+    print(f"dpiw release: weights {advice.method}: {advice.reason}")
+    return advice.method
+
+
+def _check_choices(args) -> None:
+    """The post chain parses and the weight method applies to the SDGP, before anything runs."""
+    from dpiw.postprocess import parse_post
+
+    try:
+        parse_post(args.post)
+    except DpiwError as exc:
+        raise DpiwError(f"--post: {exc}") from None
+    if args.weights != "auto" and registry.weight_method(args.weights).applies_to == "gan" \
+            and not registry.sdgp(args.sdgp).gan:
+        gans = ", ".join(s for s in registry.sdgp_names(dp=True) if registry.sdgp(s).gan)
+        raise DpiwError(f"--weights {args.weights} reuses a GAN's networks: choose --sdgp {gans}, or another weight "
+                        "method")
+
+
+def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int | None:
+    """Check what can be checked before anything private is written: the table reads under its schema and the
+    delta is below 1/N_D (replace-one; the row count is private under add/remove). Returns N_D (replace-one)."""
+    from dpiw.data.datasets import count_rows
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy.spend import run_delta
+
+    for flag, value in (("--delta", None if isinstance(delta, str) else delta),
+                        ("--dataset-delta", args.dataset_delta)):
+        if value is not None and not 0 < value < 1:
+            raise DpiwError(f"{flag} must be in (0, 1), got {value:g}")
+    if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
+        raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
+    schema = load_schema(schema_path)
+    if registry.sdgp(args.sdgp).zcdp:  # the marginal SDGPs' domain guard, before any row is read
+        from dpiw.config import load_yaml
+        from dpiw.sdgp import make_sdgp
+
+        make_sdgp(args.sdgp, **load_yaml(params)["sdgp"][args.sdgp]).check_domain(schema)
+    if args.neighbours != "replace_one":
+        return None
+    n_rows = count_rows(schema, str(data))  # a chunk at a time: the table may be larger than memory
+    if not isinstance(delta, str) and not delta < 1 / n_rows:  # said with the flag, not the config key
+        raise DpiwError(f"--delta {delta:g} is not below 1/N_D = 1/{n_rows}: a delta that large lets a mechanism "
+                        "publish a whole private row; pass --delta auto (the default, N_D^-1.5), --delta paper "
+                        f"(1/N_D - 1e-6) or a number below {1 / n_rows:.3g}")
+    run_delta(delta, n_rows, "replace_one")
+    return n_rows
+
+
+@contextmanager
+def one_release_at_a_time(key: str, name: str):
+    """Hold the release lock of a population (its ledger's key; released by the OS if the process dies), or
+    refuse with one line. The lock lives in the user's dpiw folder, so it holds across project folders."""
+    from dpiw.privacy.store import user_folder
+
+    lock = user_folder() / "locks" / f"{key[:24]}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise DpiwError(f"another `dpiw release` of '{name}' (or of a table charged to its ledger) is running "
+                            f"({fh.read().strip() or 'pid unknown'}): wait for it to end, then run this one again"
+                            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()}")
+        fh.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _finite_positive(flag: str, value: float | None) -> None:
+    if value is not None and not (0 < value < math.inf):
+        raise DpiwError(f"{flag} must be positive and finite, got {value:g}")
+
+
+def main(args) -> None:
+    from dpiw.commands.project import enter, project_params
+    from dpiw.config import load_yaml
+    from dpiw.data.schema import load_schema
+    from dpiw.privacy.store import Store, store_url
+
+    data, schema_path = Path(args.data), Path(args.schema)
+    for flag, path in (("DATA", data), ("--schema", schema_path)):
+        if not path.is_file():
+            raise DpiwError(f"{flag} {path}: no such file")
+    data, schema_path, args.origin = data.resolve(), schema_path.resolve(), Path.cwd()
+    args.data, args.schema = str(data), str(schema_path)  # the command changes into the project folder below
+    _finite_positive("--epsilon", args.epsilon)
+    try:
+        delta = args.delta if args.delta in ("paper", "auto") else float(args.delta)
+    except ValueError:
+        raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
+    _check_choices(args)
+    n_rows = _preflight(args, data, schema_path, delta, project_params(args.project))
+    root = enter(args.project)  # the project folder (created now): what follows reads and writes there
+    schema = load_schema(schema_path)
+    url = store_url(args.ledger, load_yaml(root / "params.yaml")["privacy"].get("ledger"))
+    print(f"dpiw release: ledger store {_where(url, args.origin)}")
+    if schema.missing_note():
+        print(f"dpiw release: empty values: {schema.missing_note()}")
+    old = root / "ledgers" / "ledger.sqlite"  # the earlier layout kept one store per project folder
+    if old.is_file() and "://" not in url and Path(url).resolve() != old.resolve():
+        raise DpiwError(f"this project keeps its tables' spend in {old} (the earlier per-project store): release with "
+                        f"--ledger {old.relative_to(root)} (or privacy.ledger), or move it to {url} if that store is "
+                        "new, so that no table starts again at zero")
+    earlier_bundles_in_the_ledger(root, url)
+    from dataclasses import replace
+
+    from dpiw.data.datasets import RowChecks
+
+    # one pass over the rows: the table's identity, and every check the scale stage makes (NaN, inf, text in a
+    # numeric column, unknown categories, bounds): bad input is refused here, before anything is written
+    checks = RowChecks(schema, out_of_bounds=args.out_of_bounds)
+    table = _resolve(Store(url), replace(schema, source={**schema.source, "kind": "file", "path": str(data)}),
+                     args.new_population, checks.add)
+    checks.finish()
+    checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
+    with one_release_at_a_time(table.target, schema.name):
+        _release(args, root, data, schema, url, table, delta, n_rows)
+
+
+def _resolve(store, schema, new_population, each):
+    from dpiw.privacy.ledger import resolve
+
+    table = resolve(store, schema, new_population=new_population, each=each)
+    if table.note():
+        print(f"dpiw release: {table.note()}")
+    elif table.via == "new" and table.earlier:
+        print(f"dpiw release: a new population ({new_population.strip()}), although it shares about "
+              f"{table.share:.0%} of its rows with '{', '.join(table.earlier['labels'])}'")
+    return table
+
+
+def _where(url: str, origin: Path | None = None) -> str:
+    from dpiw.privacy.store import describe as where
+
+    return where(url) if "://" in url else str(Path(url).resolve())
+
+
+def earlier_bundles_in_the_ledger(root: Path, url: str) -> int:
+    """Refuse to release while bundles this project admitted before (every release of every table, under
+    releases/) are not in the ledger store (a deleted, replaced or rewritten store would otherwise start the
+    table again at zero). Returns how many were checked."""
+    from dpiw.privacy.ledger import bundle_entry, verify
+    from dpiw.privacy.store import Store, describe
+
+    manifests = sorted((root / "releases").glob(f"*/*/{RUN}/runs/**/release/manifest.json"))
+    entries = {os.path.relpath(m.parent, root): bundle_entry(m) for m in manifests}
+    entries = {bundle: entry for bundle, entry in entries.items() if entry}
+    if entries:
+        try:
+            verify(Store(url, create=False), entries=entries)
+        except DpiwError as exc:
+            raise DpiwError(f"{len(entries)} earlier bundle(s) of this project were admitted to a ledger that "
+                            f"{describe(url)} does not hold ({exc}); restore the store from its backup, or point "
+                            "--ledger / DPIW_LEDGER_URL at it") from None
+    return len(entries)
+
+
+def delta_rule(delta, value: float, n_rows: int | None) -> str:
+    """Which rule set the release's delta, in words."""
+    rows = f"N_D = {n_rows:,} rows" if n_rows else "the row count"
+    rule = {"auto": f"--delta auto: N_D^-1.5 with {rows}, well below 1/N_D",
+            "paper": f"--delta paper: 1/N_D - 1e-6 with {rows} (the paper's rule)"}.get(delta, "--delta, as given")
+    return f"delta      {value:.3g}, set by {rule}"
+
+
+def release_name(args, table_key: str) -> str:
+    """The release's folder name: the epsilon and a digest of the table's (keyed) identity and of every choice
+    that shapes the release, so that the same command finds the same release."""
+    from dpiw.grid import eps_str
+
+    choices = {"epsilon": eps_str(args.epsilon), "delta": str(args.delta), "sdgp": args.sdgp,
+               "weights": args.weights, "post": args.post, "neighbours": args.neighbours,
+               "out_of_bounds": args.out_of_bounds}
+    digest = hashlib.sha256((table_key + json.dumps(choices, sort_keys=True)).encode()).hexdigest()[:10]
+    return f"eps={eps_str(args.epsilon)}-{digest}"
+
+
+def _bundle_dir(folder: Path, name: str, args) -> Path:
+    from dpiw.grid import eps_str
+
+    return (folder / RUN / "runs" / name / f"eps={eps_str(args.epsilon)}" / "seed=0" / args.sdgp / args.weights
+            / args.post)
+
+
+def _admitted(folder: Path, store) -> Path | None:
+    """The bundle in a release's folder whose ledger entry is in the store (an admitted release), or None."""
+    from dpiw.privacy.ledger import bundle_entry, verify
+
+    for manifest in sorted(folder.glob(f"{RUN}/runs/**/release/manifest.json")):
+        entry = bundle_entry(manifest)
+        if entry:
+            verify(store, entries={str(manifest.parent): entry})  # one line if the store lost it
+            return manifest.parent
+    return None
+
+
+def _elsewhere(url: str, name: str, release: str) -> str | None:
+    """A bundle of the same release written from another project folder (the witness's registry), or None."""
+    from dpiw.privacy import witness
+
+    for info in witness.bundles(url).values():
+        if info.get("release") == f"{name}/{release}" and info.get("bundle") and Path(info["bundle"]).is_dir():
+            return info["bundle"]
+    return None
+
+
+def _planned(args, run_delta: float) -> list[dict]:
+    """What the release will spend, from its config alone: a zCDP generator with no weights or marginal_match
+    (split in zCDP) composes to zCDP with rho(epsilon, delta); anything else to (epsilon, delta)."""
+    from dpiw.privacy.accounting import zcdp_rho
+
+    zcdp = registry.sdgp(args.sdgp).zcdp and args.weights in ("none", "marginal_match")
+    return [{"stage": "release", "mechanism": f"{args.sdgp} + {args.weights} (planned)", "epsilon": args.epsilon,
+             "delta": run_delta, "neighbours": args.neighbours,
+             "rdp": [{"kind": "zcdp", "rho": zcdp_rho(args.epsilon, run_delta)}] if zcdp else []}]
+
+
+def _config(args, name: str, delta, url: str) -> dict:
+    privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
+               "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
+               "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population}
+    config = {"mode": "release", "out": RUN,
+              "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
+                       "weights": [args.weights], "posts": [args.post], "exclude": []},
+              "scale": {"public_fraction": 0, "out_of_bounds": args.out_of_bounds},
+              "privacy": privacy}
+    if args.weights == "marginal_match":
+        from dpiw.weights.advisor import WEIGHTS_FRACTION
+
+        privacy.update({"weights_epsilon_fraction": WEIGHTS_FRACTION, "weights_delta_fraction": WEIGHTS_FRACTION})
+    return config
+
+
+def _prepare(folder: Path, root: Path, data: Path, schema_path: Path, schema, config: dict) -> None:
+    """The release's own folder: a copy of the project's params.yaml, the schema pointing at DATA, the config."""
+    (folder / "data" / "schemas").mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(root / "params.yaml", folder / "params.yaml")
+    d = yaml.safe_load(schema_path.read_text())
+    source = {"kind": "file", "path": str(data), **{k: v for k, v in schema.source.items() if k == "header"}}
+    public = schema.source.get("public_path")
+    if public:
+        source["public_path"] = str((root / public).resolve()) if not Path(public).is_absolute() else public
+    d["source"] = source
+    (folder / "data" / "schemas" / f"{schema.name}.yaml").write_text(yaml.safe_dump(d, sort_keys=False))
+    (folder / "release.yaml").write_text("# written by `dpiw release`: this release's config (its folder is the "
+                                         "workflow's working directory)\n" + yaml.safe_dump(config, sort_keys=False))
+
+
+def _first_error(output: str, folder: Path) -> str:
+    """The one line a stage raised (``error: ...``) in the failed jobs' logs or in Snakemake's own output."""
+    logs = re.findall(r"^\s*log: (\S+)", output, flags=re.M)
+    for text in [*((folder / log).read_text(errors="replace") for log in logs if (folder / log).is_file()), output]:
+        lines = [line[len("error: "):].strip() for line in text.splitlines() if line.startswith("error: ")]
+        if lines:
+            return lines[-1]
+    return "the workflow failed"
+
+
+def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
+    """Snakemake in the release's folder, its whole output in ``log``; DpiwError with the stage's one line."""
+    from dpiw.commands.project import repository
+
+    exe = shutil.which("snakemake")
+    if exe is None:
+        raise DpiwError("snakemake is not on PATH: run `make install` and `source .venv/bin/activate`")
+    env = {**os.environ, "DPIW_LEDGER_URL": url}
+    env.setdefault("DPIW_JAX_CACHE", str(root / ".cache" / "jax"))  # compiled once per project, not per release
+    log.parent.mkdir(parents=True, exist_ok=True)
+    # --nolock: this command's own lock guards the folder, and a killed release leaves no Snakemake lock behind;
+    # --rerun-incomplete resumes it
+    cmd = [exe, "--snakefile", str(repository() / "Snakefile"), "--directory", str(folder), "--cores",
+           str(args.cores), "--configfile", str(folder / "release.yaml"), "--nolock", "--rerun-incomplete"]
+    with open(log, "w") as fh:
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    if proc.returncode:
+        output = log.read_text(errors="replace")
+        with open(log, "a") as fh:  # the failed jobs' own logs, before the folder goes
+            for job_log in re.findall(r"^\s*log: (\S+)", output, flags=re.M):
+                if (folder / job_log).is_file():
+                    fh.write(f"\n==> {job_log} <==\n{(folder / job_log).read_text(errors='replace')}")
+        raise DpiwError(_first_error(output, folder))
+
+
+def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> None:
+    from dpiw.privacy import witness
+    from dpiw.privacy.ledger import check_plan, planned
+    from dpiw.privacy.spend import run_delta
+    from dpiw.privacy.store import Store
+
+    store = Store(url)
+    name = schema.name
+    base = release_name(args, table.key)
+    release = base
+    for k in range(2, 10_000):  # --new-release: the first name of this command's releases not admitted yet
+        folder = root / "releases" / name / release
+        done = _admitted(folder, store) or _elsewhere(url, name, release)
+        if not done:
+            break
+        if not args.new_release:
+            print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
+                  f"again)\nbundle     {os.path.relpath(done, args.origin)}/")
+            return
+        release = f"{base}.{k}"
+    if args.weights == "auto":
+        args.weights = _advise(args, n_rows, Path(args.schema).resolve(), delta)
+    if isinstance(delta, str) and args.neighbours != "replace_one":
+        raise DpiwError("under add/remove neighbours --delta must be a number (it cannot be derived from the row "
+                        "count, which is private)")
+    d = run_delta(delta, n_rows, "replace_one") if args.neighbours == "replace_one" else float(delta)
+    plan = check_plan(store, table=table, label=name, mechanisms=planned(_planned(args, d), args.neighbours),
+                      relation=args.neighbours, run_delta=d, epsilon=args.dataset_epsilon, delta=args.dataset_delta)
+    print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
+          f"{plan['after']['epsilon']:.6g} of {plan['budget']['epsilon']:g}; running it in "
+          f"{os.path.relpath(folder, args.origin)}/")
+    log = root / "logs" / "releases" / name / f"{release}.log"
+    _prepare(folder, root, data, Path(args.schema).resolve(), schema, _config(args, name, delta, url))
+    try:
+        _run_workflow(args, root, folder, log, url)
+    except DpiwError as exc:  # nothing of this release stays but its log; no other release is touched
+        shutil.rmtree(folder, ignore_errors=True)
+        raise DpiwError(f"{exc} (the release's log: {os.path.relpath(log, args.origin)})") from None
+    run_dir = _bundle_dir(folder, name, args)
+    manifest = read_json(run_dir / "manifest.json")
+    print("\n".join(describe(manifest)))
+    print(delta_rule(delta, manifest["budget"]["delta"], n_rows))
+    bundle = run_dir / "release"
+    if manifest["release"]["fit_to_release"]:
+        files = ", ".join(sorted(p.name for p in bundle.iterdir()))
+        witness.record(url, manifest["ledger"]["entry"], bundle=str(bundle.resolve()), name=f"{name}/{release}")
+        print(f"\nbundle     {os.path.relpath(bundle, args.origin)}/  ({files})\n"
+              f"ledger     {_where(url, args.origin)}: keep it and back it up (never publish it); it counts every "
+              "release of this table (`dpiw ledger show`)")
+    else:
+        print(f"\nno bundle to publish: {os.path.relpath(bundle, args.origin)}/ holds the reasons")

@@ -1,0 +1,162 @@
+"""Write a draft schema for a CSV or parquet file: the column names and kinds, with the bounds and category
+lists left for you to fill in.
+
+Only the header and each column's kind (numeric or not) are read. The bounds and categories must be public
+knowledge - units, forms, codebooks, documentation - and never the data's own minimum, maximum or values:
+those would leak the private rows. The draft does not validate until you fill them in.
+
+    dpiw schema infer data/mine.csv --target outcome > data/schemas/mine.yaml
+
+A column that only numbers the rows (named like `rownames`, `id` or `Unnamed: 0`, or holding distinct whole
+numbers in row order) is left out of the draft, and the command says so: a row's number is not data to release.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from dpiw import DpiwError
+from dpiw.data.schema import FILL
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="schema_command", metavar="infer", required=True)
+    infer = sub.add_parser("infer", help="a draft schema for a data file (bounds left for you to fill in)",
+                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    infer.add_argument("data", metavar="DATA", help="the CSV (with a header) or parquet file")
+    infer.add_argument("--name", help="the dataset's name (default: the file's name, lower case)")
+    infer.add_argument("--target", help="the column to predict (default: the last column)")
+    infer.add_argument("--out", help="write the draft here instead of to standard output (an existing file is "
+                                     "refused without --force)")
+    infer.add_argument("--force", action="store_true", help="overwrite the --out file if it exists")
+
+
+def draft(data: str | Path, *, name: str | None = None, target: str | None = None) -> str:
+    """The draft schema's YAML text."""
+    import pandas as pd
+
+    path = Path(data)
+    if not path.is_file():
+        raise DpiwError(f"{path}: no such file")
+    try:
+        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DpiwError(f"{path}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    except pd.errors.EmptyDataError:
+        raise DpiwError(f"{path}: the file is empty; a schema is drafted from a header and rows") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        raise DpiwError(f"{path}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+                        f"({type(exc).__name__}); check the file's format") from None
+    if frame.empty:
+        raise DpiwError(f"{path}: the file has a header but no rows")
+    from dpiw.data.datasets import repeated_columns
+
+    if repeated_columns(path):
+        raise DpiwError(f"{path}: column name(s) {repeated_columns(path)} appear more than once in the header; give "
+                        "every column one name")
+    if frame.shape[1] < 2:
+        raise DpiwError(f"{path}: {frame.shape[1]} column(s); a schema needs at least a feature and a target")
+    name = name or re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_") or "data"
+    target = target or str(frame.columns[-1])
+    if target not in frame.columns:
+        raise DpiwError(f"--target {target}: no such column; the columns are {list(map(str, frame.columns))}")
+    numeric_target = pd.api.types.is_numeric_dtype(frame[target]) and not pd.api.types.is_bool_dtype(frame[target])
+    if numeric_target and _looks_like_codes(frame[target]):  # a class label written as a small integer code
+        numeric_target = False
+    ids = row_id_columns(frame, target=target)
+    frame = frame.drop(columns=ids)
+    if frame.shape[1] < 2:
+        raise DpiwError(f"{path}: only {frame.shape[1]} column(s) besides the row numbers {ids}; a schema needs at "
+                        "least a feature and a target")
+    lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
+             "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
+             "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
+             "# bounds) releases whole numbers.",
+             f"name: {name}",
+             f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
+             f"target: {target}",
+             f"source: {{kind: file, path: {path.as_posix()}}}",
+             *([f"# left out as row numbers, not data: {', '.join(map(str, ids))}"] if ids else []),
+             "columns:"]
+    for col in frame.columns:
+        s = frame[col]
+        empty = bool(s.isna().any())
+        if str(col) == target and empty:
+            raise DpiwError(f"--target {target}: the column has empty values, and a release models every row's "
+                            "target; drop those rows first, or choose another target")
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
+                and not (str(col) == target and not numeric_target):
+            # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)
+            whole = ", integer: true" if _whole(s) else ""
+            gap = ", missing: indicator" if empty else ""
+            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}}}"
+                         + ("   # empty values: released as empty, with a 0/1 column " + f"{col}_missing"
+                            if empty else ""))
+        else:
+            gap = ", missing: category" if empty else ""
+            lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
+                         + ("   # empty values: the category 'missing'" if empty else ""))
+    return "\n".join(lines) + "\n"
+
+
+#: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
+ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}
+
+
+def row_id_columns(frame, *, target: str) -> list:
+    """The columns that only number the rows: an R or pandas row-name column (named ``rownames``, ``id``,
+    ``Unnamed: 0``, ``...1``), or whole numbers, all distinct and increasing in row order. Never the target."""
+    import pandas as pd
+
+    out = []
+    for col in frame.columns:
+        if str(col) == target:
+            continue
+        s = frame[col]
+        key = re.sub(r"[\s._:]", "", str(col).lower())
+        named = key in ROW_ID_NAMES or re.fullmatch(r"unnamed\d+", key) is not None
+        numeric = pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s)
+        whole = numeric and s.notna().all() and bool((s == s.round()).all())
+        counting = whole and s.is_unique and s.is_monotonic_increasing and len(s) > MAX_CODES
+        if counting or (named and s.is_unique and (whole or not numeric)):
+            out.append(col)
+    return out
+
+
+#: a numeric target with at most this many distinct integer values is drafted as a classification label
+MAX_CODES = 10
+
+
+def _whole(s) -> bool:
+    """Whole numbers: an integer dtype, or floats that are all whole (a column with empty values reads as float)."""
+    import pandas as pd
+
+    values = s.dropna()
+    return pd.api.types.is_integer_dtype(s) or (len(values) > 0 and bool((values == values.round()).all())
+                                                 and s.isna().any())
+
+
+def _looks_like_codes(s) -> bool:
+    values = s.dropna()
+    return bool(len(values)) and bool((values == values.round()).all()) and values.nunique() <= MAX_CODES
+
+
+def main(args) -> None:
+    if args.out and Path(args.out).exists() and not args.force:
+        raise DpiwError(f"--out {args.out} exists: choose another file, or pass --force to overwrite it")
+    text = draft(args.data, name=args.name, target=args.target)
+    left_out = next((line.split(": ", 1)[1] for line in text.splitlines()
+                     if line.startswith("# left out as row")), None)
+    if left_out:
+        print(f"dpiw: left out {left_out}: they number the rows (distinct whole numbers in row order, or a row-name "
+              "column); add them back by hand if they are data", file=sys.stderr)
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"dpiw: draft schema written to {args.out}; fill in every {FILL}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)

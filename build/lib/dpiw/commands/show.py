@@ -1,0 +1,166 @@
+"""Say what a run spent and whether its bundle may be published: its manifest in words.
+
+Give a run's folder (results/<config>/runs/<dataset>/eps=<e>/seed=<s>/<sdgp>/<weights>/<post>), its release
+bundle (that folder's release/) or a manifest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dpiw import DpiwError
+from dpiw.io import read_json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", metavar="RUN|BUNDLE",
+                   help="a release's folder (releases/<name>/<release>), a run's folder, its release/ bundle, or a "
+                        "manifest.json")
+
+
+def find_manifest(path: str | Path) -> Path:
+    p = Path(path)
+    for candidate in (p, p / "manifest.json", p.parent / "manifest.json"):
+        if candidate.is_file() and candidate.name == "manifest.json":
+            return candidate
+    bundles = sorted(p.glob("run/runs/**/release/manifest.json")) if p.is_dir() else []
+    if len(bundles) == 1:  # a release's folder (`dpiw release`: releases/<name>/<release>/)
+        return bundles[0]
+    if (p / "refused.json").is_file():
+        raise DpiwError(f"{p}: a refused bundle (no rows, no weights); the reasons are in {p / 'refused.json'}; "
+                        f"the run's manifest is in {p.parent / 'manifest.json'}")
+    raise DpiwError(f"{p}: no manifest.json here (give a release's folder, a run's folder, its release/ folder or a "
+                    "manifest.json)")
+
+
+def _num(x) -> str:
+    return "–" if x is None else f"{x:.4g}"
+
+
+#: a release above this epsilon gets a caution line: the guarantee it gives any one row is weak
+HIGH_EPSILON = 5.0
+
+
+def _shares(records: list[dict], total: float, delta: float) -> dict[str, float]:
+    """Each spending stage's share of the run's epsilon, in the order the stages ran: what the release's epsilon
+    grows by when the stage is added. Split in zCDP (MST, then marginal_match on the rest of the rho), the first
+    stage keeps its own epsilon (0.7 of 1) and the next the rest (0.3), although its own epsilon alone (0.69)
+    is larger: composed, the two cost less than their sum. Otherwise the shares are the stages' epsilons."""
+    from dpiw.privacy.accounting import zcdp_to_dp
+
+    spending = [r for r in records if r["dp"] and (r.get("epsilon") or 0) > 0]
+    zcdp = all(r.get("rdp") and all(e.get("kind") == "zcdp" for e in r["rdp"]) for r in spending)
+    if not zcdp or len(spending) < 2:
+        weights = [r["epsilon"] for r in spending]
+        return {r["stage"]: w / (sum(weights) or 1.0) for r, w in zip(spending, weights, strict=True)}
+    grown, rho, before = {}, 0.0, 0.0
+    for i, r in enumerate(spending):
+        rho += sum(e["rho"] for e in r["rdp"])
+        upto = r["epsilon"] if i == 0 else (total if i == len(spending) - 1 else zcdp_to_dp(rho, delta))
+        grown[r["stage"]], before = (upto - before) / total, upto
+    return grown
+
+
+def _lifetime(m: dict) -> list[str]:
+    """The table's lifetime budget after this release, and a caution where one release takes much of it."""
+    led, b = m["ledger"], m["ledger"]["budget"]
+    first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
+    if led.get("default_budget"):
+        first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
+                  "set-budget`)")
+    left = max(b["epsilon"] - led["lifetime"]["epsilon"], 0.0)
+    lines = [f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
+             f"{_num(b['delta'])} over {led['releases']} release(s) of this table ({_num(left)} left){first}; "
+             f"ledger entry {led['entry'][:16]}"]
+    took = m["spent"].get("tightest", m["spent"])["epsilon"] / b["epsilon"]
+    if took > 0.5:
+        lines.append(f"caution    this one release took {took:.0%} of the table's lifetime budget: later releases of "
+                     f"the table have epsilon {_num(left)} left between them")
+    return lines
+
+
+def describe(m: dict) -> list[str]:
+    """The manifest as lines of text: the guarantee first, the lifetime budget left, then the stages as shares."""
+    rel = m.get("neighbours", {}).get("relation", "replace_one")
+    relation = {"replace_one": "replace-one", "add_remove": "add/remove"}.get(rel, rel)
+    budget, spent, release = m["budget"], m["spent"], m["release"]
+    lines = [f"run        {m['run']}  ({m.get('mode', 'benchmark')} mode)"]
+    if m["dp"]:
+        tight = spent.get("tightest") or {"epsilon": spent["epsilon"], "delta": spent["delta"]}
+        lines.append(f"guarantee  ({_num(tight['epsilon'])}, {_num(tight['delta'])})-DP for the whole release, "
+                     f"{relation} neighbours  [{m['verdict']}: the budget was epsilon {_num(budget['epsilon'])}, "
+                     f"delta {_num(budget['delta'])}]")
+        if m.get("ledger"):
+            lines += _lifetime(m)
+        if tight["epsilon"] > HIGH_EPSILON:
+            lines.append(f"caution    epsilon {_num(tight['epsilon'])} is a weak guarantee: above {HIGH_EPSILON:g}, "
+                         "what the release lets anyone learn of one person is barely bounded")
+        shares = _shares(m["records"], tight["epsilon"], tight["delta"])
+        own = [r["epsilon"] for r in m["records"] if r["stage"] in shares]
+        lines.append("stages     each stage's share of the budget" + (
+            f" (their own epsilons, {' and '.join(_num(e) for e in own)}, add up to more than the guarantee: "
+            "composed together they cost less than their sum)" if len(own) > 1 and sum(own) > tight["epsilon"] * 1.001
+            else ""))
+        for r in m["records"]:
+            if r["stage"] in shares:
+                share = "all" if len(shares) == 1 else f"{shares[r['stage']]:.2g}"
+                lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
+        free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
+        if free:
+            lines.append(f"  {'no spend':<20} {', '.join(free)} (they read no private value, or only what the "
+                         "others released)")
+    else:
+        lines.append(f"spent      NOT differentially private: {m['verdict']}")
+        if m.get("ledger"):
+            lines += _lifetime(m)
+        lines.append("stages")
+        for r in m["records"]:
+            eps = "not DP" if not r["dp"] else f"epsilon {_num(r['epsilon'])}, delta {_num(r['delta'])}"
+            lines.append(f"  {r['stage']:<20} {eps:<32} {r['mechanism']}")
+    lines.append(f"noise      {m['noise_seeds']['note']}")
+    if release.get("weights", {}).get("checked"):
+        lines.append(f"weights    {release['weights']['note']}")
+    verdict = "FIT TO RELEASE" if release["fit_to_release"] else "NOT fit to release"
+    lines.append(f"release    {verdict}: " + "; ".join(release["reasons"]))
+    return lines
+
+
+def bundle_folder(manifest_path: Path) -> Path | None:
+    """The bundle beside a run's manifest (its release/ folder), or the folder the manifest is in."""
+    for folder in (manifest_path.parent, manifest_path.parent / "release"):
+        if (folder / "synthetic.parquet").is_file():
+            return folder
+    return None
+
+
+def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
+    """What an analyst gets: the rows and weights' size, k-hat and ESS, and the first rows in their units."""
+    import warnings
+
+    import pandas as pd
+
+    from dpiw.analysis import load_bundle
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        b = load_bundle(folder, warn=False)
+    rel = b.manifest.get("release", {})
+    k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
+    lines = [f"bundle     {len(b.weights):,} synthetic rows with weights: Pareto k-hat {_num(k)} (threshold "
+             f"{_num(limit)}), Kish ESS/N {b.ess_fraction:.2f}"]
+    if b.schema is None:
+        lines.append("           (no schema.json: the rows below are scaled, categories as codes)")
+    with pd.option_context("display.width", 110, "display.max_columns", 12, "display.precision", 3):
+        head = b.data.head(rows).assign(weight=b.weights[:rows]).to_string(index=False)
+    lines += [f"           {line}" for line in head.splitlines()]
+    return lines
+
+
+def main(args) -> None:
+    path = find_manifest(args.path)
+    lines = describe(read_json(path))
+    folder = bundle_folder(path)
+    if folder is not None:
+        lines += describe_bundle(folder)
+    print("\n".join(lines))

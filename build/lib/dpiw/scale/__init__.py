@@ -1,0 +1,169 @@
+"""Seeded train/test split and the map of every column to [0, 1] with public bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data.schema import Schema
+
+BOUNDS = ("schema", "data")
+
+
+def split_rows(df: pd.DataFrame, schema: Schema, *, test_fraction: float, seed: int
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Seeded split, stratified on the target for classification."""
+    from sklearn.model_selection import train_test_split
+
+    if not (0 < test_fraction < 1):
+        raise DpiwError(f"scale.test_fraction must be in (0, 1), got {test_fraction}")
+    stratify = df[schema.target] if schema.task == "classification" else None
+    n_test = int(round(len(df) * test_fraction))
+    if n_test < 2 or len(df) - n_test < 2:
+        raise DpiwError(f"dataset '{schema.name}' has {len(df)} rows: too few for a "
+                        f"{1 - test_fraction:.0%}/{test_fraction:.0%} split")
+    if stratify is not None:
+        counts = stratify.value_counts()
+        if len(counts) < 2:
+            raise DpiwError(f"dataset '{schema.name}': target '{schema.target}' has a single class in the data; "
+                            "classification needs at least two")
+        if counts.min() < 2:
+            raise DpiwError(f"dataset '{schema.name}': {int((counts < 2).sum())} class(es) of '{schema.target}' have "
+                            "fewer than 2 rows; a stratified split needs at least 2 per class")
+    train, test = train_test_split(df, test_size=n_test, random_state=seed, stratify=stratify)
+    return train.reset_index(drop=True), test.reset_index(drop=True)
+
+
+def split_public(train: pd.DataFrame, schema: Schema, *, n_public: int, seed: int
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Take ``n_public`` rows out of the private split as the slice declared public (seeded,
+    stratified for classification); with n_public = 0 the split is untouched and the slice empty."""
+    if n_public == 0:
+        return train, train.iloc[:0].copy()
+    from sklearn.model_selection import train_test_split
+
+    if n_public < 2 or len(train) - n_public < 2:
+        raise DpiwError(f"dataset '{schema.name}': {len(train)} rows left after the test split cannot give "
+                        f"{n_public} public rows and keep a private split; lower scale.public_fraction")
+    stratify = train[schema.target] if schema.task == "classification" else None
+    if stratify is not None and (stratify.value_counts().min() < 2 or n_public < stratify.nunique()):
+        raise DpiwError(f"dataset '{schema.name}': scale.public_fraction gives {n_public} public rows, too few "
+                        f"to hold every class of '{schema.target}'; raise it or set it to 0")
+    rest, public = train_test_split(train, test_size=n_public, random_state=seed + 7919, stratify=stratify)
+    return rest.reset_index(drop=True), public.reset_index(drop=True)
+
+
+def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> dict[str, float]:
+    """Share of each numeric column's values outside its public bounds (they will be clipped); refuses a
+    column above ``max_fraction`` (most often a unit error: every value pinned to one bound).
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 10},
+    ...     {"name": "y", "type": "numeric", "lower": -1, "upper": 1}]})
+    >>> check_clipping(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, 0.5]}), s, max_fraction=0.6)
+    {'x': 0.5, 'y': 0.0}
+    """
+    fractions = {}
+    for c in schema.columns:
+        if c.is_numeric:
+            v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+            fractions[c.name] = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
+    return clip_verdict(fractions, schema, max_fraction=max_fraction)
+
+
+def clip_verdict(fractions: dict[str, float], schema: Schema, *, max_fraction: float) -> dict[str, float]:
+    """``fractions`` (each numeric column's share outside its bounds), or the refusal of the first column above
+    ``max_fraction``."""
+    if not (0 <= max_fraction <= 1):
+        raise DpiwError(f"scale.max_clip_fraction must be in [0, 1], got {max_fraction}")
+    for c in schema.columns:
+        frac = fractions.get(c.name)
+        if frac is not None and frac > max_fraction:
+            raise DpiwError(f"dataset '{schema.name}': {frac:.0%} of column '{c.name}' lies outside its public bounds "
+                            f"[{c.lower:g}, {c.upper:g}] and would be clipped (scale.max_clip_fraction = "
+                            f"{max_fraction:g}); check the column's units or the schema's bounds")
+    return fractions
+
+
+def column_bounds(train: pd.DataFrame, schema: Schema, *, bounds: str) -> dict[str, tuple[float, float]]:
+    """Per numeric column (lower, upper): from the schema (public) or, only if asked, from the data."""
+    if bounds not in BOUNDS:
+        raise DpiwError(f"scale.bounds must be one of {BOUNDS}, got {bounds!r}")
+    out = {}
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        if bounds == "schema":
+            out[c.name] = (c.lower, c.upper)
+        else:  # the paper's min-max: reads the private rows, so it is NOT DP
+            lo, hi = float(train[c.name].min()), float(train[c.name].max())
+            out[c.name] = (lo, hi if hi > lo else lo + 1.0)
+    return out
+
+
+def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float, float]]) -> pd.DataFrame:
+    """Map numeric columns to [0, 1] with ``bounds`` (clipping), classification labels to codes 0..K-1.
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 10},
+    ...     {"name": "y", "type": "numeric", "lower": -1, "upper": 1}]})
+    >>> scale_frame(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, -3.0]}), s, {"x": (0, 10), "y": (-1, 1)})
+         x    y
+    0  0.5  0.5
+    1  1.0  0.0
+    """
+    out = {}
+    for c in schema.columns:
+        if c.is_numeric:
+            lo, hi = bounds[c.name]
+            v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+            if not np.isfinite(v).all():
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((~np.isfinite(v)).sum())} "
+                                "missing, non-numeric or infinite value(s); remove or impute them")
+            out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+        else:
+            lookup = {cat: i for i, cat in enumerate(c.categories)}
+            col = df[c.name]  # each distinct value's text looked up once, then mapped
+            codes = col.map({v: lookup.get(str(v)) for v in pd.unique(col)})
+            if codes.isna().any():
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int(codes.isna().sum())} value(s) "
+                                f"outside its declared categories {list(c.categories)}")
+            out[c.name] = codes.to_numpy(dtype=np.int64)
+    return pd.DataFrame(out)[schema.names]
+
+
+def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
+    """The inverse of :func:`scale_frame` with the schema's public bounds: numeric columns back in their units
+    (lower + v (upper - lower)), category codes back to their labels (a pandas Categorical in the schema's order);
+    a `missing: indicator` column is empty (NaN; pandas' nullable Int64 for an integer column) where its 0/1
+    column is 1.
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 10, "upper": 20},
+    ...     {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    >>> decode_frame(pd.DataFrame({"x": [0.5, 1.0], "y": [1, 0]}), s)
+          x    y
+    0  15.0  yes
+    1  20.0   no
+    """
+    out = {}
+    flags = {c.indicator_of: df[c.name].to_numpy().astype(np.int64) == 1 for c in schema.columns if c.indicator_of}
+    for c in schema.columns:
+        v = df[c.name].to_numpy()
+        if c.is_numeric:
+            x = c.lower + v.astype(float) * (c.upper - c.lower)
+            if c.name in flags:  # `missing: indicator`: empty where the row's 0/1 column says so
+                x = np.where(flags[c.name], np.nan, x)
+                out[c.name] = pd.array(np.rint(x), dtype="Int64") if c.integer else x
+                continue
+            out[c.name] = np.rint(x).astype(np.int64) if c.integer else x
+        else:
+            codes = v.astype(np.int64)
+            if codes.size and (codes.min() < 0 or codes.max() >= len(c.categories)):
+                raise DpiwError(f"column '{c.name}': codes outside its {len(c.categories)} categories")
+            out[c.name] = pd.Categorical.from_codes(codes, categories=c.labels)
+    return pd.DataFrame(out, index=df.index)[schema.names]

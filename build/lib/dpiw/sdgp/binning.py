@@ -1,0 +1,437 @@
+"""Numeric columns shaped by the data under DP: a fine hierarchical histogram per numeric column, coarse bins
+chosen from it, and values drawn from it.
+
+Public bounds are wide on purpose (a curator must not use the data's minimum and maximum), so equal-width bins
+of them put a skewed column's rows in one or two bins, and uniform draws inside a bin lose its shape (a
+lognormal column's mean comes back two to three times too large). Here every numeric column is measured once,
+finely, and the coarse cells the generators model follow the rows:
+
+1. **Fine cells (public).** ``fine_cells`` (a power of two) equal-width cells of the scaled range [0, 1]; an
+   integer column (``integer: true`` in the schema, integer bounds) has one cell per integer when it has no more
+   values than that, else ``fine_cells`` cells of consecutive integers. A cell holding no integer is known to be
+   empty.
+2. **A tree histogram (the DP part).** The cells are the leaves of a binary tree of L = log2(cells) levels below
+   the root; every level is a histogram of the rows, measured with Gaussian noise of one std sigma. One replaced
+   row moves two counts of a level by one (L2 sensitivity sqrt(2); 1 under add/remove), so the L levels of one
+   column are (L Delta^2 / (2 sigma^2))-zCDP: sigma = sqrt(L Delta^2 / (2 rho_column)), rho_column the column's
+   equal share of the histograms' rho. The root is the row total (public under replace-one; the stage's noisy
+   count under add/remove).
+3. **Post-processing** (no budget). Hay et al. (2010)'s least-squares consistency makes every node the sum of its
+   children; then, from the root down, a child whose estimate is below ``THRESHOLD`` sigma is set to zero (an
+   empty tail stays empty instead of collecting noise) and each node's mass goes to its children in proportion
+   to their estimates (evenly when none is above the threshold). The leaves' mass is the column's fine
+   histogram ``fine``.
+4. **Coarse bins** (post-processing): ``bins`` bins, each a run of consecutive fine cells, chosen to minimise
+   the spread of ``fine`` inside them (:func:`cut_points`), at most one per integer value. MST, AIM and
+   ``marginal_match`` model these cells; a column's coarse one-way marginal is the tree's sum over each bin
+   (the generator does not measure it again).
+5. **Values** inside a coarse bin are drawn from ``fine`` restricted to the bin (a fine cell with probability in
+   proportion to its mass, then uniform inside it, or a uniform integer of the cell): the weights move mass
+   between coarse cells and never change the shape inside one.
+
+The published part (``to_dict``: the noisy levels, their std, the cut points and ``fine``) is a DP output.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from dpiw import DpiwError
+from dpiw.data.schema import Column, Schema
+
+#: a node of the consistent tree whose estimate is below THRESHOLD noise stds holds no row (set before any data
+#: was seen, on simulated lognormal, exponential, uniform and bimodal columns of 1e3 to 2e5 rows: bench/binning.py)
+THRESHOLD = 1.0
+
+#: every coarse bin holds at least MIN_BIN_SHARE / bins of the rows (an eighth of an equal-mass bin's share), so its
+#: counts stay above the generator's noise: set among floors of 0, 1%, 1.6%, 2% and 6.25% of the rows and equal
+#: mass, on the simulated populations of bench/coverage.py (bench/README.md)
+MIN_BIN_SHARE = 1 / 8
+#: at most this many points enter the search for the bins (filled fine cells, grouped past it)
+RUN_POINTS = 1024
+
+
+@dataclass(frozen=True)
+class FineGrid:
+    """The public fine cells of one numeric column: ``cells`` leaves (a power of two), of which the first
+    ``support`` can hold rows; an integer column's leaf i holds the integers ``first[i]`` .. ``first[i + 1] - 1``
+    (offsets from the lower bound), a continuous column's leaf i the scaled values [i / cells, (i + 1) / cells)."""
+
+    cells: int
+    support: int
+    span: float | None = None  # integer columns: upper - lower (an integer); None for a continuous column
+
+    @classmethod
+    def of(cls, column: Column, fine_cells: int) -> FineGrid:
+        if not column.integer:
+            return cls(fine_cells, fine_cells)
+        span = int(round(column.upper - column.lower))
+        values = span + 1
+        if values <= fine_cells:
+            return cls(1 << max(1, math.ceil(math.log2(values))), values, float(span))
+        return cls(fine_cells, fine_cells, float(span))
+
+    @property
+    def levels(self) -> int:
+        return int(round(math.log2(self.cells)))
+
+    @property
+    def per_integer(self) -> bool:
+        return self.span is not None and self.support == int(self.span) + 1
+
+    def first(self) -> np.ndarray:
+        """Integer columns: the first integer offset of each supported leaf, and one past the last."""
+        values = int(self.span) + 1
+        if self.per_integer:
+            return np.arange(values + 1)
+        return -(-np.arange(self.cells + 1) * values // self.cells)  # ceil(i * values / cells)
+
+    def leaf(self, v: np.ndarray) -> np.ndarray:
+        """The fine cell of each scaled value."""
+        v = np.asarray(v, dtype=float)
+        if self.span is None:
+            return np.clip((v * self.cells).astype(np.int64), 0, self.cells - 1)
+        k = np.clip(np.rint(v * self.span).astype(np.int64), 0, int(self.span))
+        return k if self.per_integer else np.minimum(k * self.cells // (int(self.span) + 1), self.cells - 1)
+
+    def draw(self, leaf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A scaled value inside each given fine cell: uniform, or a uniform integer of the cell."""
+        u = rng.uniform(size=len(leaf))
+        if self.span is None:
+            return (leaf + u) / self.cells
+        first = self.first()
+        lo, hi = first[leaf], first[leaf + 1]
+        k = lo + np.minimum((u * (hi - lo)).astype(np.int64), hi - lo - 1)
+        return k / self.span
+
+
+def tree_levels(leaf_counts: np.ndarray) -> list[np.ndarray]:
+    """The counts of every level of the binary tree over ``leaf_counts`` (a power of two of them): level l has
+    2^l nodes, level 0 is the root."""
+    out = [np.asarray(leaf_counts, float)]
+    while out[-1].size > 1:
+        out.append(out[-1].reshape(-1, 2).sum(axis=1))
+    return out[::-1]
+
+
+def consistent(noisy: list[np.ndarray], total: float) -> list[np.ndarray]:
+    """Hay et al. (2010)'s least-squares estimate of a binary tree's counts from noisy levels 1..L of equal
+    variance (``noisy[0]`` is ignored: the root is ``total``): a bottom-up weighted average, then a top-down
+    split of each parent's difference, so every node is the sum of its children."""
+    levels = len(noisy) - 1
+    z = [np.zeros(1)] + [None] * levels
+    z[levels] = np.asarray(noisy[levels], float)
+    for lv in range(levels - 1, 0, -1):
+        h = levels - lv + 1  # height above the leaves (leaves: 1)
+        a = (2.0**h - 2.0 ** (h - 1)) / (2.0**h - 1.0)
+        z[lv] = a * np.asarray(noisy[lv], float) + (1 - a) * z[lv + 1].reshape(-1, 2).sum(axis=1)
+    est = [np.array([float(total)])]
+    for lv in range(1, levels + 1):
+        parent = est[-1]
+        gap = parent - z[lv].reshape(-1, 2).sum(axis=1)
+        est.append(z[lv] + np.repeat(gap / 2.0, 2))
+    return est
+
+
+def prune(est: list[np.ndarray], total: float, threshold: float, support: int) -> np.ndarray:
+    """The leaves' mass, from the root down: a node's mass goes to its children in proportion to their
+    estimates, a child below ``threshold`` (or past the ``support``) getting none; evenly over the supported
+    children when none is above it."""
+    mass = np.array([float(total)])
+    cells = est[-1].size
+    for lv in range(1, len(est)):
+        width = cells >> lv  # leaves under each node of this level
+        starts = np.arange(est[lv].size) * width
+        supported = starts < support
+        e = np.where(supported & (est[lv] >= threshold), np.maximum(est[lv], 0.0), 0.0).reshape(-1, 2)
+        s = e.sum(axis=1, keepdims=True)
+        even = supported.reshape(-1, 2) / np.maximum(supported.reshape(-1, 2).sum(axis=1, keepdims=True), 1)
+        share = np.where(s > 0, e / np.where(s > 0, s, 1.0), even)
+        mass = (mass[:, None] * share).ravel()
+    return mass
+
+
+def _optimal_runs(mass: np.ndarray, x: np.ndarray, k: int, least: float) -> np.ndarray | None:
+    """The first point of each of ``k`` runs of consecutive points (positions ``x``, masses ``mass``) minimising
+    the sum over runs of the mass-weighted variance of ``x`` inside the run, every run holding at least
+    ``least`` of the mass: exact, by dynamic programming over the run ends. None when no such runs exist."""
+    n = len(mass)
+    c0, c1, c2 = (np.concatenate([[0.0], np.cumsum(mass * x**p)]) for p in (0, 1, 2))
+    i, j = np.arange(n + 1)[:, None], np.arange(n + 1)[None, :]
+    w, s1, s2 = c0[j] - c0[i], c1[j] - c1[i], c2[j] - c2[i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cost = np.where(w > 0, s2 - s1 * s1 / np.where(w > 0, w, 1.0), 0.0)
+    cost = np.where((j > i) & (w >= least * c0[-1] * (1 - 1e-9)), np.maximum(cost, 0.0), np.inf)
+    best, arg = np.zeros(n + 1), np.zeros((k + 1, n + 1), np.int64)
+    best[1:] = np.inf  # best[j]: the least cost of the runs so far ending at point j
+    for r in range(1, k + 1):
+        total = best[:, None] + cost
+        arg[r] = np.argmin(total, axis=0)
+        best = total[arg[r], np.arange(n + 1)]
+    if not np.isfinite(best[n]):
+        return None
+    ends = [n]
+    for r in range(k, 0, -1):
+        ends.append(int(arg[r][ends[-1]]))
+    return np.array(ends[::-1][:-1], np.int64)
+
+
+def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
+    """``bins`` runs of consecutive fine cells (at most one per cell that holds mass): the runs that minimise
+    the mass-weighted variance of the cells inside them (optimal 1-D quantisation of the fine histogram), each
+    holding at least ``MIN_BIN_SHARE / bins`` of the mass. Returns the first cell of each run and one past the
+    last supported cell (strictly increasing).
+
+    Why not equal mass: a value inside a bin is drawn from the column's own histogram, so a mean within a
+    subgroup (a class of the target) is off by how far the subgroup's values sit from the column's inside each
+    bin, which the bins' spread bounds. Equal-mass bins of a skewed column leave one bin over the whole tail
+    (mean kappa among deaths: 7% low); the least-variance bins split the tail and keep the bulk's bins
+    where the rows are. The floor keeps every bin's count above the generator's noise."""
+    mass = np.maximum(np.asarray(fine[:support], float), 0.0)
+    filled = np.nonzero(mass > 0)[0]
+    if not filled.size:
+        filled, mass = np.arange(support), np.ones(support)
+    # runs start at a filled cell; past RUN_POINTS filled cells, at every g-th (the program is quadratic in them)
+    g = -(-filled.size // RUN_POINTS)
+    firsts = filled[::g]
+    m = np.add.reduceat(mass[filled], np.arange(0, filled.size, g))
+    x = np.add.reduceat(mass[filled] * (filled + 0.5), np.arange(0, filled.size, g)) / m
+    k = min(bins, firsts.size)
+    starts = _optimal_runs(m, x, k, MIN_BIN_SHARE / bins)
+    if starts is None:  # too few cells hold mass for the floor
+        starts = _optimal_runs(m, x, k, 0.0)
+    # the empty cells between two bins go to the bin whose filled cell is nearer in the tree (their lowest
+    # common node is lower): the pruning gave an emptied node's mass to its sibling, so a private row in a cell
+    # the histogram emptied is counted in the bin that holds its mass
+    first, before = firsts[starts], filled[np.maximum(starts * g - 1, 0)]
+    cuts = np.array([_tree_split(int(b), int(f)) for b, f in zip(before, first, strict=True)], np.int64)
+    cuts[0] = 0
+    return np.concatenate([cuts, [support]]).astype(np.int64)
+
+
+def _tree_split(before: int, first: int) -> int:
+    """The first cell of (before, first] closer in the binary tree to ``first`` than to ``before`` (the height
+    of the lowest node holding both; ties to the nearer one, then to ``first``)."""
+    for e in range(before + 1, first + 1):
+        up, down = (e ^ before).bit_length(), (e ^ first).bit_length()
+        if down < up or (down == up and first - e <= e - before):
+            return e
+    return first
+
+
+@dataclass
+class NumericBins:
+    """One numeric column's public discretisation: its fine grid, the cut points of its coarse bins (in fine
+    cells) and the fine histogram's mass (None: uniform over the supported cells)."""
+
+    grid: FineGrid
+    cuts: np.ndarray
+    fine: np.ndarray | None = None
+
+    @property
+    def card(self) -> int:
+        return len(self.cuts) - 1
+
+    def cells(self, v: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.cuts, self.grid.leaf(v), side="right") - 1
+
+    def values(self, cell: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A scaled value for each coarse cell: a fine cell of the bin drawn by its mass, then a value inside."""
+        cell = np.asarray(cell, np.int64)
+        if self.fine is None and np.all(np.diff(self.cuts) == 1):  # one fine cell per bin: uniform inside it
+            return self.grid.draw(self.cuts[cell], rng)
+        mass = np.ones(self.grid.cells) if self.fine is None else np.asarray(self.fine, float).copy()
+        mass[self.grid.support:] = 0.0
+        leaf = np.empty(len(cell), np.int64)
+        u = rng.uniform(size=len(cell))
+        for b in range(self.card):
+            rows = np.nonzero(cell == b)[0]
+            if not rows.size:
+                continue
+            lo, hi = int(self.cuts[b]), int(self.cuts[b + 1])
+            m = mass[lo:hi]
+            if not m.sum() > 0:
+                m = np.ones(hi - lo)
+            cdf = np.cumsum(m) / m.sum()
+            leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
+        return self.grid.draw(leaf, rng)
+
+    def coarse(self, leaf_values: np.ndarray) -> np.ndarray:
+        """Per-leaf values summed over each coarse bin."""
+        return np.add.reduceat(np.asarray(leaf_values, float)[: self.cuts[-1]], self.cuts[:-1])
+
+
+class Binning:
+    """The discretisation of every column of a schema: :class:`NumericBins` for a numeric column, None for a
+    categorical one (its categories are its cells)."""
+
+    def __init__(self, schema: Schema, numeric: dict[str, NumericBins]):
+        self.schema = schema
+        self.numeric = numeric
+
+    @classmethod
+    def equal_width(cls, schema: Schema, bins: int) -> Binning:
+        """``bins`` equal-width bins of [0, 1] per numeric column, values uniform inside (dpiw's discretisation
+        before the fine histograms; PrivBayes and the marginal SDGPs keep it)."""
+        return cls(schema, {c.name: NumericBins(FineGrid(bins, bins), np.arange(bins + 1)) for c in schema.columns
+                            if c.is_numeric})
+
+    @property
+    def cards(self) -> list[int]:
+        return [self.numeric[c.name].card if c.is_numeric else len(c.categories) for c in self.schema.columns]
+
+    def cells(self, df: pd.DataFrame) -> np.ndarray:
+        cols = []
+        for c in self.schema.columns:
+            v = df[c.name].to_numpy()
+            cols.append(self.numeric[c.name].cells(v) if c.is_numeric else v.astype(np.int64))
+        return np.stack(cols, axis=1) if cols else np.zeros((len(df), 0), np.int64)
+
+    def rows(self, cells: dict[str, np.ndarray], rng: np.random.Generator) -> pd.DataFrame:
+        """Scaled rows from each column's cells: numeric values drawn inside their bins (in schema order, one
+        uniform stream per numeric column), category codes as they are."""
+        out = {}
+        for c in self.schema.columns:
+            cell = np.asarray(cells[c.name], dtype=np.int64)
+            out[c.name] = self.numeric[c.name].values(cell, rng) if c.is_numeric else cell
+        return pd.DataFrame(out)[self.schema.names]
+
+    def to_dict(self) -> dict:
+        return {name: {"fine_cells": nb.grid.cells, "support": nb.grid.support, "span": nb.grid.span,
+                       "cuts": [int(x) for x in nb.cuts],
+                       "fine": None if nb.fine is None else [float(x) for x in nb.fine]}
+                for name, nb in self.numeric.items()}
+
+    @classmethod
+    def from_dict(cls, schema: Schema, d: dict) -> Binning:
+        numeric = {}
+        for c in schema.columns:
+            if not c.is_numeric:
+                continue
+            if c.name not in d:
+                raise DpiwError(f"binning: no cut points for numeric column '{c.name}'")
+            e = d[c.name]
+            numeric[c.name] = NumericBins(FineGrid(int(e["fine_cells"]), int(e["support"]), e.get("span")),
+                                          np.asarray(e["cuts"], np.int64),
+                                          None if e.get("fine") is None else np.asarray(e["fine"], float))
+        return cls(schema, numeric)
+
+
+def as_binning(schema: Schema, bins) -> Binning:
+    """A :class:`Binning` from an int (equal-width bins) or a Binning (as it is)."""
+    return bins if isinstance(bins, Binning) else Binning.equal_width(schema, int(bins))
+
+
+def check_fine(fine_cells, fine_fraction, key: str) -> None:
+    """Refuse a bad ``<key>.fine_cells`` or ``<key>.fine_fraction`` with the fix."""
+    if not (isinstance(fine_cells, int) and not isinstance(fine_cells, bool)
+            and (fine_cells == 0 or (4 <= fine_cells <= 4096 and fine_cells & (fine_cells - 1) == 0))):
+        raise DpiwError(f"{key}.fine_cells must be 0 (equal-width bins) or a power of two in [4, 4096], "
+                        f"got {fine_cells!r}")
+    if fine_cells and not (isinstance(fine_fraction, int | float) and 0 < fine_fraction < 1):
+        raise DpiwError(f"{key}.fine_fraction must be a share of rho in (0, 1), got {fine_fraction!r}")
+
+
+def fine_first(gen, counter, schema: Schema, *, rho: float, l2: float, total: float, rng: np.random.Generator):
+    """What a zCDP generator with ``fine_cells`` and ``fine_fraction`` does before its own measurements: the
+    fine histograms (``fine_fraction`` of ``rho``) when the schema has a numeric column. Returns the counter on
+    the new bins, the :class:`FineMeasurement` (None without one) and the rho left to the generator."""
+    if not gen.fine_cells or not any(c.is_numeric for c in schema.columns):
+        return counter, None, rho
+    rho_fine = gen.fine_fraction * rho
+    fine = measure_fine(counter, schema, fine_cells=gen.fine_cells, bins=gen.bins, rho=rho_fine, l2=l2,
+                        total=total, rng=rng)
+    return counter.with_binning(fine.binning), fine, rho - rho_fine
+
+
+def fine_events(fine: FineMeasurement | None) -> tuple:
+    """The fine histograms' zCDP event for a record's ``rdp`` (none without them)."""
+    return () if fine is None else ({"kind": "zcdp", "rho": fine.rho,
+                                     "about": "fine histograms of the numeric columns"},)
+
+
+def fine_noise(fine: FineMeasurement | None) -> dict:
+    """The fine histograms' part of a record's ``noise``."""
+    if fine is None:
+        return {}
+    return {"fine_histograms": {"distribution": "gaussian", "structure": "binary tree, every level measured",
+                                "std": dict(fine.std),
+                                "levels": {k: len(v) - 1 for k, v in fine.levels.items()}}}
+
+
+def fine_details(gen) -> dict:
+    return {"fine_cells": gen.fine_cells, "fine_fraction": gen.fine_fraction if gen.fine_cells else None}
+
+
+@dataclass
+class FineMeasurement:
+    """What :func:`measure_fine` measured: the binning, the noisy levels and std per numeric column, the
+    column's coarse one-way marginal (the tree summed over its bins, for the generator) and the zCDP rho."""
+
+    binning: Binning
+    levels: dict[str, list[np.ndarray]]
+    std: dict[str, float]
+    one_way: dict[str, tuple[np.ndarray, float]]
+    rho: float
+
+    def published(self) -> dict:
+        """The DP outputs (levels 1..L and their std) with the binning they gave."""
+        return {"threshold": THRESHOLD, "binning": self.binning.to_dict(),
+                "levels": {k: [lv.tolist() for lv in v[1:]] for k, v in self.levels.items()}, "std": self.std}
+
+
+def fine_budget(schema: Schema, fine_cells: int, rho: float, l2: float) -> dict[str, float]:
+    """Each numeric column's noise std: the histograms' ``rho`` in equal shares, L levels per column."""
+    numeric = [c for c in schema.columns if c.is_numeric]
+    out = {}
+    for c in numeric:
+        grid = FineGrid.of(c, fine_cells)
+        out[c.name] = math.sqrt(grid.levels * l2**2 / (2 * rho / len(numeric)))
+    return out
+
+
+def shape(grid: FineGrid, noisy: list[np.ndarray], total: float, std: float) -> tuple[np.ndarray, np.ndarray]:
+    """One column's noisy tree levels post-processed as a release does: the fine histogram (the pruned leaves'
+    mass, normalised) and the consistent leaf estimates (unclipped)."""
+    est = consistent(noisy, total)
+    mass = prune(est, total, THRESHOLD * std, grid.support)
+    return mass / max(mass.sum(), 1e-300), est[-1]
+
+
+def estimate_fine(schema: Schema, fine_cells: int, bins: int, noisy: dict[str, list[np.ndarray]],
+                  std: dict[str, float], total: float, rho: float) -> FineMeasurement:
+    """Post-processing of noisy tree levels (``noisy[name][0]`` unused: the root is ``total``) into the fine
+    histograms, the coarse bins and the coarse one-way marginals."""
+    numeric, levels, one_way = {}, {}, {}
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        grid = FineGrid.of(c, fine_cells)
+        fine, leaves = shape(grid, noisy[c.name], total, std[c.name])
+        nb = NumericBins(grid, cut_points(fine, bins, grid.support), fine)
+        numeric[c.name], levels[c.name] = nb, noisy[c.name]
+        # the bins' counts from the consistent tree (unclipped: Private-PGM weighs them by their std); a range
+        # of leaves of a consistent tree has variance at most about sigma^2 (its canonical nodes' averages)
+        one_way[c.name] = (nb.coarse(leaves), float(std[c.name]))
+    return FineMeasurement(Binning(schema, numeric), levels, dict(std), one_way, rho)
+
+
+def measure_fine(counter, schema: Schema, *, fine_cells: int, bins: int, rho: float, l2: float, total: float,
+                 rng: np.random.Generator) -> FineMeasurement:
+    """The DP part: every numeric column's tree levels with Gaussian noise (:func:`fine_budget`), from the
+    counter's fine counts, then :func:`estimate_fine`."""
+    std = fine_budget(schema, fine_cells, rho, l2)
+    grids = {c.name: FineGrid.of(c, fine_cells) for c in schema.columns if c.is_numeric}
+    leaves = counter.fine_counts(grids)
+    noisy = {}
+    for c in schema.columns:
+        if not c.is_numeric:
+            continue
+        true = tree_levels(leaves[c.name])
+        noise = [lv + rng.normal(0.0, std[c.name], size=lv.size) for lv in true[1:]]
+        noisy[c.name] = [np.array([float(total)]), *noise]  # the root: the public (or noisy) total
+    return estimate_fine(schema, fine_cells, bins, noisy, std, total, rho)
