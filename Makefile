@@ -38,7 +38,7 @@ results: install  ## configs/paper.yaml and its NOT-DP ablation, then docs/resul
 # The usefulness study (configs/usefulness.yaml) -> docs/usefulness.md and its plot; a rerun keeps the releases
 # it still needs (results/usefulness/units.pkl): `make usefulness FRESH=--fresh` after a change to a method
 usefulness: install  ## the usefulness study on real tables -> docs/usefulness.md (about 80 minutes on 2 cores)
-	python -m dpiw.usefulness --config configs/usefulness.yaml --out docs/usefulness.md \
+	python -m dpiw.studies.usefulness --config configs/usefulness.yaml --out docs/usefulness.md \
 		--figure docs/usefulness.png $(FRESH)
 
 # The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
@@ -48,9 +48,9 @@ test: install  ## the test suite, then the SLURM test (what CI runs)
 	python -m pytest -q -rs -m cluster tests/cluster
 
 docs: install  ## docs/configuration.md, and the docs' figures from the default run (runs it: minutes)
-	python -m dpiw.config_docs > docs/configuration.md
+	python -m dpiw.planning.config_docs > docs/configuration.md
 	snakemake --cores $(CORES)
-	python -m dpiw.docs_figures --results results/default --config params.yaml
+	python -m dpiw.studies.docs_figures --results results/default --config params.yaml
 
 lint: install  ## ruff and snakemake --lint
 	ruff check src tests workflow bench

@@ -1,5 +1,5 @@
 # dpiw: scale -> synthesize -> fit_weights -> postprocess_weights -> evaluate, privacy_ledger, aggregate.
-# Wiring only; the grid, its cells, the paths and the stage arguments live in dpiw.grid.
+# Wiring only; the grid, its cells, the paths and the stage arguments live in dpiw.planning.grid.
 configfile: "params.yaml"
 
 

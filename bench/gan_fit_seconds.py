@@ -32,10 +32,10 @@ def main() -> int:
 
     t_import = time.perf_counter() - t0
     torch.set_num_threads(1)
-    from dpiw.config import load_yaml
     from dpiw.data import load_schema
-    from dpiw.grid import GAN_KEYS
     from dpiw.io import read_parquet
+    from dpiw.planning.config import load_yaml
+    from dpiw.planning.grid import GAN_KEYS
     from dpiw.privacy.spend import paper_delta
     from dpiw.sdgp import GAN_SDGPS, make_sdgp
 

@@ -67,7 +67,7 @@ def one(job) -> list[dict]:
 
     from dpiw.evaluate.analyst import analyst_targets
     from dpiw.scale import decode_frame
-    from dpiw.usefulness import _table, family
+    from dpiw.studies.usefulness import _table, family
 
     schema, scaled = _table(table, size)
     raw = decode_frame(scaled, schema)

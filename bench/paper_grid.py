@@ -30,7 +30,7 @@ from pathlib import Path
 import yaml
 from _workdir import ROOT, SNAKEMAKE, copy_repo
 
-from dpiw import grid as G
+from dpiw.planning import grid as G
 
 
 def grid(seeds, epsilons) -> dict:

@@ -23,11 +23,11 @@ def main() -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--eps", type=float, nargs="+", default=[1.0, 6.0])
     args = p.parse_args()
-    from dpiw.config import load_yaml
     from dpiw.data import load_schema
     from dpiw.data.encode import encode
     from dpiw.evaluate.metrics import weighted_wasserstein
     from dpiw.io import read_parquet
+    from dpiw.planning.config import load_yaml
     from dpiw.privacy.spend import paper_delta
     from dpiw.sdgp import make_sdgp
 

@@ -72,8 +72,8 @@ def clone(tmp: Path) -> Path:
 
 def cell_done(wd: Path, stage: str, cell_id: str, out: str = "results/default") -> Path:
     """The record file a cell job of ``stage`` writes under the config in ``wd``/params.yaml (its name holds
-    the digest of the cell's runs, dpiw.grid.cell_digest)."""
-    from dpiw import grid
+    the digest of the cell's runs, dpiw.planning.grid.cell_digest)."""
+    from dpiw.planning import grid
 
     config = yaml.safe_load((wd / "params.yaml").read_text())
     cell = grid.parse_cell(cell_id)

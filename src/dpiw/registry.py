@@ -1,8 +1,8 @@
 """The one list of SDGPs, weight methods and post-processing steps.
 
 Everything else is derived from here: the privacy classes (dpiw.privacy.spend), the grid's validity rules and
-each stage's flags (dpiw.grid), the choices of the stages' command lines, the enums of params.yaml's
-schema (dpiw.config), the order of the tables and figures (dpiw.evaluate). Adding a weight method is one
+each stage's flags (dpiw.planning.grid), the choices of the stages' command lines, the enums of params.yaml's
+schema (dpiw.planning.config), the order of the tables and figures (dpiw.evaluate). Adding a weight method is one
 module with its estimator and one entry below (docs/development.md, "Adding a weight method").
 
 This module imports nothing heavy: the estimators are named as ``module:attribute`` and imported only
@@ -92,9 +92,9 @@ WEIGHT_METHODS: tuple[WeightMethod, ...] = (
                  "dpiw.weights.output_perturbation:OutputGauss", "output perturbation, Gaussian"),
     WeightMethod("logreg", False, True, "logistic", "any", True, "dpiw.weights.estimators:LogReg",
                  "non-private L2 logistic regression (reference)"),
-    WeightMethod("dp_mlp", True, True, "mlp", "any", True, "dpiw.weights.estimators:dp_mlp",
+    WeightMethod("dp_mlp", True, True, "mlp", "any", True, "dpiw.weights.mlp:dp_mlp",
                  "MLP classifier trained with DP-SGD"),
-    WeightMethod("mlp", False, True, "mlp", "any", True, "dpiw.weights.estimators:mlp",
+    WeightMethod("mlp", False, True, "mlp", "any", True, "dpiw.weights.mlp:mlp",
                  "non-private MLP classifier (reference)"),
     WeightMethod("marginal_match", True, True, "marginal", "any", False,
                  "dpiw.weights.marginal_match:MarginalMatch",

@@ -27,7 +27,7 @@ def test_default_config_dry_run():
 
 
 def test_cell_stages_are_rules_and_modules():
-    from dpiw import grid
+    from dpiw.planning import grid
     from dpiw.stages import cell
 
     rules = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (ROOT / "workflow/rules").glob("*.smk")),

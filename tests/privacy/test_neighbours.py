@@ -391,7 +391,7 @@ def test_delta_under_add_remove_is_a_number_and_never_compared_with_n():
 def test_config_rules(root):
     import yaml
 
-    from dpiw.config import validate_params
+    from dpiw.planning.config import validate_params
 
     schema = yaml.safe_load((root / "workflow/schemas/params.schema.yaml").read_text())
     base = yaml.safe_load((root / "params.yaml").read_text())

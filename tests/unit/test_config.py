@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from dpiw import DpiwError
-from dpiw.config import load_yaml, validate_params
+from dpiw.planning.config import load_yaml, validate_params
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_release_mode_refuses_what_cannot_be_published(params, check, mutate, me
 
 @pytest.mark.parametrize("against, rows", [("test", "/test.parquet"), ("public", "/public.parquet")])
 def test_evaluation_against_picks_the_rows_the_evaluate_tasks_read(params, against, rows):
-    from dpiw import grid
+    from dpiw.planning import grid
 
     cfg = copy.deepcopy(params)
     cfg["evaluation"]["against"] = against
@@ -121,8 +121,8 @@ def test_evaluation_against_picks_the_rows_the_evaluate_tasks_read(params, again
 
 def test_configuration_page_is_generated_from_the_schema_and_params(root):
     """docs/configuration.md cannot drift: it is the schema's descriptions and params.yaml's values."""
-    from dpiw.config import load_yaml, with_registry
-    from dpiw.config_docs import render
+    from dpiw.planning.config import load_yaml, with_registry
+    from dpiw.planning.config_docs import render
 
     schema = load_yaml(root / "workflow/schemas/params.schema.yaml")
     page = render(with_registry(schema), load_yaml(root / "params.yaml"))

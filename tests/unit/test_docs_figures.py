@@ -1,10 +1,10 @@
 """The README's and docs' figures are what the current code draws from the named config: `make docs` copies
-them from that config's run and stamps them (dpiw.docs_figures); a change to the drawing code or the config
+them from that config's run and stamps them (dpiw.studies.docs_figures); a change to the drawing code or the config
 without `make docs` fails here."""
 
 import json
 
-from dpiw.docs_figures import DOCS, FIGURES, ROOT, STAMP, sha256, stamp
+from dpiw.studies.docs_figures import DOCS, FIGURES, ROOT, STAMP, sha256, stamp
 
 
 def test_the_docs_figures_are_stamped_by_the_current_code_and_config():

@@ -1,4 +1,4 @@
-"""The results page's counting (dpiw.paper_compare): the paper's own counts come out of the transcribed
+"""The results page's counting (dpiw.studies.paper_compare): the paper's own counts come out of the transcribed
 tables as the issue states them, and dpiw's paired counts are right on a constructed runs table."""
 
 from pathlib import Path
@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpiw.paper_compare import VS_MATCHED, VS_NONE, count_claims, paired, read_paper
 from dpiw.stages import paper_compare as stage
+from dpiw.studies.paper_compare import VS_MATCHED, VS_NONE, count_claims, paired, read_paper
 
 ROOT = Path(__file__).resolve().parents[2]
 PAPER = read_paper(ROOT / "data/paper/ghalebikesabi2022_tables.csv")

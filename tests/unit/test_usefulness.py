@@ -12,7 +12,7 @@ from helpers import random_frame
 from dpiw import DpiwError
 from dpiw.data.schema import load_schema
 from dpiw.evaluate.analyst import analyst_targets
-from dpiw.usefulness import ARMS, Study, cells, family, load_study, unit
+from dpiw.studies.usefulness import ARMS, Study, cells, family, load_study, unit
 from dpiw.weights.advisor import SNR_MIN, advise, expected_snr
 
 
@@ -120,7 +120,7 @@ def test_the_release_default_does_no_harm_on_a_small_real_table():
 def test_a_rerun_keeps_the_releases_it_still_needs():
     """Releases of an earlier run are kept (nothing recomputed) when the study still asks for them; one the study no
     longer asks for is dropped; a table's whole size counts as its 'full' rows."""
-    from dpiw.usefulness import run_study
+    from dpiw.studies.usefulness import run_study
 
     study = Study(("cps1988",), (2000, "full"), (1.0,), 1, 1e-6, 0.3, ("mst",), 1)
     old = [{"table": "cps1988", "rows": n, "eps": 1.0, "seed": 0, "sdgp": "mst"} for n in (2000, 28155)]
@@ -133,7 +133,7 @@ def test_a_rerun_keeps_the_releases_it_still_needs():
 def test_aim_against_mst_is_paired_by_seed_and_the_rule_decides():
     """versus() pairs AIM's units with MST's of the same cell and seed: AIM with half MST's errors on the advisor
     arm wins every target there, the equal `none` arm is noise only; aim_verdict follows AIM_DEFAULT_SHARE."""
-    from dpiw.usefulness import AIM_DEFAULT_SHARE, aim_verdict, versus
+    from dpiw.studies.usefulness import AIM_DEFAULT_SHARE, aim_verdict, versus
 
     base = np.linspace(1.0, 2.0, 40)
     mst = [dict(u, sdgp="mst", seconds=2.0) for u in _units({"none": base, "advisor": base})]
@@ -155,7 +155,7 @@ def test_aim_against_mst_is_paired_by_seed_and_the_rule_decides():
 def test_the_headline_gives_each_family_over_the_cells_the_advisor_picks():
     """The page's first answer is by family, over the cells where the advisor spends on weights only, and says
     plainly which family the weights make worse at the median."""
-    from dpiw.usefulness import FAMILIES, headline
+    from dpiw.studies.usefulness import FAMILIES, headline
 
     def cell(advice, means, others):
         return {"advice": advice, "marginal_match": {f: {"relmed": means if f == "means and shares" else others,

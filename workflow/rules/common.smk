@@ -4,8 +4,8 @@ import sys
 from pathlib import Path
 
 from dpiw import DpiwError
-from dpiw import grid as G
-from dpiw.config import load_yaml, validate_params
+from dpiw.planning import grid as G
+from dpiw.planning.config import load_yaml, validate_params
 
 # errors name the file the user edited: params.yaml, or the --configfile laid over it
 PARAMS_NAME = " over ".join([*map(str, workflow.overwrite_configfiles or []), "params.yaml"])

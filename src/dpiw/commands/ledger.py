@@ -100,7 +100,7 @@ def _resolve(store, args):
 def _store_url(args) -> str:
     from pathlib import Path
 
-    from dpiw.config import load_yaml
+    from dpiw.planning.config import load_yaml
     from dpiw.privacy.store import store_url
 
     params = Path(args.project) / "params.yaml"

@@ -60,7 +60,7 @@ def enter(folder: str | Path) -> Path:
         (path / "data" / "schemas").mkdir(parents=True, exist_ok=True)
         (path / "configs").mkdir(exist_ok=True)
         if created:
-            from dpiw.config import load_yaml
+            from dpiw.planning.config import load_yaml
 
             shutil.copyfile(repo / "params.yaml", path / "params.yaml")
             names = load_yaml(repo / "params.yaml")["grid"]["datasets"]  # what `dpiw run` there runs

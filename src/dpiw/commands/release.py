@@ -140,7 +140,7 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
         raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
     schema = load_schema(schema_path)
     if registry.sdgp(args.sdgp).zcdp:  # the marginal SDGPs' domain guard, before any row is read
-        from dpiw.config import load_yaml
+        from dpiw.planning.config import load_yaml
         from dpiw.sdgp import make_sdgp
 
         make_sdgp(args.sdgp, **load_yaml(params)["sdgp"][args.sdgp]).check_domain(schema)
@@ -188,8 +188,8 @@ def _finite_positive(flag: str, value: float | None) -> None:
 
 def main(args) -> None:
     from dpiw.commands.project import enter, project_params
-    from dpiw.config import load_yaml
     from dpiw.data.schema import load_schema
+    from dpiw.planning.config import load_yaml
     from dpiw.privacy.store import Store, store_url
 
     data, schema_path = Path(args.data), Path(args.schema)
@@ -281,7 +281,7 @@ def delta_rule(delta, value: float, n_rows: int | None) -> str:
 def release_name(args, table_key: str) -> str:
     """The release's folder name: the epsilon and a digest of the table's (keyed) identity and of every choice
     that shapes the release, so that the same command finds the same release."""
-    from dpiw.grid import eps_str
+    from dpiw.planning.grid import eps_str
 
     choices = {"epsilon": eps_str(args.epsilon), "delta": str(args.delta), "sdgp": args.sdgp,
                "weights": args.weights, "post": args.post, "neighbours": args.neighbours,
@@ -291,7 +291,7 @@ def release_name(args, table_key: str) -> str:
 
 
 def _bundle_dir(folder: Path, name: str, args) -> Path:
-    from dpiw.grid import eps_str
+    from dpiw.planning.grid import eps_str
 
     return (folder / RUN / "runs" / name / f"eps={eps_str(args.epsilon)}" / "seed=0" / args.sdgp / args.weights
             / args.post)

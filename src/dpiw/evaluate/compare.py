@@ -1,5 +1,5 @@
 """The rules by which dpiw says one weighting is better than another: one module, used by the results page
-(dpiw.paper_compare), the summary table of every run (dpiw.evaluate.summary_table) and the report.
+(dpiw.studies.paper_compare), the summary table of every run (dpiw.evaluate.summary_table) and the report.
 
 - **Paired**: a method and its control are compared on the same (dataset, epsilon, SDGP, seed), hence the same
   private split and, since the evaluation draws common random numbers, the same evaluation draws; the per-seed

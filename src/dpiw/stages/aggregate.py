@@ -11,8 +11,8 @@ import pandas as pd
 from dpiw import DpiwError
 from dpiw.evaluate import report_pages, summary_table
 from dpiw.evaluate.aggregate import long_table, markdown, summary
-from dpiw.grid import TASK_PLOTS
 from dpiw.io import _atomic, read_json, write_json
+from dpiw.planning.grid import TASK_PLOTS
 from dpiw.stages._cli import Parser, run
 from dpiw.stages.cell import outputs
 

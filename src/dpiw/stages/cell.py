@@ -13,7 +13,7 @@ ends by writing ``--done`` (each run's key and outputs), the file the workflow's
     python -m dpiw.stages.cell --stage fit_weights --config results/default/config.yaml \
         --cell toy/eps=1/marginals --done DONE.json
 
-The runs come from the config (``dpiw.grid.cell_tasks``, the same function the workflow uses).
+The runs come from the config (``dpiw.planning.grid.cell_tasks``, the same function the workflow uses).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def parse_args(argv):
 
 def load_tasks(config_path: str, stage: str, cell_id: str) -> list[dict]:
     """The cell's runs of ``stage`` under the config at ``config_path``."""
-    from dpiw import grid
-    from dpiw.config import load_yaml
+    from dpiw.planning import grid
+    from dpiw.planning.config import load_yaml
 
     config = load_yaml(config_path)
     try:
@@ -59,7 +59,7 @@ def load_tasks(config_path: str, stage: str, cell_id: str) -> list[dict]:
 def task_key(stage: str, task: dict) -> str:
     """SHA-256 of dpiw's code, the stage, its flags and the bytes of every input (a missing input is an
     error)."""
-    from dpiw.grid import code_digest
+    from dpiw.planning.grid import code_digest
     from dpiw.privacy.seeding import file_digest
 
     missing = [path for path in task["inputs"] if not Path(path).is_file()]
@@ -113,8 +113,8 @@ def run_cell(stage: str, tasks: list[dict], done: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from dpiw import grid
     from dpiw.io import write_json
+    from dpiw.planning import grid
 
     args = parse_args(argv)
     done = Path(args.done)

@@ -16,8 +16,8 @@ import pandas as pd
 from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.data.encode import encode, norm_bound
-from dpiw.grid import MARGINAL_MATCH_KEYS, MLP_KEYS
 from dpiw.io import parquet_rows, read_parquet, write_parquet
+from dpiw.planning.grid import MARGINAL_MATCH_KEYS, MLP_KEYS
 from dpiw.privacy.spend import (
     ACCOUNTINGS,
     CALIBRATABLE_WEIGHT_METHODS,

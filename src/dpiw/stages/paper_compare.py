@@ -4,15 +4,15 @@
         --paper data/paper/ghalebikesabi2022_tables.csv --out docs/results.md
 
 The page is generated from the runs table (never typed by hand); `make results` runs configs/paper.yaml and
-then this. Comparisons are paired on seeds (dpiw.paper_compare).
+then this. Comparisons are paired on seeds (dpiw.studies.paper_compare).
 """
 
 from __future__ import annotations
 
 import math
 
-from dpiw.paper_compare import NAMES
 from dpiw.stages._cli import Parser, run
+from dpiw.studies.paper_compare import NAMES
 
 TABLE_DATASETS = {1: ("breast", "banknote"), 2: ("housing",)}
 METRIC_NAMES = {"wst": "WST ↓", "beta_mse": "β-MSE ↓", "mlp_auc": "MLP ROC-AUC ↑", "mlp_mse": "MLP MSE ↓",
@@ -74,7 +74,7 @@ def _verdict(claim) -> str:
     the paper's share of cells where its printed means point the claim's way; "direction only" when just the means
     do; else "not reproduced". For the housing x PrivBayes claim (IW does not help) the inverse: at most 0.1 above
     the paper's share of wins."""
-    from dpiw.paper_compare import VS_MATCHED
+    from dpiw.studies.paper_compare import VS_MATCHED
 
     t = claim.tallies.get(VS_MATCHED) or next(iter(claim.tallies.values()), None)
     if t is None or t.compared == 0:
@@ -90,7 +90,7 @@ def _verdict(claim) -> str:
 
 def claims_section(runs, paper) -> list[str]:
     from dpiw.evaluate.compare import ALPHA, MARGIN
-    from dpiw.paper_compare import PAPER_DP, VS_MATCHED, VS_NONE, count_claims, weight_flatness
+    from dpiw.studies.paper_compare import PAPER_DP, VS_MATCHED, VS_NONE, count_claims, weight_flatness
 
     claims = count_claims(runs, paper)
     flat = weight_flatness(runs, datasets=("breast", "banknote", "housing"), eps=1.0)
@@ -144,7 +144,7 @@ def claims_section(runs, paper) -> list[str]:
 
 
 def side_by_side(runs, paper) -> list[str]:
-    from dpiw.paper_compare import PAPER_METHODS, mean_se
+    from dpiw.studies.paper_compare import PAPER_METHODS, mean_se
 
     lines = ["## Tables 1-2 side by side (ε = 1; each cell: paper | dpiw, mean ± SE over 10 seeds)", ""]
     for table, datasets in TABLE_DATASETS.items():
@@ -168,7 +168,7 @@ def side_by_side(runs, paper) -> list[str]:
 
 def _marks(runs, method: str, **key) -> str:
     """'vs matched / vs None' for one method: 'win', 'loss', 'beats', 'no' (dpiw.evaluate.compare rules)."""
-    from dpiw.paper_compare import matched_control, paired
+    from dpiw.studies.paper_compare import matched_control, paired
 
     out = []
     for control in dict.fromkeys((matched_control(method), "none")):
@@ -179,7 +179,7 @@ def _marks(runs, method: str, **key) -> str:
 
 
 def table3_and_figure2(runs, paper) -> list[str]:
-    from dpiw.paper_compare import PAPER_IW, mean_se, paired
+    from dpiw.studies.paper_compare import PAPER_IW, mean_se, paired
 
     lines = ["## Table 3 analogue: digits with DPCGAN at ε = 6 (the paper: MNIST, ε = 9.64)", "",
              "Last columns: against the matched control / against None on the whole ε (\"(same)\" where the two "
@@ -231,7 +231,7 @@ def table3_and_figure2(runs, paper) -> list[str]:
 
 def _closer_sentence(any_iw, best) -> str:
     """Which of the two comparisons comes closer to the paper's counts (of the means), said as the counts say it."""
-    from dpiw.paper_compare import VS_MATCHED, VS_NONE
+    from dpiw.studies.paper_compare import VS_MATCHED, VS_NONE
 
     def gap(claim, comparison):
         t = claim.tallies[comparison]
@@ -265,7 +265,7 @@ def _noise_scales(schemas: str, runs) -> list[str]:
 
 
 def ablation_section(runs, ablation, paper, schemas: str) -> list[str]:
-    from dpiw.paper_compare import VS_MATCHED, VS_NONE, count_claims
+    from dpiw.studies.paper_compare import VS_MATCHED, VS_NONE, count_claims
 
     ours = {c.key: c for c in count_claims(runs, paper)}
     abl = count_claims(ablation, paper)
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     import pandas as pd
 
     from dpiw.io import write_text
-    from dpiw.paper_compare import read_paper
+    from dpiw.studies.paper_compare import read_paper
 
     args = parse_args(argv)
     runs = pd.read_csv(args.runs)

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from dpiw import DpiwError, registry
 from dpiw.data import load_schema
-from dpiw.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.io import read_parquet, write_parquet
+from dpiw.planning.grid import GAN_KEYS, SDGP_KEYS
 from dpiw.privacy.spend import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget, with_row_count
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import (

@@ -7,8 +7,8 @@ check when it reads the workflow.
 
 from __future__ import annotations
 
-from dpiw.config import load_yaml, validate_params
 from dpiw.io import write_json
+from dpiw.planning.config import load_yaml, validate_params
 from dpiw.stages._cli import Parser, run
 
 

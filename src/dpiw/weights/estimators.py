@@ -336,18 +336,6 @@ class BetaDebiased(BetaNoised):
         return Xt @ self.noisy_coef_ + laplace_bias_correction(Xt, self.rho_) + self.log_prior_odds_
 
 
-def _mlp(*, private: bool):
-    def make(**params):
-        from dpiw.weights.mlp import MLPWeights  # torch: only when asked for
-
-        return MLPWeights(private=private, **params)
-
-    return make
-
-
-mlp, dp_mlp = _mlp(private=False), _mlp(private=True)  # the registry's factories
-
-
 def make_estimator(method: str, **params):
     """The estimator of a weight method that fits on rows (not the GAN-based ones: make_gan_weights)."""
     from dpiw import registry

@@ -205,3 +205,13 @@ class MLPWeights:
         with torch.no_grad():
             logits = self.net_(dpsgd.as_tensor(X))[:, 0].numpy().astype(float)
         return logits + self.log_prior_odds_
+
+
+def mlp(**params) -> MLPWeights:
+    """The registry's factory of the non-private MLP weights."""
+    return MLPWeights(private=False, **params)
+
+
+def dp_mlp(**params) -> MLPWeights:
+    """The registry's factory of the DP-SGD MLP weights."""
+    return MLPWeights(private=True, **params)

@@ -464,7 +464,7 @@ def code_digest() -> str:
     import hashlib
     from pathlib import Path
 
-    root, h = Path(__file__).parent, hashlib.sha256()
+    root, h = Path(__file__).parents[1], hashlib.sha256()  # the whole dpiw package
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()

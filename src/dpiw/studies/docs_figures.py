@@ -1,6 +1,6 @@
 """The figures the README and docs show, taken from a named config's run and stamped with what made them.
 
-    python -m dpiw.docs_figures --results results/default --config params.yaml      (make docs)
+    python -m dpiw.studies.docs_figures --results results/default --config params.yaml      (make docs)
 
 copies Figure 1 and Figure 2 of that run into docs/ and writes docs/figures.json: the config they came
 from and its SHA-256, the SHA-256 of the code that draws them, and each PNG's SHA-256. A test
@@ -16,7 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DOCS = ROOT / "docs"
 STAMP = DOCS / "figures.json"
 #: the figures the docs show, as the workflow names them under results/<config>/figures/
@@ -32,7 +32,7 @@ def sha256(path: Path) -> str:
 def drawing_digest() -> str:
     h = hashlib.sha256()
     for rel in DRAWING_CODE:
-        h.update(rel.encode() + b"\0" + (Path(__file__).parent / rel).read_bytes())
+        h.update(rel.encode() + b"\0" + (Path(__file__).parents[1] / rel).read_bytes())
     return h.hexdigest()
 
 
@@ -43,7 +43,7 @@ def stamp(config: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m dpiw.docs_figures", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m dpiw.studies.docs_figures", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", required=True, help="the run's folder, results/<config>")
     p.add_argument("--config", required=True, help="the config it ran (params.yaml, or params.yaml + a configfile)")
