@@ -25,7 +25,8 @@ PUBLIC = {"age": "lower: 50, upper: 110", "sample.yr": "lower: 1990, upper: 2005
 
 def curator_lines() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    block = re.search(r"<!-- curator[^>]*-->\s*```bash\n(.*?)```\s*<!-- /curator -->", text, re.S)
+    block = re.search(r"<!-- run: tests/pipeline/test_curator.py[^>]*-->\s*```bash\n(.*?)```\s*<!-- /curator -->",
+                      text, re.S)
     assert block, "README.md has no curator block"
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 

@@ -260,7 +260,7 @@ def test_bring_your_own_data_example_runs_end_to_end(tmp_path, snakemake_run):
     """docs/release.md's worked example: a CSV with categorical columns and its schema, through Snakemake, in
     its own output folder (another config's results stay as they were)."""
     wd = workdir(tmp_path, ROOT / "params.yaml")
-    sh(["snakemake", "--cores", "2", "--configfile", "configs/clinic_example.yaml"], wd)
+    sh(["dpiw", "run", "--config", "configs/clinic_example.yaml", "--cores", "2"], wd)  # the doc's line
     out = wd / "results/clinic_example"
     manifests = sorted(p for p in (out / "runs").rglob("manifest.json") if p.parent.name != "release")
     assert len(manifests) == 6  # (marginals, privbayes) x (none/none, beta_debiased/none, beta_debiased/calibrate+psis)

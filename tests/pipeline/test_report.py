@@ -1,6 +1,8 @@
 """The report as a person sees it: the tiny grid's report.html opened in headless Chromium (Debian's, installed
 when missing): the answer on the first screen, both figures, the runs' manifests, and the provenance last."""
 
+import re
+
 import pytest
 from browser import Page, ensure_chromium
 from helpers import unavailable
@@ -24,8 +26,18 @@ def test_report_opens_on_the_answer_then_figures_manifests_and_provenance(snakem
     wd = snakemake_run
     out = wd / "results/default"
     page.open((out / "report.html").as_uri())
-    top = page.evaluate("document.querySelector('#summary').getBoundingClientRect().top")
-    assert top < 600, top  # the summary table starts on the first screen (headless: 800 x 600)
+    # the first screen (headless: 800 x 600) holds the answer, one plain sentence
+    box = page.evaluate("(() => { const r = document.querySelector('#answer').getBoundingClientRect(); "
+                        "return [r.top, r.bottom]; })()")
+    assert 0 < box[0] and box[1] < 600, box
+    answer = page.evaluate("document.querySelector('#answer').innerText")
+    assert answer.startswith("Does weighting help? Against unit weights on the same synthetic rows") and \
+        re.search(r"clearly better in \d+ of \d+ cells", answer), answer
+    # no table of more than 20 rows is open: each such table sits in a closed <details>
+    open_long = page.evaluate("Array.from(document.querySelectorAll('table')).filter(t => t.rows.length > 21 && "
+                              "t.getBoundingClientRect().height > 0).length")
+    assert open_long == 0, open_long
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")  # a reader opens them
     text = page.evaluate("document.body.innerText")
     assert "Summary: does weighting help?" in text and "vs matched control" in text
     assert "\ttoy\t" in "\t" + page.evaluate("document.querySelector('#summary').innerText").replace("\n", "\t")
@@ -38,6 +50,8 @@ def test_report_opens_on_the_answer_then_figures_manifests_and_provenance(snakem
     n_runs = sum(p.parent.name != "release" for p in (out / "runs").rglob("manifest.json"))
     manifests = page.evaluate("document.querySelector('#privacy').innerText")
     assert f"{n_runs} runs" in manifests and "within budget" in manifests
+    kinds = page.evaluate("document.querySelector('#kinds').rows.length") - 1
+    assert 1 <= kinds <= 6, kinds  # one line per kind of run, not one per run
     assert "toy/eps=1/seed=0/uniform/true/none" in manifests  # one run, by its id
     link = page.evaluate("document.querySelector('#provenance a').getAttribute('href')")
     assert link == "provenance.html" and (out / link).is_file()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 
 import pandas as pd
 
@@ -21,7 +22,19 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .worse { color: #9b1c1c; }
 .no { color: #9b1c1c; }
 details { margin: 0.2em 0; }
+#answer { font-size: 1.15em; max-width: 60em; }
+.method { color: #555; font-size: 0.9em; max-width: 60em; }
 </style>"""
+
+#: a table with more rows than this is folded (a <details> the reader opens)
+FOLD_ROWS = 20
+
+
+def _fold(table: str, n_rows: int, what: str) -> str:
+    """``table`` as it is when short, else folded under a one-line summary."""
+    if n_rows <= FOLD_ROWS:
+        return table
+    return f"<details><summary>{html.escape(what)} ({n_rows} rows)</summary>{table}</details>"
 
 
 def _page(title: str, body: list[str]) -> str:
@@ -37,15 +50,10 @@ def summary_html(runs: pd.DataFrame) -> str:
     """The summary table (dpiw.evaluate.summary_table) as a page: the same rows, rule and verdicts as metrics.md."""
     rows = summary_table.summary_rows(runs)
     body = ["<h1>Summary: does weighting help?</h1>",
-            "<p>Per dataset, ε and SDGP (post chain none): the Wasserstein distance to the real rows (WST, lower is "
-            "better) without weights, and every DP weight method (never the oracle <code>true</code> or a non-DP "
-            "reference) against its matched control (unit weights on exactly its own rows) and against None on the "
-            f"whole ε. Rule: {html.escape(summary_table.RULE)}. Bold green: better than its control; ‡: a seed's "
-            "weights fail the PSIS release gate.</p>",
-            f"<p id=\"headline\">{html.escape(summary_table.headline(rows))}</p>",
-            "<table id=\"summary\"><thead><tr><th>dataset</th><th>ε</th><th>SDGP</th><th>no weights</th>"
-            "<th>DP weights</th><th>its WST</th><th>vs matched control</th><th>verdict</th>"
-            "<th>vs None on the whole ε</th><th>verdict</th></tr></thead><tbody>"]
+            f"<p id=\"headline\">{html.escape(summary_table.headline(rows))}</p>"]
+    table = ["<table id=\"summary\"><thead><tr><th>dataset</th><th>ε</th><th>SDGP</th><th>no weights</th>"
+             "<th>DP weights</th><th>its WST</th><th>vs matched control</th><th>verdict</th>"
+             "<th>vs None on the whole ε</th><th>verdict</th></tr></thead><tbody>"]
 
     def cls(v: str) -> str:
         return "better" if v == "better" else "worse" if v == "worse" else ""
@@ -53,44 +61,76 @@ def summary_html(runs: pd.DataFrame) -> str:
     for r in rows.itertuples():
         name = html.escape(r.weights) + ("" if r.fit_to_release else " ‡")
         matched = summary_table.change_text(r.vs_matched_change, r.vs_matched_se)
-        body.append(f"<tr><td>{html.escape(str(r.dataset))}</td><td class=\"num\">{float(r.eps):g}</td>"
-                    f"<td>{html.escape(str(r.sdgp))}</td><td class=\"num\">{_num(r.none)} ± {_num(r.none_se)}</td>"
-                    f"<td class=\"{cls(r.vs_matched_verdict)}\">{name}</td><td class=\"num\">{_num(r.mean)}</td>"
-                    f"<td class=\"num\">{matched} (vs {html.escape(r.control)})</td>"
-                    f"<td class=\"{cls(r.vs_matched_verdict)}\">{r.vs_matched_verdict}</td>"
-                    f"<td class=\"num\">{summary_table.change_text(r.vs_none_change, r.vs_none_se)}</td>"
-                    f"<td class=\"{cls(r.vs_none_verdict)}\">{r.vs_none_verdict}</td></tr>")
-    body.append("</tbody></table>")
+        table.append(f"<tr><td>{html.escape(str(r.dataset))}</td><td class=\"num\">{float(r.eps):g}</td>"
+                     f"<td>{html.escape(str(r.sdgp))}</td><td class=\"num\">{_num(r.none)}&nbsp;±&nbsp;"
+                     f"{_num(r.none_se)}</td><td class=\"{cls(r.vs_matched_verdict)}\">{name}</td>"
+                     f"<td class=\"num\">{_num(r.mean)}</td>"
+                     f"<td class=\"num\">{_nowrap(matched)} (vs {html.escape(r.control)})</td>"
+                     f"<td class=\"{cls(r.vs_matched_verdict)}\">{r.vs_matched_verdict}</td>"
+                     f"<td class=\"num\">{_nowrap(summary_table.change_text(r.vs_none_change, r.vs_none_se))}</td>"
+                     f"<td class=\"{cls(r.vs_none_verdict)}\">{r.vs_none_verdict}</td></tr>")
+    table.append("</tbody></table>")
+    body.append(_fold("".join(table), len(rows), "every cell and DP weight method, with its change and verdict"))
+    body.append("<p class=\"method\">How to read it: per dataset, ε and SDGP (post chain none), the Wasserstein "
+                "distance to the real rows (WST, lower is better) without weights, and every DP weight method (never "
+                "the oracle <code>true</code> or a non-DP reference) against its matched control (unit weights on "
+                "exactly its own rows) and against None on the whole ε. Rule: "
+                f"{html.escape(summary_table.RULE)}. Bold green: better than its control; ‡: a seed's weights fail "
+                "the PSIS release gate.</p>")
     return _page("dpiw summary", body)
 
 
+def _nowrap(text: str) -> str:
+    """A change ± its SE on one line."""
+    return html.escape(text).replace(" ± ", "&nbsp;±&nbsp;")
+
+
+def _kind(m: dict) -> tuple[str, str, str]:
+    """What a run's manifest says, without the run's name: its relation, its verdict and its release verdict."""
+    release = m["release"]
+    fit = "fit to release" if release["fit_to_release"] else "not fit: " + "; ".join(release["reasons"])
+    return m.get("neighbours", {}).get("relation", "replace_one"), m["verdict"], fit
+
+
 def manifests_html(manifests: list[dict]) -> str:
-    """One row per run: the spend, the guarantee, the relation and the release verdict; each run's records in a
-    collapsible detail."""
+    """One line per kind of run (the same relation, verdict and release verdict), then every run's spend, its
+    guarantee and its records, folded."""
+    kinds: dict[tuple, list[dict]] = {}
+    for m in manifests:
+        kinds.setdefault(_kind(m), []).append(m)
     body = ["<h1>Privacy manifests</h1>",
-            f"<p>{len(manifests)} runs. Spent: the sum of the stages' epsilons (basic composition); guarantee: the "
-            "tighter of that and the RDP composition at the run's delta. A bundle is fit to release only in "
-            "release mode, with secret noise, DP, and weights that pass the PSIS k-hat gate.</p>",
-            "<table id=\"manifests\"><thead><tr><th>run</th><th>neighbours</th><th>budget ε</th><th>spent ε</th>"
-            "<th>guarantee (ε, δ)</th><th>verdict</th><th>release</th></tr></thead><tbody>"]
+            f"<p>{len(manifests)} runs, {len(kinds)} kind(s). A bundle is fit to release only in release mode, "
+            "with secret noise, DP, and weights that pass the PSIS k-hat gate; a benchmark run's noise is public, "
+            "so its bundle never is.</p>",
+            "<table id=\"kinds\"><thead><tr><th>runs</th><th>neighbours</th><th>verdict</th><th>release</th>"
+            "<th>guarantee ε (lowest to highest)</th></tr></thead><tbody>"]
+    for (relation, verdict, fit), group in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
+        eps = [g["spent"].get("tightest", {}).get("epsilon") for g in group if g["dp"]]
+        eps = [e for e in eps if e is not None]
+        span = f"{min(eps):.4g} to {max(eps):.4g}" if eps else "not DP"
+        body.append(f"<tr><td class=\"num\">{len(group)}</td><td>{relation}</td><td>{html.escape(verdict)}</td>"
+                    f"<td class=\"{'' if fit == 'fit to release' else 'no'}\">{html.escape(fit)}</td>"
+                    f"<td class=\"num\">{span}</td></tr>")
+    body.append("</tbody></table>")
+    table = ["<table id=\"manifests\"><thead><tr><th>run</th><th>neighbours</th><th>budget ε</th><th>spent ε</th>"
+             "<th>guarantee (ε, δ)</th><th>verdict</th></tr></thead><tbody>"]
     for m in sorted(manifests, key=lambda m: m["run"]):
         spent, tight = m["spent"], m["spent"].get("tightest") or {}
         guarantee = f"({_num(tight.get('epsilon'), '.4g')}, {_num(tight.get('delta'), '.3g')})" if m["dp"] else "NOT DP"
-        release = m["release"]
-        fit = "fit to release" if release["fit_to_release"] else "not fit: " + "; ".join(release["reasons"])
         records = "".join(
             f"<tr><td>{html.escape(r['stage'])}</td><td>{html.escape(r['mechanism'])}</td>"
             f"<td class=\"num\">{_num(r['epsilon'], '.4g') if r['dp'] else 'not DP'}</td>"
             f"<td class=\"num\">{_num(r['delta'], '.3g') if r['dp'] else ''}</td></tr>" for r in m["records"])
-        relation = m.get("neighbours", {}).get("relation", "replace_one")
-        body.append(
+        table.append(
             f"<tr><td><details><summary>{html.escape(m['run'])}</summary><table><tr><th>stage</th><th>mechanism"
-            f"</th><th>ε</th><th>δ</th></tr>{records}</table></details></td><td>{relation}</td>"
+            f"</th><th>ε</th><th>δ</th></tr>{records}</table></details></td><td>{_kind(m)[0]}</td>"
             f"<td class=\"num\">{_num(m['budget']['epsilon'], '.4g')}</td>"
             f"<td class=\"num\">{_num(spent['epsilon'], '.4g') if m['dp'] else 'not DP'}</td>"
-            f"<td class=\"num\">{guarantee}</td><td>{html.escape(m['verdict'])}</td>"
-            f"<td class=\"{'' if release['fit_to_release'] else 'no'}\">{html.escape(fit)}</td></tr>")
-    body.append("</tbody></table>")
+            f"<td class=\"num\">{guarantee}</td><td>{html.escape(m['verdict'])}</td></tr>")
+    table.append("</tbody></table>")
+    body.append(_fold("".join(table), len(manifests), "every run: its spend, guarantee and records"))
+    body.append("<p class=\"method\">Spent: the sum of the stages' epsilons (basic composition); guarantee: the "
+                "tighter of that and the RDP composition at the run's delta.</p>")
     return _page("dpiw privacy manifests", body)
 
 
@@ -107,7 +147,10 @@ def report_html(title: str, *, summary: str, manifests: str, figures: list[tuple
     the rule graph, the code, the config and the run times). One self-contained file."""
     import base64
 
+    answer = re.search(r'<p id="headline">(.*?)</p>', summary, re.S)
+    summary = summary.replace(answer.group(0), "") if answer else summary  # said once, first
     sections = [f"<h1>{html.escape(title)}</h1>",
+                *([f"<p id=\"answer\">{answer.group(1)}</p>"] if answer else []),
                 "<p><a href=\"#summary-section\">Does weighting help?</a> · <a href=\"#figures\">Figures</a> · "
                 "<a href=\"#privacy\">Privacy</a> · <a href=\"#provenance\">Provenance</a></p>",
                 f"<section id=\"summary-section\">{_body(summary)}</section>",

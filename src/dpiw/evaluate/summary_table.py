@@ -78,9 +78,10 @@ def headline(rows: pd.DataFrame) -> str:
     n = len(cells)
     count = {c: sum((g[f"vs_{c}_verdict"] == "better").any() for _, g in cells) for c in ("matched", "none")}
     worse = {c: sum((g[f"vs_{c}_verdict"] == "worse").any() for _, g in cells) for c in ("matched", "none")}
-    return (f"In {count['matched']} of {n} cells some DP weight method is better than unit weights on its own rows "
-            f"(some method is worse in {worse['matched']}); in {count['none']} of {n} it is better than None on the "
-            f"whole ε, what a curator gives up by spending budget on weights (worse in {worse['none']}).")
+    return (f"Does weighting help? Against unit weights on the same synthetic rows, some DP weight method was "
+            f"clearly better in {count['matched']} of {n} cells (dataset, ε, generator) and clearly worse in "
+            f"{worse['matched']}; against giving the whole ε to the generator, what a curator gives up by spending "
+            f"budget on weights, clearly better in {count['none']} of {n} and clearly worse in {worse['none']}.")
 
 
 def change_text(change: float, se: float) -> str:
