@@ -2,6 +2,8 @@
 through DVC (same bytes), re-running only what an edited parameter reaches, and one clear error for
 a bad params.yaml."""
 
+import csv
+import io
 import json
 import re
 import shutil
@@ -225,8 +227,12 @@ def test_a_user_in_a_git_clone_dvc_repro_edit_and_experiments(snakemake_run, tmp
     (wd / "params.yaml").write_text(text.replace("output: {scale_target: 0.25}", "output: {scale_target: 0.4}"))
     sh(["dvc", "repro"], wd)
     # experiments: the metrics of both show in `dvc exp show`
-    sh(["git", "add", "-A"], wd)
+    sh(["git", "add", "-A"], wd)  # dvc.lock too, as DVC expects: what the experiments compare against
     sh([*git, "commit", "-qm", "scale_target 0.4"], wd)
+    assert "up to date" in sh(["dvc", "status"], wd).stdout
+    (wd / "params.yaml").write_text(text)  # an edit: dvc params diff names it against the committed lock
+    assert re.search(r"weights\.output\.scale_target\s+0\.4\s+0\.25", sh(["dvc", "params", "diff"], wd).stdout)
+    sh(["git", "checkout", "params.yaml"], wd)
     sh(["dvc", "exp", "run", "-n", "half", "-S", "weights.output.scale_target=0.25"], wd)
     exps = {}
     for commit in json.loads(sh(["dvc", "exp", "show", "--json"], wd).stdout):
@@ -241,6 +247,16 @@ def test_a_user_in_a_git_clone_dvc_repro_edit_and_experiments(snakemake_run, tmp
     assert metric["base"] and metric["half"] and metric["base"] != metric["half"]
     scale = exps["half"]["params"]["params.yaml"]["data"]["weights"]["output"]["scale_target"]
     assert scale == 0.25
+    # side by side: only what differs, the parameter and the metrics it moved, one row per experiment
+    table = list(csv.DictReader(io.StringIO(sh(["dvc", "exp", "show", "--only-changed", "--csv"], wd).stdout)))
+    columns = set(table[0])
+    assert "weights.output.scale_target" in columns, sorted(columns)
+    moved = [c for c in columns if c.startswith("toy.output_laplace.")]
+    assert moved and not any(c.startswith("iris.") for c in columns), sorted(columns)  # iris's did not move
+    half = next(r for r in table if r["Experiment"] == "half")
+    base = next(r for r in table if r["typ"] == "baseline" and r["rev"] != "workspace")
+    assert half["weights.output.scale_target"] == "0.25" and base["weights.output.scale_target"] == "0.4"
+    assert all(half[c] != base[c] for c in moved)
     # the artifacts round-trip through a local remote: push, lose outputs and cache, pull; the private
     # folder (splits, GAN networks, job records) is never pushed
     rel = f"{OUT}/runs/toy/eps=1/seed=0/marginals/beta_debiased/calibrate+psis/log_weights.parquet"
