@@ -103,12 +103,12 @@ def ledger_tables(wd: Path) -> list[dict]:
 
 
 def bundle_files(sdgp: str, weights: str) -> list[str]:
-    """The files of a written bundle (sorted): the rows, weights, manifest and schema, and the noisy measurements
-    after a marginal generator (MST, AIM) or marginal_match (benchmark bundles add NOT_FOR_RELEASE.txt)."""
+    """The files of a written bundle (sorted): the rows, weights, manifest, schema and datasheet, and the noisy
+    measurements after a marginal generator (MST, AIM) or marginal_match (benchmark bundles add NOT_FOR_RELEASE.txt)."""
     from dpiw import registry
 
     measured = registry.sdgp(sdgp).zcdp or registry.weight_method(weights).family == "marginal"
-    return sorted(["manifest.json", "schema.json", "synthetic.parquet", "weights.parquet",
+    return sorted(["datasheet.html", "manifest.json", "schema.json", "synthetic.parquet", "weights.parquet",
                    *(["measurements.json"] if measured else [])])
 
 

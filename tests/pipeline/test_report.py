@@ -58,3 +58,34 @@ def test_report_opens_on_the_answer_then_figures_manifests_and_provenance(snakem
     # the provenance page is Snakemake's report: it opens and renders
     page.open((out / link).as_uri())
     page.wait("document.body.innerText.includes('Summary')")
+
+
+def test_every_bundle_carries_a_datasheet_drawn_from_its_own_files(snakemake_run, page, tmp_path):
+    """datasheet.html as an analyst opens it: the guarantee on the first screen, one card per column with its
+    released and measured shares drawn as bars, what to trust and what not, the lines that read it; made from
+    the bundle's files alone (a copy of the folder, with nothing else, gives the same page)."""
+    import json
+    import shutil
+
+    from dpiw.analysis.datasheet import datasheet_html
+
+    bundle = next(p.parent for p in sorted((snakemake_run / "results/default/runs").rglob("release/manifest.json"))
+                  if "/mst/" in str(p) or "/marginals/" in str(p))
+    page.open((bundle / "datasheet.html").as_uri())
+    facts = page.evaluate("document.querySelector('.facts').innerText")
+    assert "-differential privacy for the whole release" in facts and "Kish ESS" in facts
+    bottom = page.evaluate("document.querySelector('.facts').getBoundingClientRect().bottom")
+    assert bottom < 600, bottom
+    columns = json.loads((bundle / "schema.json").read_text())["schema"]["columns"]
+    cards = page.evaluate("Array.from(document.querySelectorAll('#columns .col h3')).map(h => h.innerText)")
+    assert [c.split(" (")[0] for c in cards] == [c["name"] for c in columns], cards
+    bars = page.evaluate("Array.from(document.querySelectorAll('#columns .col')).map(c => "
+                         "Array.from(c.querySelectorAll('.bar')).filter(b => b.getBoundingClientRect().width > 0)"
+                         ".length)")
+    assert min(bars) >= 2, bars
+    text = page.evaluate("document.body.innerText")
+    assert "What it can be trusted for" in text and "What it cannot" in text and "load_bundle" in text
+    alone = tmp_path / "release"
+    shutil.copytree(bundle, alone)
+    (alone / "datasheet.html").unlink()
+    assert datasheet_html(alone) == (bundle / "datasheet.html").read_text()

@@ -96,6 +96,9 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
                         "encoding": "synthetic.parquet holds numeric columns scaled to [0, 1] by the public bounds "
                                     "(value = lower + v (upper - lower)) and categories as codes (code i is the "
                                     "i-th category); dpiw.analysis.load_bundle decodes them"}, d / SCHEMA)
+            from dpiw.analysis.datasheet import write_datasheet
+
+            write_datasheet(d)  # from the files above alone: DP outputs and the public schema
         if not manifest["release"]["fit_to_release"]:
             (d / NOT_FOR_RELEASE).write_text("NOT fit to release:\n" + "".join(
                 f"- {r}\n" for r in manifest["release"]["reasons"]))

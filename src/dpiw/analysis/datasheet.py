@@ -1,0 +1,210 @@
+"""A bundle's one-page datasheet (``datasheet.html``): what a curator hands to analysts with the release.
+
+It is drawn from the bundle's own files only - the released rows and weights, the manifest, the public schema
+and the noisy measurements - all DP outputs or public, never the private rows: writing it is post-processing
+and costs no privacy. It says the guarantee and the neighbouring relation; shows each column's released
+distribution, unweighted and weighted, beside the noisy marginal the generator measured; gives the weights'
+ESS and Pareto k-hat; says what estimates from the release can and cannot be trusted for; and gives the lines
+of Python and R that read it.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import numpy as np
+
+DATASHEET = "datasheet.html"
+
+STYLE = """<style>
+body { font-family: system-ui, sans-serif; margin: 1.2em 1.5em; color: #222; max-width: 78em; }
+h1 { font-size: 1.4em; margin: 0 0 0.3em 0; } h2 { font-size: 1.1em; margin: 1em 0 0.4em 0; }
+.facts { display: grid; grid-template-columns: max-content 1fr; gap: 0.15em 1em; }
+.facts dt { font-weight: 600; } .facts dd { margin: 0; }
+.cols { display: grid; grid-template-columns: repeat(auto-fill, minmax(21em, 1fr)); gap: 0.8em; }
+.col { border: 1px solid #ddd; border-radius: 4px; padding: 0.4em 0.6em; font-size: 0.8em; }
+.col h3 { font-size: 1.05em; margin: 0 0 0.3em 0; }
+.col table { border-collapse: collapse; width: 100%; }
+.col td { padding: 0 0.3em; white-space: nowrap; } .col td.bars { width: 55%; }
+.bar { height: 0.42em; margin: 1px 0; } .m { background: #888; } .u { background: #7aa6d6; } .w { background: #1f5fa8; }
+.key span { display: inline-block; width: 0.9em; height: 0.6em; margin: 0 0.2em 0 0.8em; }
+code, pre { background: #f4f4f4; } pre { padding: 0.5em; font-size: 0.85em; }
+ul { margin: 0.2em 0; }
+</style>"""
+
+#: a categorical column with more categories than this shows its largest ones only
+MAX_ROWS = 12
+
+
+def _share(mask: np.ndarray, w: np.ndarray) -> float:
+    return float(w[mask].sum() / w.sum()) if w.sum() > 0 else float("nan")
+
+
+def _measured(bundle, name: str) -> np.ndarray | None:
+    """The generator's noisy one-way counts of a column over its bins (None where none was published)."""
+    g = (bundle.measurements or {}).get("generator") or {}
+    if name not in g.get("columns", []):
+        return None
+    j = g["columns"].index(name)
+    for m in g.get("measurements", []):
+        if list(m["clique"]) == [j]:
+            return np.clip(np.asarray(m["counts"], float), 0, None)
+    return None
+
+
+def _edges(bundle, col) -> np.ndarray:
+    """A numeric column's coarse bin edges in its units: the published bins of least spread where the generator
+    measured fine histograms, else equal-width bins."""
+    g = (bundle.measurements or {}).get("generator") or {}
+    binning = (g.get("fine") or {}).get("binning", {}).get(col.name)
+    if binning:
+        cells = (g.get("fine") or {}).get("cells") or len(binning["fine"])
+        cuts = np.asarray(binning["cuts"], float) / cells
+        cuts[-1] = 1.0
+    else:
+        cuts = np.linspace(0, 1, int(g.get("bins", 8)) + 1)
+    return col.lower + cuts * (col.upper - col.lower)
+
+
+def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list[float]]:
+    """Per bin or category: its label, the measured share, the released share unweighted and weighted."""
+    d, w = bundle.data, bundle.weights
+    one = np.ones(len(w))
+    counts = _measured(bundle, col.name)
+    if col.is_numeric:
+        x = d[col.name].to_numpy(float)
+        present = ~np.isnan(x)
+        edges = _edges(bundle, col)
+        idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
+        digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
+        labels = [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
+        unw = [_share(present & (idx == k), one) / max(_share(present, one), 1e-12) for k in range(len(labels))]
+        wtd = [_share(present & (idx == k), w) / max(_share(present, w), 1e-12) for k in range(len(labels))]
+    else:
+        labels = [str(v) for v in col.labels]
+        values = d[col.name]
+        unw = [_share((values == v).to_numpy(), one) for v in col.labels]
+        wtd = [_share((values == v).to_numpy(), w) for v in col.labels]
+    meas = list(counts / counts.sum()) if counts is not None and counts.sum() > 0 and len(counts) == len(labels) \
+        else [None] * len(labels)
+    if len(labels) > MAX_ROWS:  # the largest by the released weighted share
+        keep = sorted(np.argsort(wtd)[::-1][:MAX_ROWS])
+        labels, meas, unw, wtd = ([v[k] for k in keep] for v in (labels, meas, unw, wtd))
+    return labels, meas, unw, wtd
+
+
+def _card(bundle, col) -> str:
+    labels, meas, unw, wtd = _rows(bundle, col)
+    top = max([v for v in (*meas, *unw, *wtd) if v is not None] + [1e-12])
+    body = []
+    for label, m, u, w in zip(labels, meas, unw, wtd, strict=True):
+        bars = "".join(f"<div class=\"bar {k}\" style=\"width:{100 * v / top:.1f}%\" title=\"{v:.3f}\"></div>"
+                       for k, v in (("m", m), ("u", u), ("w", w)) if v is not None)
+        body.append(f"<tr><td>{html.escape(label)}</td><td class=\"bars\">{bars}</td>"
+                    f"<td>{'–' if m is None else f'{m:.3f}'}</td><td>{w:.3f}</td></tr>")
+    extra = ""
+    if col.is_numeric:
+        x = bundle.data[col.name].to_numpy(float)
+        present = ~np.isnan(x)
+        mean_u = float(x[present].mean()) if present.any() else float("nan")
+        mean_w = float(np.average(x[present], weights=bundle.weights[present])) if present.any() else float("nan")
+        extra = (f"<div>mean {mean_u:.4g} unweighted, {mean_w:.4g} weighted"
+                 + (f"; empty in {1 - present.mean():.1%} of rows" if not present.all() else "") + "</div>")
+        if col.missing:
+            extra += ("<div><small>measured: with the empty rows, which the model holds at the lower bound; "
+                      "released: the rows with a value</small></div>")
+    kind = "numeric" + (", whole numbers" if col.integer else "") if col.is_numeric else "categorical"
+    return (f"<div class=\"col\"><h3>{html.escape(col.name)} <small>({kind})</small></h3>{extra}<table>"
+            "<tr><th></th><th></th><th>measured</th><th>weighted</th></tr>" + "".join(body) + "</table></div>")
+
+
+def _trust(bundle) -> list[str]:
+    m, rel = bundle.manifest, bundle.manifest.get("release", {})
+    unit = bool(rel.get("weights", {}).get("unit")) or np.allclose(bundle.weights, 1.0)
+    k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
+    can = ["Shares of a category and rates of the target, overall and in subgroups the generator's measured "
+           "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>.",
+           "A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram of "
+           "the column, so a skewed column keeps its shape."]
+    cannot = ["Relations the generator did not measure (it models pairs of columns along a tree, or the "
+              "cliques it selected): a three-way interaction can be flattened; the intervals cover the DP noise "
+              "and the sampling, NOT that bias.",
+              "Anything about one person: the rows are synthetic, and the guarantee bounds what any row could "
+              "reveal.",
+              "Rare categories and small subgroups: their counts are mostly noise."]
+    if unit:
+        can.append("The weights are all 1 (no weights were spent on, or their signal did not pass its noise): "
+                   "the rows are used as they are.")
+    else:
+        cannot.append("Estimates without the weights: use the <code>weight</code> column in every estimate.")
+        if k is not None and limit is not None and k > limit:
+            cannot.append(f"Any weighted estimate: the weights' Pareto k-hat {k:.2f} is above {limit:.2f}.")
+    if not m.get("dp"):
+        cannot.insert(0, "Privacy: this run is NOT differentially private.")
+    return can, cannot
+
+
+def _example(b) -> str:
+    """A numeric column to show in the reading example (else the first column)."""
+    return next((c.name for c in b.schema.columns if c.is_numeric), b.schema.columns[0].name)
+
+
+def datasheet_html(folder: str | Path) -> str:
+    """The datasheet of the bundle in ``folder`` (read with :func:`dpiw.analysis.load_bundle`)."""
+    from dpiw.analysis import load_bundle
+    from dpiw.analysis.estimates import kish_ess
+
+    b = load_bundle(folder, warn=False)
+    if b.schema is None:
+        raise ValueError(f"{folder}: a bundle without schema.json has no datasheet")
+    m, rel = b.manifest, b.manifest.get("release", {})
+    tight = m.get("spent", {}).get("tightest") or m.get("spent", {})
+    relation = {"replace_one": "replace-one (any one person's row swapped for another's)",
+                "add_remove": "add/remove (any one person's row added or removed)"}.get(
+        m.get("neighbours", {}).get("relation", "replace_one"), "replace-one")
+    guarantee = (f"({tight.get('epsilon', float('nan')):.4g}, {tight.get('delta', float('nan')):.3g})-differential "
+                 "privacy for the whole release" if m.get("dp") else "NOT differentially private")
+    stages = [f"{r['stage']}: {html.escape(r['mechanism'])}" for r in m.get("records", [])
+              if r.get("dp") and (r.get("epsilon") or 0) > 0]
+    k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
+    ess = kish_ess(b.weights) / len(b.weights)
+    can, cannot = _trust(b)
+    name = b.schema.name
+    facts = [("guarantee", guarantee), ("neighbours", relation),
+             ("made by", "; ".join(stages) or "–"),
+             ("rows", f"{len(b.data):,} synthetic rows, {len(b.schema.columns)} columns; target "
+                      f"<code>{html.escape(b.schema.target)}</code> ({b.schema.task})"),
+             ("weights", f"Kish ESS {ess:.0%} of the rows; Pareto k-hat "
+                         + ("–" if k is None else f"{k:.2f}") + (f" (threshold {limit:.2f})" if limit else "")),
+             ("release", ("fit to release: " if rel.get("fit_to_release") else "NOT fit to release: ")
+              + html.escape("; ".join(rel.get("reasons", []))))]
+    cards = "".join(_card(b, c) for c in b.schema.columns)
+    body = [f"<h1>{html.escape(name)}: differentially private synthetic data with importance weights</h1>",
+            "<dl class=\"facts\">" + "".join(f"<dt>{a}</dt><dd>{v}</dd>" for a, v in facts) + "</dl>",
+            "<h2>What it can be trusted for</h2><ul>" + "".join(f"<li>{c}</li>" for c in can) + "</ul>",
+            "<h2>What it cannot</h2><ul>" + "".join(f"<li>{c}</li>" for c in cannot) + "</ul>",
+            "<h2>Reading it</h2><pre>"
+            "# Python, with the dpiw package (its analyst install): intervals that carry the DP noise\n"
+            "from dpiw.analysis import load_bundle\n"
+            f"b = load_bundle(\"release\")\nprint(b.mean(\"{_example(b)}\"))\n\n"
+            "# R: dpiw export release rows.csv, then\n"
+            "d &lt;- read.csv(\"rows.csv\"); weighted.mean(d$x, d$weight)</pre>",
+            "<h2>Each column</h2><p class=\"key\">per bin or category:<span class=\"m\"></span>the generator's noisy "
+            "measured share<span class=\"u\"></span>released, unweighted<span class=\"w\"></span>released, "
+            "weighted. Everything on this page is a DP output or public: none of it was read from the private "
+            "rows.</p>",
+            f"<div class=\"cols\" id=\"columns\">{cards}</div>"]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(name)} datasheet</title>{STYLE}</head><body>\n" + "\n".join(body)
+            + "\n</body></html>\n")
+
+
+def write_datasheet(folder: str | Path) -> Path:
+    """Write ``datasheet.html`` into the bundle's folder."""
+    path = Path(folder) / DATASHEET
+    path.write_text(datasheet_html(folder))
+    return path
+
+
+__all__ = ["DATASHEET", "datasheet_html", "write_datasheet"]
