@@ -47,10 +47,18 @@ def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
     g = np.linspace(0, 1, 60)
     gx, gy = np.meshgrid(g, g)
     grid = np.column_stack([gx.ravel(), gy.ravel()])
-    for j, (method, X, log_w) in enumerate(panels):
-        r, c = 2 * (j // cols), j % cols
+
+    def unit_mean(log_w):
         w = np.exp(log_w - np.max(log_w))
-        w = w * len(w) / w.sum()
+        return w * len(w) / w.sum()
+
+    # one colour scale for every density panel (so that panels compare), shown once
+    dens_all = [_weighted_kde(X, unit_mean(lw), grid, bandwidth=0.06).reshape(gx.shape) for _, X, lw in panels]
+    levels = np.linspace(0.0, max(float(d.max()) for d in dens_all) * 1.0001, 13)
+    filled = None
+    for j, (method, _rows, log_w) in enumerate(panels):
+        r, c = 2 * (j // cols), j % cols
+        w = unit_mean(log_w)
         ess = w.sum() ** 2 / (w**2).sum()
         zeros = int(np.sum(w == 0))
         ax = axes[r, c]
@@ -63,8 +71,7 @@ def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
         if c == 0:
             ax.set_ylabel("synthetic rows")
         ax = axes[r + 1, c]
-        dens = _weighted_kde(X, w, grid, bandwidth=0.06).reshape(gx.shape)
-        ax.contourf(gx, gy, dens, levels=12, cmap="viridis")
+        filled = ax.contourf(gx, gy, dens_all[j], levels=levels, cmap="viridis")
         ax.plot([0, 1], [1, 0], color="white", lw=1.2, ls="--")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -75,6 +82,9 @@ def figure_toy_weights(panels: list[tuple[str, np.ndarray, np.ndarray]], title: 
     for j in range(k, blocks * cols):  # the last row's empty places
         axes[2 * (j // cols), j % cols].set_visible(False)
         axes[2 * (j // cols) + 1, j % cols].set_visible(False)
+    if filled is not None:
+        density_axes = [axes[2 * b + 1, c] for b in range(blocks) for c in range(cols)]
+        fig.colorbar(filled, ax=density_axes, shrink=0.8, label="weighted density of the synthetic rows")
     fig.suptitle(title + "\nthe real rows lie on the triangle below the dashed line", fontsize=11)
     _save(fig, out)
 
@@ -129,8 +139,14 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
         ax.set_ylabel("posterior predictive ROC-AUC ↑" if metric == "bayes_auc" else "posterior predictive MSE ↓")
         ax.set_title(f"{dataset}, ε = {eps:g}: importance-weighted Bayesian updating (boxes over seeds)")
         ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Line2D([], [], color=colour_of[s], lw=6, alpha=0.7) for s in all_sdgps]
-    fig.legend(handles, all_sdgps, title="SDGP", loc="outside right upper", fontsize=8)
+        handles = [plt.Line2D([], [], color=colour_of[s], lw=6, alpha=0.7) for s in sdgps]
+        labels = list(sdgps)
+        if metric == "bayes_auc":  # a box below the line ranks worse than a coin
+            ax.axhline(0.5, color="grey", lw=1, ls="--")
+            handles.append(plt.Line2D([], [], color="grey", lw=1, ls="--"))
+            labels.append("chance (AUC 0.5)")
+        # each panel's own legend: only the SDGPs it shows
+        ax.legend(handles, labels, title="SDGP", loc="center left", bbox_to_anchor=(1.005, 0.5), fontsize=8)
     _save(fig, out)
 
 
