@@ -85,6 +85,12 @@ def test_every_bundle_carries_a_datasheet_drawn_from_its_own_files(snakemake_run
     assert min(bars) >= 2, bars
     text = page.evaluate("document.body.innerText")
     assert "What it can be trusted for" in text and "What it cannot" in text and "load_bundle" in text
+    from dpiw.analysis import load_bundle
+    from dpiw.analysis.datasheet import SIGNAL_MIN, signal
+
+    snr = signal(load_bundle(bundle, warn=False))  # the generator's measurements against their own noise
+    weak = snr is not None and snr < SIGNAL_MIN
+    assert ("Much at all, at this size and ε" in text) is weak and ("A numeric column's mean" in text) is not weak
     alone = tmp_path / "release"
     shutil.copytree(bundle, alone)
     (alone / "datasheet.html").unlink()

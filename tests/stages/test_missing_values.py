@@ -82,3 +82,12 @@ def test_mst_ties_a_flag_to_its_column_without_spending_on_the_choice(tmp_path):
         rows = decode_frame(mst.sample(3000, rng=np.random.default_rng(seed)), s)
         flagged = rows.creatinine_missing.astype(int) == 1
         assert rows.creatinine.isna().eq(flagged).all()
+
+
+def test_number_categories_stay_numbers_beside_the_missing_category():
+    s = parse_schema({**SCHEMA, "columns": [*SCHEMA["columns"][:2],
+                                            {"name": "ecog", "type": "categorical", "categories": [0, 1, 2],
+                                             "missing": "category"}, SCHEMA["columns"][3]]})
+    col = s.column("ecog")
+    assert col.labels == [0, 1, 2, "missing"] and col.categories == ("0", "1", "2", "missing")
+    assert parse_schema(s.public_dict()) == s

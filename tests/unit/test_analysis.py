@@ -115,3 +115,14 @@ def test_a_bundle_reads_back_in_units_and_labels(tmp_path):
     with pytest.warns(UserWarning, match="without schema.json"):
         old = load_bundle(d)
     assert old.data.age.max() <= 1 and set(old.data.ill) <= {0, 1}
+
+
+def test_an_interval_stays_inside_what_its_estimand_can_be():
+    """A rate near 0 or a mean near a public bound: the normal interval is cut at the limits, never past them."""
+    from dpiw.analysis.estimates import Estimate
+
+    rate = Estimate(0.004, 0.03, 100.0, limits=(0.0, 1.0))
+    lo, hi = rate.ci()
+    assert lo == 0.0 and hi == pytest.approx(0.004 + 1.959963984540054 * 0.03)
+    mean = Estimate(86.0, 9.0, 100.0, limits=(0.0, 100.0))
+    assert mean.ci()[1] == 100.0 and str(mean) == "86 (95% interval 68 to 100)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -137,7 +137,9 @@ class Bundle:
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
             raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
-        return self._estimate(lambda data: data[column].to_numpy(float), where, interval)
+        est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
+        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        return replace(est, limits=(spec.lower, spec.upper)) if spec is not None and spec.is_numeric else est
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all
@@ -145,7 +147,8 @@ class Bundle:
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) and label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
-        return self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
+        return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
+                       limits=(0.0, 1.0))
 
     def design(self, features: list[str], data: pd.DataFrame | None = None) -> pd.DataFrame:
         """The features as a numeric design matrix: numeric columns in their units, a categorical column with K

@@ -78,7 +78,12 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
         edges = _edges(bundle, col)
         idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
         digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
-        labels = [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
+        if col.integer:  # the whole numbers a bin holds (the last bin holds its upper edge)
+            ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
+                    for k in range(len(edges) - 1)]
+            labels = [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
+        else:
+            labels = [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
         unw = [_share(present & (idx == k), one) / max(_share(present, one), 1e-12) for k in range(len(labels))]
         wtd = [_share(present & (idx == k), w) / max(_share(present, w), 1e-12) for k in range(len(labels))]
     else:
@@ -110,7 +115,8 @@ def _card(bundle, col) -> str:
         mean_u = float(x[present].mean()) if present.any() else float("nan")
         mean_w = float(np.average(x[present], weights=bundle.weights[present])) if present.any() else float("nan")
         extra = (f"<div>mean {mean_u:.4g} unweighted, {mean_w:.4g} weighted"
-                 + (f"; empty in {1 - present.mean():.1%} of rows" if not present.all() else "") + "</div>")
+                 + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
+                 + "</div>")
         if col.missing:
             extra += ("<div><small>measured: with the empty rows, which the model holds at the lower bound; "
                       "released: the rows with a value</small></div>")
@@ -119,15 +125,35 @@ def _card(bundle, col) -> str:
             "<tr><th></th><th></th><th>measured</th><th>weighted</th></tr>" + "".join(body) + "</table></div>")
 
 
+#: a measured cell below this many noise sds: the generator's measurements are mostly noise
+SIGNAL_MIN = 3.0
+
+
+def signal(bundle) -> float | None:
+    """The median over the generator's one-way measurements of a cell's expected count over its noise sd
+    (the published counts' total and std: DP outputs), or None where none was published."""
+    g = (bundle.measurements or {}).get("generator") or {}
+    ratios = [float(g.get("total", 0)) / len(m["counts"]) / m["std"] for m in g.get("measurements", [])
+              if len(m["clique"]) == 1 and m.get("std")]
+    return float(np.median(ratios)) if ratios else None
+
+
 def _trust(bundle) -> list[str]:
     m, rel = bundle.manifest, bundle.manifest.get("release", {})
     unit = bool(rel.get("weights", {}).get("unit")) or np.allclose(bundle.weights, 1.0)
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
+    snr = signal(bundle)
+    weak = snr is not None and snr < SIGNAL_MIN
     can = ["Shares of a category and rates of the target, overall and in subgroups the generator's measured "
-           "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>.",
-           "A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram of "
-           "the column, so a skewed column keeps its shape."]
-    cannot = ["Relations the generator did not measure (it models pairs of columns along a tree, or the "
+           "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>."]
+    if not weak:
+        can.append("A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram "
+                   "of the column, so a skewed column keeps its shape.")
+    cannot = [*([f"<b>Much at all, at this size and ε</b>: a typical cell the generator measured holds about "
+                 f"{snr:.2g} times its noise sd (below {SIGNAL_MIN:g}, its measurements are mostly noise): every "
+                 "estimate, numeric means included, can be far from the table's and outside its interval. Treat "
+                 "the release as a sketch of the table's shape, not as numbers."] if weak else []),
+              "Relations the generator did not measure (it models pairs of columns along a tree, or the "
               "cliques it selected): a three-way interaction can be flattened; the intervals cover the DP noise "
               "and the sampling, NOT that bias.",
               "Anything about one person: the rows are synthetic, and the guarantee bounds what any row could "

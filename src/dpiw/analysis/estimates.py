@@ -72,6 +72,8 @@ class Estimate:
         The variance's parts by source (noise-aware estimates): ``private_rows``, ``noise``, ``synthetic_rows``.
     covers : str
         What the interval accounts for, in words.
+    limits : tuple or None
+        What the estimand can be (a rate: 0 to 1; a mean: the column's public bounds); the interval stays inside.
     """
 
     value: float
@@ -79,6 +81,7 @@ class Estimate:
     ess: float
     parts: dict | None = None
     covers: str = SAMPLING_ONLY
+    limits: tuple[float, float] | None = None
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95)."""
@@ -87,7 +90,10 @@ class Estimate:
         if not 0 < level < 1:
             raise DpiwError(f"level must lie in (0, 1), got {level}")
         z = float(norm.ppf(0.5 + level / 2))
-        return self.value - z * self.se, self.value + z * self.se
+        lo, hi = self.value - z * self.se, self.value + z * self.se
+        if self.limits is not None:  # nothing outside what the estimand can be
+            lo, hi = max(lo, self.limits[0]), min(hi, self.limits[1])
+        return lo, hi
 
     def __str__(self) -> str:
         """``65.5 (95% interval 65.1 to 66.0)``: as many decimals as the interval's half-width has its first digit

@@ -209,8 +209,6 @@ def main(args) -> None:
     schema = load_schema(schema_path)
     url = store_url(args.ledger, load_yaml(root / "params.yaml")["privacy"].get("ledger"))
     print(f"dpiw release: ledger store {_where(url, args.origin)}")
-    if schema.missing_note():
-        print(f"dpiw release: empty values: {schema.missing_note()}")
     old = root / "ledgers" / "ledger.sqlite"  # the earlier layout kept one store per project folder
     if old.is_file() and "://" not in url and Path(url).resolve() != old.resolve():
         raise DpiwError(f"this project keeps its tables' spend in {old} (the earlier per-project store): release with "
@@ -223,11 +221,17 @@ def main(args) -> None:
 
     # one pass over the rows: the table's identity, and every check the scale stage makes (NaN, inf, text in a
     # numeric column, unknown categories, bounds): bad input is refused here, before anything is written
-    checks = RowChecks(schema, out_of_bounds=args.out_of_bounds)
+    checks = RowChecks(schema, out_of_bounds=args.out_of_bounds, clip_fix="pass --out-of-bounds clip")
     table = _resolve(Store(url), replace(schema, source={**schema.source, "kind": "file", "path": str(data)}),
                      args.new_population, checks.add)
     checks.finish()
-    checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
+    clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
+    clipped = {name: share for name, share in clipped.items() if share > 0}
+    if clipped:  # said to the curator only (shares of the private rows: never into an artifact)
+        print("dpiw release: clipped to their public bounds: " + ", ".join(
+            f"{name} {share:.1%} of its values" for name, share in clipped.items()))
+    if schema.missing_note():
+        print(f"dpiw release: empty values: {schema.missing_note()}")
     with one_release_at_a_time(table.target, schema.name):
         _release(args, root, data, schema, url, table, delta, n_rows)
 

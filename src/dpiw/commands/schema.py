@@ -1,9 +1,12 @@
 """Write a draft schema for a CSV or parquet file: the column names and kinds, with the bounds and category
 lists left for you to fill in.
 
-Only the header and each column's kind (numeric or not) are read. The bounds and categories must be public
-knowledge - units, forms, codebooks, documentation - and never the data's own minimum, maximum or values:
-those would leak the private rows. The draft does not validate until you fill them in.
+The draft is read off the private rows: each column's kind (numeric or not), whether it holds whole numbers
+(`integer: true`) or empty values (`missing: ...`), and which column only numbers the rows. The schema is
+published with every bundle, so confirm each of these against public documentation before you release. The
+bounds and categories must be public knowledge - units, forms, codebooks, documentation - and never the data's
+own minimum, maximum or values: those would leak the private rows. The draft does not validate until you fill
+them in.
 
     dpiw schema infer data/mine.csv --target outcome > data/schemas/mine.yaml
 
@@ -60,6 +63,7 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     if frame.shape[1] < 2:
         raise DpiwError(f"{path}: {frame.shape[1]} column(s); a schema needs at least a feature and a target")
     name = name or re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_") or "data"
+    given_target = target is not None
     target = target or str(frame.columns[-1])
     if target not in frame.columns:
         raise DpiwError(f"--target {target}: no such column; the columns are {list(map(str, frame.columns))}")
@@ -74,7 +78,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
              "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
-             "# bounds) releases whole numbers.",
+             "# bounds) releases whole numbers. `integer`, `missing` and the kinds were read off the rows:",
+             "# the schema is published with every bundle, so keep only what public documentation says too.",
              f"name: {name}",
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
              f"target: {target}",
@@ -85,8 +90,9 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
         s = frame[col]
         empty = bool(s.isna().any())
         if str(col) == target and empty:
-            raise DpiwError(f"--target {target}: the column has empty values, and a release models every row's "
-                            "target; drop those rows first, or choose another target")
+            said = f"--target {target}" if given_target else f"the default target (the last column, {target})"
+            raise DpiwError(f"{said}: the column has empty values, and a release models every row's target; drop "
+                            "those rows first, or choose another target with --target")
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
                 and not (str(col) == target and not numeric_target):
             # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)

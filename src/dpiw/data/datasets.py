@@ -321,10 +321,10 @@ class RowChecks:
     checked there), then :meth:`finish` (no constant column, at least two classes) and :meth:`clipped` (the
     share of each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
 
-    def __init__(self, schema: Schema, *, out_of_bounds: str):
+    def __init__(self, schema: Schema, *, out_of_bounds: str, clip_fix: str = "set scale.out_of_bounds: clip"):
         if out_of_bounds not in ("clip", "fail"):
             raise DpiwError(f"scale.out_of_bounds must be 'clip' or 'fail', got {out_of_bounds!r}")
-        self.schema, self.out_of_bounds, self.rows = schema, out_of_bounds, 0
+        self.schema, self.out_of_bounds, self.rows, self.clip_fix = schema, out_of_bounds, 0, clip_fix
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
 
@@ -345,7 +345,7 @@ class RowChecks:
                 self.outside[c.name] += out
         if wide:
             raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
-                            "knowledge only) or set scale.out_of_bounds: clip")
+                            f"knowledge only) or {self.clip_fix}")
         self.rows += len(df)
 
     def finish(self) -> None:

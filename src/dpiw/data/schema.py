@@ -42,7 +42,8 @@ class Column:
         """The categories as an analyst reads them: numbers where they were declared as numbers."""
         if not self.number_labels:
             return list(self.categories)
-        return [int(float(c)) if float(c).is_integer() else float(c) for c in self.categories]
+        return [c if c == MISSING_LABEL and self.missing else int(float(c)) if float(c).is_integer() else float(c)
+                for c in self.categories]  # numbers stay numbers; `missing: category` adds the text "missing"
 
     @property
     def is_numeric(self) -> bool:
@@ -152,10 +153,11 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         cats = c.get("categories")
         if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
             raise DpiwError(f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
-        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats)
+        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats
+                      if not (missing and x == MISSING_LABEL))
         labels = tuple(str(x) for x in cats)
         if missing and MISSING_LABEL not in labels:
-            labels, numbers = (*labels, MISSING_LABEL), False
+            labels = (*labels, MISSING_LABEL)
         return Column(name, "categorical", categories=labels, number_labels=numbers, missing=missing)
     raise DpiwError(f"column '{name}': type must be 'numeric' or 'categorical', got {c['type']!r}")
 
