@@ -320,3 +320,25 @@ def test_summary_keeps_the_none_rows_own_standard_error():
     r = summary_table.summary_rows(pd.DataFrame(rows)).iloc[0]
     assert r.none_se == pytest.approx(pd.Series([0.5, 0.6, 0.7, 0.8]).std() / 2)
     assert r.vs_none_se < 0.01 < r.none_se
+
+
+def test_the_report_gives_one_privacy_line_per_kind_of_run_and_folds_the_runs():
+    """30 benchmark runs that differ only in their own numbers are one kind: one line, the runs folded."""
+    import re
+
+    from dpiw.evaluate.report_pages import FOLD_ROWS, manifests_html
+
+    def manifest(i):
+        eps = 0.9 + i / 1000
+        return {"run": f"toy/eps=1/seed={i}/mst/none/none", "dp": True, "neighbours": {"relation": "replace_one"},
+                "budget": {"epsilon": 1.0}, "spent": {"epsilon": eps, "tightest": {"epsilon": eps, "delta": 1e-5}},
+                "verdict": f"within budget (RDP composition: epsilon={eps} at delta=1e-05)",
+                "release": {"fit_to_release": False, "reasons": ["benchmark mode (public noise seeds)",
+                                                                 f"k-hat {0.5 + i / 100:.2f} above 0.7"]},
+                "records": [{"stage": "synthesize", "dp": True, "epsilon": eps, "delta": 1e-5, "mechanism": "MST"}]}
+
+    page = manifests_html([manifest(i) for i in range(30)])
+    kinds = re.search(r'<table id="kinds">.*?</table>', page, re.S).group(0)
+    assert kinds.count("<tr><td") == 1 and "0.9 to 0.929" in kinds
+    assert 30 > FOLD_ROWS and re.search(r'<details><summary>every run[^<]*\(30 rows\)</summary><table id="manifests"',
+                                        page)

@@ -86,10 +86,15 @@ def _nowrap(text: str) -> str:
 
 
 def _kind(m: dict) -> tuple[str, str, str]:
-    """What a run's manifest says, without the run's name: its relation, its verdict and its release verdict."""
+    """What a run's manifest says, without the run's name or its own numbers: its relation, its verdict and its
+    release verdict (each run's epsilons and k-hat are in the folded table below)."""
     release = m["release"]
     fit = "fit to release" if release["fit_to_release"] else "not fit: " + "; ".join(release["reasons"])
-    return m.get("neighbours", {}).get("relation", "replace_one"), m["verdict"], fit
+
+    def general(text: str) -> str:
+        return re.sub(r"(?<![\w.])[-+]?\d[\d.]*(e-?\d+)?", "x", re.sub(r"\s*\([^)]*\d[^)]*\)", "", text))
+
+    return m.get("neighbours", {}).get("relation", "replace_one"), general(m["verdict"]), general(fit)
 
 
 def manifests_html(manifests: list[dict]) -> str:
@@ -104,14 +109,15 @@ def manifests_html(manifests: list[dict]) -> str:
             "so its bundle never is.</p>",
             "<table id=\"kinds\"><thead><tr><th>runs</th><th>neighbours</th><th>verdict</th><th>release</th>"
             "<th>guarantee ε (lowest to highest)</th></tr></thead><tbody>"]
+    lines = []
     for (relation, verdict, fit), group in sorted(kinds.items(), key=lambda kv: -len(kv[1])):
         eps = [g["spent"].get("tightest", {}).get("epsilon") for g in group if g["dp"]]
         eps = [e for e in eps if e is not None]
         span = f"{min(eps):.4g} to {max(eps):.4g}" if eps else "not DP"
-        body.append(f"<tr><td class=\"num\">{len(group)}</td><td>{relation}</td><td>{html.escape(verdict)}</td>"
-                    f"<td class=\"{'' if fit == 'fit to release' else 'no'}\">{html.escape(fit)}</td>"
-                    f"<td class=\"num\">{span}</td></tr>")
-    body.append("</tbody></table>")
+        lines.append(f"<tr><td class=\"num\">{len(group)}</td><td>{relation}</td><td>{html.escape(verdict)}</td>"
+                     f"<td class=\"{'' if fit == 'fit to release' else 'no'}\">{html.escape(fit)}</td>"
+                     f"<td class=\"num\">{span}</td></tr>")
+    body[-1] = _fold(body[-1] + "".join(lines) + "</tbody></table>", len(lines), "the kinds of run")
     table = ["<table id=\"manifests\"><thead><tr><th>run</th><th>neighbours</th><th>budget ε</th><th>spent ε</th>"
              "<th>guarantee (ε, δ)</th><th>verdict</th></tr></thead><tbody>"]
     for m in sorted(manifests, key=lambda m: m["run"]):
