@@ -75,7 +75,8 @@ def _broken(column, value, row=5):
 #: case -> (edit of the rows, extra flags, the message, private values the message must not show)
 BAD = {
     "missing_column": (lambda df: df.drop(columns="bmi"), None, "column(s) ['bmi'] of the schema are missing", ()),
-    "nan": (_broken("bmi", np.nan), None, "column 'bmi' (1 missing or infinite)", ("row 5", "(nan)")),
+    "nan": (_broken("bmi", np.nan), None, "column 'bmi' (1 empty) has empty values; say in the schema what an "
+            "empty value is", ("row 5", "(nan)")),
     "inf": (_broken("age", np.inf), None, "column 'age' (1 missing or infinite)", ("row 5", "(inf)")),
     "wrong_type": (_broken("age", "forty-seven"), None, "column 'age' is declared numeric but 1 row(s) hold text",
                    ("forty-seven", "row 5")),
@@ -91,11 +92,16 @@ BAD = {
     "repeated_column": (lambda df: pd.concat([df, df[["age"]]], axis=1), None,
                         "column name(s) ['age'] appear more than once in the header", ()),
     "two_empty_columns": (lambda df: _broken("age", np.nan)(_broken("bmi", np.nan)(df)), None,
-                          "columns 'age' (1 missing or infinite), 'bmi' (1 missing or infinite) have empty values",
+                          "columns 'age' (1 empty), 'bmi' (1 empty) have empty values",
                           ("row 5",)),
     "two_bad_columns": (lambda df: _broken("age", "forty-seven")(_broken("region", "mars-colony")(df)), None,
                         "column 'age' is declared numeric but 1 row(s) hold text; fix the values or declare the "
                         "column categorical; column 'region' has 1 row(s) outside", ("forty-seven", "mars-colony")),
+    "text_category_and_empty": (lambda df: _broken("age", "forty")(_broken("region", "mars")(_broken("bmi", np.nan)(
+        df))), None, "column 'age' is declared numeric but 1 row(s) hold text; fix the values or declare the column "
+        "categorical; column 'region' has 1 row(s) outside its declared categories ['north', 'south', 'east', "
+        "'west']; add the missing categories to the schema (a public list) or fix the rows; column 'bmi' (1 empty) "
+        "has empty values", ("forty", "mars")),
     "out_of_bounds": (_broken("age", 131.25), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90];", ("131", "row 5")),
 }

@@ -261,11 +261,13 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(df.columns)} (fix the names in the schema or the file)")
-    problems = []  # every column's problem, in one message
+    problems, empty = [], []  # every column's problem, in one message
     for c in schema.columns:
         if c.indicator_of is not None:  # made from its column below, not read
             continue
         col = df[c.name]
+        if not c.missing and int(col.isna().sum()):
+            empty.append(f"'{c.name}' ({int(col.isna().sum())} empty)")
         if c.is_numeric:
             num = pd.to_numeric(col, errors="coerce")
             bad = num.isna() & col.notna()
@@ -285,6 +287,11 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
                                 f"{list(c.categories)}; add the missing categories to the schema (a public list) or "
                                 "fix the rows")
             df[c.name] = text
+    if empty:
+        problems.append(f"column{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
+                        f"{'have' if len(empty) > 1 else 'has'} empty values; say in the schema what an empty value "
+                        "is (`missing: category` for a categorical column, `missing: indicator` for a numeric one), "
+                        "or remove them")
     if problems:
         raise DpiwError(f"{where}: " + "; ".join(problems))
     return fill_missing(df, schema)
