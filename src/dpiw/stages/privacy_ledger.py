@@ -144,7 +144,8 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
     fit = not reasons
     return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]), "pareto_k": gate["pareto_k"],
             "pareto_k_threshold": gate["pareto_k_threshold"], "weights": weights_signal(records),
-            "reasons": reasons or ["release mode, secret noise, DP and k-hat within the threshold"]}
+            "reasons": reasons or ["release mode, secret noise, DP and " + (
+                "k-hat within the threshold" if gate["pareto_k"] is not None else "unit weights (no k-hat to check)")]}
 
 
 def weights_signal(records: list[PrivacySpend]) -> dict:
