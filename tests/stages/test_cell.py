@@ -10,7 +10,8 @@ import sys
 import pytest
 import yaml
 
-from dpiw import DpiwError, grid
+from dpiw import DpiwError
+from dpiw.planning import grid
 from dpiw.stages import cell, scale
 
 CELL = "toy/eps=1/marginals"
