@@ -163,7 +163,7 @@ REFUSALS = {
     "gan_weights_after_mst": (["--weights", "discriminator"], "--weights discriminator reuses a GAN's networks"),
     "post_comma": (["--post", "none,temper"], "--post: post 'none,temper': unknown step 'none,temper'"),
     "post_order": (["--post", "psis+calibrate"], "'calibrate' must come first"),
-    "delta_too_big": (["--delta", "0.5"], "--delta 0.5 is not below 1/N_D = 1/400: a delta that large"),
+    "delta_too_big": (["--delta", "0.5"], "--delta 0.5 is not below 1/N_D = 1/400 = 0.0025: a delta that large"),
     "delta_text": (["--delta", "many"], "--delta must be 'auto', 'paper' or a number"),
     "dataset_delta": (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
     "dataset_epsilon": (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),
@@ -206,7 +206,7 @@ def test_schema_infer_refuses_to_overwrite_with_one_line(tmp_path, capsys, monke
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--delta", "0.5"], "--delta 0.5 is not below 1/N_D = 1/400: a delta that large"),
+    (["--delta", "0.5"], "--delta 0.5 is not below 1/N_D = 1/400 = 0.0025: a delta that large"),
     (["--delta", "many"], "--delta must be 'auto', 'paper' or a number"),
     (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
     (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),

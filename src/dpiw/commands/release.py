@@ -147,11 +147,7 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
     if args.neighbours != "replace_one":
         return None
     n_rows = count_rows(schema, str(data))  # a chunk at a time: the table may be larger than memory
-    if not isinstance(delta, str) and not delta < 1 / n_rows:  # said with the flag, not the config key
-        raise DpiwError(f"--delta {delta:g} is not below 1/N_D = 1/{n_rows}: a delta that large lets a mechanism "
-                        "publish a whole private row; pass --delta auto (the default, N_D^-1.5), --delta paper "
-                        f"(1/N_D - 1e-6) or a number below {1 / n_rows:.3g}")
-    run_delta(delta, n_rows, "replace_one")
+    run_delta(delta, n_rows, "replace_one", flag="--delta")  # refuses a delta of 1/N_D or more
     return n_rows
 
 

@@ -178,11 +178,13 @@ def auto_delta(n_private: int) -> float:
     return float(n_private) ** -1.5
 
 
-def run_delta(delta: str | float, n_private: int | None, neighbours: str = "replace_one") -> float:
+def run_delta(delta: str | float, n_private: int | None, neighbours: str = "replace_one", *,
+              flag: str | None = None) -> float:
     """The run's delta: 'auto' (:func:`auto_delta`), 'paper' (1/N_D - 1e-6) or a number, which must lie below
     1/N_D - a delta of 1/N_D or more allows mechanisms that publish a whole private row. Under add/remove
     neighbours N_D is private, so the delta must be a number and nothing here compares it with N_D
-    (``n_private`` unused).
+    (``n_private`` unused). ``flag``: the command-line flag that gave the delta (``--delta``), named in the
+    refusal instead of the config key.
 
     >>> run_delta(1e-4, 1000)
     0.0001
@@ -203,9 +205,11 @@ def run_delta(delta: str | float, n_private: int | None, neighbours: str = "repl
     if n_private < 1:
         raise DpiwError("the private training split is empty")
     if not float(delta) < 1.0 / n_private:
-        raise DpiwError(f"privacy.delta = {delta:g} is not below 1/N_D = 1/{n_private} = {1 / n_private:.6g}: "
-                        "a delta that large lets a mechanism publish a whole private row; set privacy.delta: "
-                        f"paper (1/N_D - 1e-6) or a number below {1 / n_private:.6g}")
+        said, fix = ((f"{flag} {delta:g}", f"pass {flag} auto (the default, N_D^-1.5), {flag} paper") if flag else
+                     (f"privacy.delta = {delta:g}", "set privacy.delta: paper"))
+        raise DpiwError(f"{said} is not below 1/N_D = 1/{n_private} = {1 / n_private:.6g}: a delta that large lets "
+                        f"a mechanism publish a whole private row; {fix} (1/N_D - 1e-6) or a number below "
+                        f"{1 / n_private:.6g}")
     return float(delta)
 
 
