@@ -39,7 +39,16 @@ from dpiw.data.schema import Schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
-from dpiw.sdgp.binning import Binning, check_fine, fine_details, fine_events, fine_first, fine_noise
+from dpiw.sdgp.binning import (
+    Binning,
+    check_fine,
+    fine_details,
+    fine_events,
+    fine_first,
+    fine_noise,
+    grown_bins,
+    with_fine,
+)
 from dpiw.sdgp.counting import Counter, InProcessCounter
 from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
 
@@ -92,20 +101,33 @@ class MST:
         marginal.
     fine_fraction : float
         The share of rho the fine histograms take (with ``fine_cells``).
+    max_bins : int
+        With the fine histograms, a large table's numeric columns get more than ``bins`` bins, up to this many
+        (:meth:`grown_bins`); None: ``bins`` (never more).
     """
 
     def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000, fine_cells: int = 0,
-                 fine_fraction: float = 0.2):
+                 fine_fraction: float = 0.2, max_bins: int | None = None):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
+        self.max_bins = bins if max_bins is None else max_bins
         self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
+
+    def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int]:
+        cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
+        total, squares = sum(cards), sum(c * c for c in cards)
+        return cards, (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2
+
+    def fits_domain(self, schema: Schema, bins: int) -> bool:
+        """Whether ``bins`` bins per numeric column pass :meth:`check_domain` and ``max_cells``."""
+        cards, pair_cells, _ = self._pair_cells(schema, bins)
+        big = sorted(cards)[-2:]
+        return pair_cells <= PAIR_CELLS_PER_MAX * self.max_cells and big[0] * big[-1] <= self.max_cells
 
     def check_domain(self, schema: Schema) -> None:
         """Refuse, before any row is read, a table whose marginals would not fit (public quantities only: the
         schema's categories and the bins). MST scores every pair of columns: the cells of all pairs together
         are capped at :data:`PAIR_CELLS_PER_MAX` times ``max_cells``."""
-        cards = [self.bins if c.is_numeric else len(c.categories) for c in schema.columns]
-        total, squares = sum(cards), sum(c * c for c in cards)
-        pair_cells, pairs = (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2
+        cards, pair_cells, pairs = self._pair_cells(schema, self.bins)
         limit = PAIR_CELLS_PER_MAX * self.max_cells
         if pair_cells > limit:
             raise DpiwError(f"MST on '{schema.name}': its {len(cards)} columns make {pairs} pairs holding "
@@ -115,6 +137,9 @@ class MST:
     def _check(self, schema: Schema, cards: list[int], epsilon: float, delta: float) -> None:
         if not (isinstance(self.bins, int) and 2 <= self.bins <= 1000):
             raise DpiwError(f"sdgp.mst.bins must be an integer in [2, 1000], got {self.bins!r}")
+        if not (isinstance(self.max_bins, int) and self.bins <= self.max_bins <= 1000):
+            raise DpiwError(f"sdgp.mst.max_bins must be an integer in [sdgp.mst.bins, 1000] (= bins: never more), "
+                            f"got {self.max_bins!r}")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
@@ -158,8 +183,9 @@ class MST:
         rows = rows or RowCount.exact(counter.total)
         marginal_l2, score_l1 = count_l2(rows.neighbours), count_l1(rows.neighbours)
         rho = zcdp_rho(epsilon, delta)
+        self.bins_ = self.grown_bins(schema, rows.n, rho, marginal_l2)
         counter, self.fine_, rho_rest = fine_first(self, counter, schema, rho=rho, l2=marginal_l2, total=rows.n,
-                                                   rng=rng)
+                                                   rng=rng, bins=self.bins_)
         self.binning_ = self.fine_.binning if self.fine_ else Binning.equal_width(schema, self.bins)
         cards = list(counter.cards)
         d = len(cards)
@@ -229,10 +255,26 @@ class MST:
                    "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
             accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
                        "through its RDP curve", reads_private=("train",), basis="",
-            details={"generator": "mst", "bins": self.bins, "rho": rho_spent, "iters": self.iters,
+            details={"generator": "mst", "bins": self.bins, "bins_used": self.bins_, "rho": rho_spent,
+                     "iters": self.iters,
                      **fine_details(self), "tree": [[names[a], names[b]] for a, b in tree]},
             rdp=events)
         return self
+
+    def grown_bins(self, schema: Schema, n: float, rho: float, l2: float) -> int:
+        """The bins per numeric column of this fit: ``bins``, grown towards ``max_bins`` with the fine histograms
+        where a two-way cell of two numeric columns stays at :data:`dpiw.sdgp.binning.BIN_SNR` noise sds
+        (:func:`dpiw.sdgp.binning.grown_bins`: public quantities only), and never past the domain guard."""
+        if not with_fine(self, schema):
+            return self.bins
+        d = len(schema.columns)
+        one_way = any(not c.is_numeric for c in schema.columns)  # the one-way marginals MST still measures
+        rho_part = rho * (1 - self.fine_fraction) / (3.0 if one_way else 2.0)
+        sigma2 = math.sqrt((d - 1) * l2**2 / (2 * rho_part))
+        k = grown_bins(self.bins, self.max_bins, n, sigma2)
+        while k > self.bins and not self.fits_domain(schema, k):
+            k -= 1
+        return k
 
     def _tree_scores(self, table, one_way, pairs) -> dict:
         """Each pair's L1 distance between its true two-way counts and the prediction of the model fitted on the

@@ -98,7 +98,8 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
            **{f"aim_{key}": None for key in ("bins", "iters", "rounds", "max_model_size", "max_cells",
                                              "target_triples")},
            # the fine histograms' flags (sdgp.mst and sdgp.aim), unset for every other SDGP
-           **{f"{sdgp}_{key}": None for sdgp in ("mst", "aim") for key in ("fine_cells", "fine_fraction")}}
+           **{f"{sdgp}_{key}": None for sdgp in ("mst", "aim") for key in ("fine_cells", "fine_fraction")},
+           "mst_max_bins": None}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
