@@ -12,6 +12,7 @@ import yaml
 from audit import audit
 from scipy import stats
 
+from dpiw import DpiwError
 from dpiw.data.schema import parse_schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.scale import decode_frame
@@ -238,3 +239,29 @@ def test_a_skewed_mean_within_five_percent_and_integers(skewed_release):
     # the equal-width bins of the public bounds, for the same rows and noise streams, miss it by far
     old, _ = out[0]
     assert old.kappa.mean() / truth - 1 > 0.3
+
+
+def test_bins_grow_with_the_rows_at_no_privacy_cost():
+    """sdgp.mst.max_bins: the bins per numeric column are the most k <= max_bins with N / k^2 >= BIN_SNR times
+    the two-way marginals' recorded noise sd (8 at 2,000 rows, more at 200,000), chosen from public quantities
+    only: the record's rho and every noise sd are the same as with max_bins = bins, and the numeric columns'
+    cells are the grown bins."""
+    from dpiw.sdgp.binning import BIN_SNR
+
+    schema = parse_schema(SKEWED)
+    eps, delta = 1.0, 1e-9
+    for n, grows in ((2_000, False), (200_000, True)):
+        _, scaled = skewed_rows(n, 4)
+        kw = {"epsilon": eps, "delta": delta}
+        grown = MST(bins=8, max_bins=32, fine_cells=256).measure(scaled, schema, rng=np.random.default_rng(5), **kw)
+        fixed = MST(bins=8, fine_cells=256).measure(scaled, schema, rng=np.random.default_rng(5), **kw)
+        sigma2 = grown.privacy_.noise["two_way"]["std"]
+        expected = min(32, max(8, math.isqrt(int(n / (BIN_SNR * sigma2)))))
+        assert grown.bins_ == expected and (expected > 8) == grows
+        assert grown.privacy_.details["bins_used"] == expected and fixed.bins_ == 8
+        assert grown.cards_[:2] == [expected, expected] and fixed.cards_[:2] == [8, 8]
+        assert [e["rho"] for e in grown.privacy_.rdp] == pytest.approx([e["rho"] for e in fixed.privacy_.rdp])
+        assert grown.privacy_.epsilon == pytest.approx(fixed.privacy_.epsilon)
+        assert grown.privacy_.noise["fine_histograms"]["std"] == fixed.privacy_.noise["fine_histograms"]["std"]
+    with pytest.raises(DpiwError, match="max_bins"):
+        MST(bins=8, max_bins=4, fine_cells=256).measure(scaled, schema, rng=np.random.default_rng(5), **kw)
