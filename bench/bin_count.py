@@ -106,9 +106,9 @@ def main() -> None:
         print(f"| {pop} | {n:,} | {name.replace('|', chr(92) + '|')} | " + " | ".join(cells) + " |")
     print("\n| population | N | within-class mean | " + " | ".join(f"{b} bins" for b in (8, 16, 32)) + " |")
     print("|---|---|---|---|---|---|")
-    for pop, (col, _, label) in WITHIN.items():
+    for pop, (col, cls, label) in WITHIN.items():
         for n in args.rows:
-            print(f"| {pop} | {n:,} | mean {col} \\| {label} | "
+            print(f"| {pop} | {n:,} | mean {col} \\| {cls} {label} | "
                   + " | ".join(f"{oracle(pop, n, b):+.3g}" for b in (8, 16, 32)) + " |")
 
 

@@ -110,8 +110,10 @@ class Bundle:
             v = np.asarray(values(data), float)
             return v, noise_aware.subgroup(data, where) & ~np.isnan(v)
 
-        parts["noise"], _ = noise_aware.noise_variance(self.bootstrap(), statistic)
-        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE)
+        boot = self.bootstrap()
+        parts["noise"], _ = noise_aware.noise_variance(boot, statistic)
+        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE,
+                        bias=noise_aware.weights_bias(boot, statistic))
 
     def _mask(self, where) -> np.ndarray:
         mask = np.asarray(where, dtype=bool)

@@ -52,7 +52,8 @@ SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP nois
                  "rows (too narrow for the population)")
 #: what a noise-aware interval covers (dpiw.analysis.noise_aware)
 NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
-               "measurements) and the synthetic rows' sampling; NOT the generator's bias")
+               "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
+               "rows' marginals (the interval reaches the estimate corrected for it); NOT the generator's bias")
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,11 @@ class Estimate:
         What the interval accounts for, in words.
     limits : tuple or None
         What the estimand can be (a rate: 0 to 1; a mean: the column's public bounds); the interval stays inside.
+    bias : float
+        Noise-aware estimates with marginal-matching weights: how far the weights fall short of the private
+        rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`); ``value - bias`` is the
+        estimate corrected for it, and the interval reaches from the interval about ``value`` to the one about
+        ``value - bias``. 0 otherwise.
     """
 
     value: float
@@ -82,15 +88,18 @@ class Estimate:
     parts: dict | None = None
     covers: str = SAMPLING_ONLY
     limits: tuple[float, float] | None = None
+    bias: float = 0.0
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
-        """The normal interval value +- z se at ``level`` (e.g. 0.95)."""
+        """The normal interval value +- z se at ``level`` (e.g. 0.95), widened on one side to reach
+        ``value - bias`` +- z se (a noise-aware estimate with weights: :attr:`bias`)."""
         from scipy.stats import norm
 
         if not 0 < level < 1:
             raise DpiwError(f"level must lie in (0, 1), got {level}")
         z = float(norm.ppf(0.5 + level / 2))
-        lo, hi = self.value - z * self.se, self.value + z * self.se
+        corrected = self.value - self.bias
+        lo, hi = min(self.value, corrected) - z * self.se, max(self.value, corrected) + z * self.se
         if self.limits is not None:  # nothing outside what the estimand can be
             lo, hi = max(lo, self.limits[0]), min(hi, self.limits[1])
         return lo, hi

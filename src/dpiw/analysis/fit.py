@@ -87,15 +87,23 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
         idx = rng.integers(0, n, n)
         boot.append(coefficients(fit_on(bundle.data.iloc[idx].reset_index(drop=True), bundle.weights[idx]), names))
     var = {"synthetic_rows": pd.concat(boot, axis=1).var(axis=1, ddof=1)}
-    covers = SAMPLING_ONLY
+    covers, bias = SAMPLING_ONLY, pd.Series(0.0, index=point.index)
     if interval != "sampling" and bundle.noise_aware:
         n_private = float(bundle.measurements["generator"]["total"])
         var["private_rows"] = var["synthetic_rows"] * kish_ess(bundle.weights) / max(n_private, 1.0)
-        reps = [coefficients(fit_on(r.data, r.weights), names) for r in bundle.bootstrap().made()]
+        boot_set = bundle.bootstrap()
+        reps = [coefficients(fit_on(r.data, r.weights), names) for r in boot_set.made()]
         var["noise"] = pd.concat(reps, axis=1).var(axis=1, ddof=1)
+        base, shrunk = boot_set.bias_set()
+        if base is not None and shrunk:  # how far the weights fall short of D (as for a mean: Estimate.bias)
+            at_base = coefficients(fit_on(base.data, base.weights), names)
+            bias = pd.concat([coefficients(fit_on(r.data, r.weights), names) for r in shrunk], axis=1).mean(axis=1)
+            bias = bias - at_base
         covers = NOISE_AWARE
     se = np.sqrt(sum(var.values()))
     z = 1.959963984540054
-    table = pd.DataFrame({"value": point, "se": se, "lo": point - z * se, "hi": point + z * se,
+    corrected = point - bias
+    table = pd.DataFrame({"value": point, "se": se, "lo": np.minimum(point, corrected) - z * se,
+                          "hi": np.maximum(point, corrected) + z * se, "bias": bias,
                           **{f"var_{k}": v for k, v in var.items()}})
     return Fit(model, table, covers)
