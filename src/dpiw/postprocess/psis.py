@@ -30,13 +30,19 @@ def gpd_fit(x: np.ndarray) -> tuple[float, float]:
     b /= 3.0 * x[int(n / 4 + 0.5) - 1]
     b += 1.0 / x[-1]
     k = np.log1p(-b[:, None] * x).mean(axis=1)
-    len_scale = n * (np.log(-(b / k)) - k - 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # tied exceedances give k = 0 for some b
+        len_scale = n * (np.log(-(b / k)) - k - 1.0)
+    if not np.isfinite(len_scale).any():  # tied exceedances: no Pareto tail to fit (treated as bounded)
+        return math.inf, 0.0
+    len_scale = np.where(np.isfinite(len_scale), len_scale, -np.inf)
     w = np.exp(len_scale - len_scale.max())  # 1 / sum_j exp(L_j - L_i), without its overflow at large n
     w /= w.sum()
     keep = w >= 10 * np.finfo(float).eps
     w, b = w[keep], b[keep]
     w /= w.sum()
     b_post = float(np.sum(b * w))
+    if b_post == 0.0:
+        return math.inf, 0.0
     k_post = float(np.log1p(-b_post * x).mean())
     sigma = -k_post / b_post
     k_post = (n * k_post + 10 * 0.5) / (n + 10)
@@ -93,7 +99,9 @@ def psis(log_w: np.ndarray, *, reff: float = 1.0) -> PsisResult:
     cutoff = max(x[order[cutoff_ind]], _TINY_LOG) if x.size >= -cutoff_ind else _TINY_LOG
     tail_idx = np.flatnonzero(x > cutoff)
     k = math.inf
-    if tail_idx.size > 4:
+    # fewer than five distinct values above the cutoff (marginal matching's weights are one per cell, so a tail
+    # can hold a hundred rows and two values): nothing heavy to fit, and the fit's likelihood is undefined
+    if tail_idx.size > 4 and np.unique(x[tail_idx]).size > 4:
         t_order = np.argsort(x[tail_idx], kind="stable")
         exceed = np.exp(x[tail_idx][t_order]) - math.exp(cutoff)
         k, sigma = gpd_fit(exceed)
