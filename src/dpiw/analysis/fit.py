@@ -97,8 +97,11 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
         base, shrunk = boot_set.bias_set()
         if base is not None and shrunk:  # how far the weights fall short of D (as for a mean: Estimate.bias)
             at_base = coefficients(fit_on(base.data, base.weights), names)
-            bias = pd.concat([coefficients(fit_on(r.data, r.weights), names) for r in shrunk], axis=1).mean(axis=1)
-            bias = bias - at_base
+            at_gen = coefficients(fit_on(base.data, np.ones(len(base.weights))), names)
+            refits = pd.concat([coefficients(fit_on(r.data, r.weights), names) for r in shrunk], axis=1)
+            from dpiw.analysis.noise_aware import shortfall
+
+            bias = pd.Series(shortfall(refits.mean(axis=1) - at_base, at_base - at_gen), index=at_base.index)
         covers = NOISE_AWARE
     se = np.sqrt(sum(var.values()))
     z = 1.959963984540054

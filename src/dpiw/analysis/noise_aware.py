@@ -350,18 +350,44 @@ def noise_variance(boot: NoiseBootstrap, statistic) -> tuple[float, int]:
     return float(np.var(values, ddof=1)), len(values)
 
 
+#: the largest share of the way from the generator to D that the weights may be found to leave undone
+MAX_SHORTFALL = 0.9
+
+
 def weights_bias(boot: NoiseBootstrap, statistic) -> float:
-    """How far the weights fall short of D for ``statistic`` (:meth:`NoiseBootstrap.bias_set`): the mean of the
-    bias replicates' weighted means less the base's, 0 without marginal-matching weights."""
+    """How far the weights fall short of D for ``statistic`` (:meth:`NoiseBootstrap.bias_set`), 0 without
+    marginal-matching weights.
+
+    In the world the release describes, the generator's rows give theta_gen (unit weights), the release's weights
+    theta (the base), and the refitted weights fall back to theta + shift: they leave a share
+    s = -shift / (theta - theta_gen) of the way undone. Read as a constant share, the release left the same
+    share of its own way to D undone, which is longer than the way in its world by 1 / (1 - s): the estimate's
+    bias is shift / (1 - s) (s in [0, MAX_SHORTFALL]; 0 where the refits move away from the generator)."""
     base, reps = boot.bias_set()
     if base is None or not reps:
         return 0.0
     h, mask = statistic(base.data, base.weights)
-    if not mask.any():
+    if not mask.any() or not base.weights[mask].sum() > 0:
         return 0.0
     theta = weighted_parts(h[mask], base.weights[mask])[0]
+    theta_gen = float(np.mean(h[mask]))
     values = [weighted_parts(h[mask], r.weights[mask])[0] for r in reps if r.weights[mask].sum() > 0]
-    return float(np.mean(values) - theta) if values else 0.0
+    if not values:
+        return 0.0
+    return float(shortfall(np.mean(values) - theta, theta - theta_gen))
+
+
+def shortfall(shift, way):
+    """:func:`weights_bias` from the refits' mean ``shift`` and the release's ``way`` (theta - theta_gen) in its
+    world: shift / (1 - s), s = -shift / way in [0, MAX_SHORTFALL] (0 where way is 0); elementwise on arrays.
+
+    >>> float(shortfall(-0.2, 1.0)), float(shortfall(0.1, 1.0)), float(shortfall(0.1, 0.0))
+    (-0.25, 0.1, 0.1)
+    """
+    shift, way = np.asarray(shift, float), np.asarray(way, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(way != 0, np.clip(-shift / np.where(way != 0, way, 1.0), 0.0, MAX_SHORTFALL), 0.0)
+    return shift / (1.0 - share)
 
 
 def sampling_variances(h: np.ndarray, w: np.ndarray, mask: np.ndarray, n_private: float) -> dict[str, float]:
