@@ -26,8 +26,8 @@ corrected and the replicates above, which re-aim at the same measurements, do no
 bootstrap measures it (:meth:`NoiseBootstrap.bias_set`): in the world the release describes (the released
 model's rows with the release's weights), the weights refitted to that world's marginals with fresh noise fall
 back towards the generator by about as much as the release fell short of D (``Estimate.bias``); the interval
-reaches the estimate corrected by it. On bench/coverage.py's clinic population at 20,000 rows it took the mean
-bmi among the ill from 86% to COVERAGE_PLACEHOLDER.
+reaches the estimate corrected by it. On bench/coverage.py's clinic population at 20,000 rows it took the
+coverage of the mean bmi among the ill from 86% to 100% (its interval 0.83 of the calibrated width).
 
 Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions;
 without fine histograms, equal-width bins with uniform values inside each; with them, the rows of a tail cut
