@@ -41,11 +41,12 @@ usefulness: install  ## the usefulness study on real tables -> docs/usefulness.m
 	python -m dpiw.studies.usefulness --config configs/usefulness.yaml --out docs/usefulness.md \
 		--figure docs/usefulness.png $(FRESH)
 
-# The suite, then the SLURM test as a separate step (it starts a single-node cluster when root and apt
-# are there: tests/cluster/start_slurm.sh; skipped with the reason otherwise).
-test: install  ## the test suite, then the SLURM test (what CI runs)
-	python -m pytest -q -m "not cluster"
-	python -m pytest -q -rs -m cluster tests/cluster
+# The suite and the SLURM test (it starts a single-node cluster when root and apt are there:
+# tests/cluster/start_slurm.sh; skipped with the reason otherwise), in two worker processes (pytest-xdist): a test
+# module stays on one worker, so its fixtures are built once; the slow modules go first (tests/conftest.py).
+TEST_WORKERS ?= 2
+test: install  ## the test suite and the SLURM test (what CI runs)
+	python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadscope
 
 docs: install  ## docs/configuration.md, and the docs' figures from the default run (runs it: minutes)
 	python -m dpiw.planning.config_docs > docs/configuration.md

@@ -20,7 +20,14 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 
 def ensure_chromium() -> tuple[str | None, str]:
     """(the chromium binary, "") when it is here or apt installs it; (None, the reason) otherwise, with the
-    failing apt command's own error."""
+    failing apt command's own error (one test process at a time: apt holds a lock of its own)."""
+    from helpers import one_at_a_time
+
+    with one_at_a_time("apt"):
+        return _ensure_chromium()
+
+
+def _ensure_chromium() -> tuple[str | None, str]:
     exe = shutil.which("chromium")
     if exe:
         return exe, ""

@@ -1,5 +1,7 @@
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -38,13 +40,40 @@ def rng():
 
 sys.path.insert(0, str(ROOT / "tests"))  # tests/helpers.py
 
+# Every `snakemake` start imports snakemake-executor-plugin-slurm, which asks `scontrol show config` for a default
+# (2.8.0, at import). Where SLURM is installed but its controller is down (a machine after the SLURM test ran),
+# that call waits 9 s for the controller, in every start. The tests' own processes ask a controller that refuses
+# at once instead; the SLURM test (tests/cluster) gives its processes the machine's real configuration back.
+NO_SLURM_CONF = Path(tempfile.gettempdir()) / "dpiw-tests-no-slurm-controller.conf"
+if "SLURM_CONF" not in os.environ:
+    _tmp = NO_SLURM_CONF.with_suffix(f".{os.getpid()}")  # whole, whichever worker writes it
+    _tmp.write_text("ClusterName=dpiw-tests\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=9\nMessageTimeout=1\n")
+    os.replace(_tmp, NO_SLURM_CONF)
+    os.environ["SLURM_CONF"] = str(NO_SLURM_CONF)
+
+#: the test modules that take minutes, in the order pytest-xdist's workers should start them (the longest first,
+#: so that the many short modules fill in at the end); every other module keeps its place after them
+SLOW_FIRST = ["tests/pipeline/test_pipeline.py", "tests/cluster/test_slurm.py", "tests/pipeline/test_release_mode.py",
+              "tests/pipeline/test_ledger_release.py", "tests/pipeline/test_red_team.py",
+              "tests/pipeline/test_add_remove.py", "tests/pipeline/test_light_install.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(item.path).relative_to(ROOT).as_posix(), len(rank)))
+
 
 @pytest.fixture(scope="session")
 def snakemake_run(tmp_path_factory):
-    """The tiny grid run locally through Snakemake once per session (pipeline and cluster tests compare
-    against it)."""
-    from helpers import sh, workdir
+    """The tiny grid run locally through Snakemake once per session, and once for all of pytest-xdist's
+    workers (pipeline and cluster tests compare against it; none of them writes to it)."""
+    from helpers import one_at_a_time, sh, shared_tmp, workdir
 
-    wd = workdir(tmp_path_factory.mktemp("smk"))
-    sh(["snakemake", "--cores", "2"], wd)
+    wd = shared_tmp(tmp_path_factory, "smk-tiny-grid")
+    with one_at_a_time(f"smk-{wd.parent.name}"):
+        if not (wd / ".dpiw-test-done").exists():
+            shutil.rmtree(wd, ignore_errors=True)
+            wd.mkdir(parents=True)
+            sh(["snakemake", "--cores", "2"], workdir(wd))
+            (wd / ".dpiw-test-done").touch()
     return wd

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,23 @@ TINY = ROOT / "tests/pipeline/params.tiny.yaml"
 #: set to 1 by .ci/run: there a tool the suite installs (PostgreSQL, Chromium, SLURM) must be had, and a test that
 #: would skip for want of it fails instead
 STRICT_ENV = "DPIW_CI_STRICT"
+
+
+def one_at_a_time(name: str):
+    """A lock that every test process on this machine shares (pytest-xdist's workers): apt's installs, and a
+    fixture that is built once for all of them."""
+    from filelock import FileLock
+
+    return FileLock(os.path.join(tempfile.gettempdir(), f"dpiw-tests-{name}.lock"))
+
+
+def shared_tmp(tmp_path_factory, name: str) -> Path:
+    """A folder under the base temporary folder that pytest-xdist's workers share (the session's own folder
+    without workers): a fixture built there once serves every worker."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    return base / name
 
 
 def unavailable(reason: str):

@@ -20,7 +20,15 @@ def binaries() -> Path | None:
 
 
 def install() -> str | None:
-    """Install Debian's postgresql when missing; the reason it cannot be had, or None."""
+    """Install Debian's postgresql when missing; the reason it cannot be had, or None (one test process at a
+    time: apt holds a lock of its own)."""
+    from helpers import one_at_a_time
+
+    with one_at_a_time("apt"):
+        return _install()
+
+
+def _install() -> str | None:
     if binaries():
         return None
     if os.geteuid() != 0 or not shutil.which("apt-get"):

@@ -23,6 +23,18 @@ NO_ACCOUNTING = ["--slurm-status-command", "squeue", "--slurm-no-account"]
 
 @pytest.fixture(scope="module")
 def slurm():
+    # the machine's own SLURM configuration, not the refusing one the other tests' processes get (conftest.py)
+    saved = os.environ.get("SLURM_CONF")
+    if saved and saved.endswith("dpiw-tests-no-slurm-controller.conf"):
+        del os.environ["SLURM_CONF"]
+    try:
+        yield _start()
+    finally:
+        if saved is not None:
+            os.environ["SLURM_CONF"] = saved
+
+
+def _start() -> str:
     if os.geteuid() != 0:
         unavailable("SLURM test needs root: munged, slurmctld and slurmd are started by hand")
     if not shutil.which("sbatch") and not shutil.which("apt-get"):
