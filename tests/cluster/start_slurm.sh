@@ -30,7 +30,8 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
 fi
 
 NODE=$(hostname -s)
-CPUS=$(nproc)
+# the CPUs this machine gives us, not OMP_NUM_THREADS (nproc honours it, and the tests' processes set it to 1)
+CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 # leave 2 GiB to the system; slurmd refuses to start when RealMemory exceeds what it sees
 MEM=$(awk '/MemTotal/ {m = int($2 / 1024) - 2048; print (m > 1024 ? m : 1024)}' /proc/meminfo)
 
