@@ -43,10 +43,11 @@ usefulness: install  ## the usefulness study on real tables -> docs/usefulness.m
 
 # The suite and the SLURM test (it starts a single-node cluster when root and apt are there:
 # tests/cluster/start_slurm.sh; skipped with the reason otherwise), in two worker processes (pytest-xdist): a test
-# module stays on one worker, so its fixtures are built once; the slow modules go first (tests/conftest.py).
+# module stays on one worker, so its fixtures are built once; the modules start in tests/conftest.py's order (the
+# SLURM test first, whose waits overlap the other worker's work; then the slow ones), not xdist's by test count.
 TEST_WORKERS ?= 2
 test: install  ## the test suite and the SLURM test (what CI runs)
-	python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadscope
+	python -m pytest -q -rs -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 docs: install  ## docs/configuration.md, and the docs' figures from the default run (runs it: minutes)
 	python -m dpiw.planning.config_docs > docs/configuration.md

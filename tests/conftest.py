@@ -51,9 +51,10 @@ if "SLURM_CONF" not in os.environ:
     os.replace(_tmp, NO_SLURM_CONF)
     os.environ["SLURM_CONF"] = str(NO_SLURM_CONF)
 
-#: the test modules that take minutes, in the order pytest-xdist's workers should start them (the longest first,
-#: so that the many short modules fill in at the end); every other module keeps its place after them
-SLOW_FIRST = ["tests/pipeline/test_pipeline.py", "tests/cluster/test_slurm.py", "tests/pipeline/test_release_mode.py",
+#: the test modules that take minutes, in the order pytest-xdist's workers start them (`--no-loadscope-reorder`):
+#: the SLURM test first (it mostly waits for its jobs, so the other worker's modules fill its time), then the
+#: longest, so that the many short modules fill in at the end; every other module keeps its place after them
+SLOW_FIRST = ["tests/cluster/test_slurm.py", "tests/pipeline/test_pipeline.py", "tests/pipeline/test_release_mode.py",
               "tests/pipeline/test_ledger_release.py", "tests/pipeline/test_red_team.py",
               "tests/pipeline/test_add_remove.py", "tests/pipeline/test_light_install.py"]
 

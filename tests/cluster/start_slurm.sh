@@ -36,7 +36,8 @@ CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 MEM=$(awk '/MemTotal/ {m = int($2 / 1024) - 2048; print (m > 1024 ? m : 1024)}' /proc/meminfo)
 
 mkdir -p /etc/slurm /run/slurm /var/lib/slurm/slurmd /var/lib/slurm/slurmctld /var/log/slurm /run/munge
-cat > /etc/slurm/slurm.conf <<CONF
+NEW_CONF=$(mktemp)
+cat > "$NEW_CONF" <<CONF
 ClusterName=dpiw
 SlurmctldHost=${NODE}(127.0.0.1)
 SlurmUser=root
@@ -62,6 +63,17 @@ SlurmdLogFile=/var/log/slurm/slurmd.log
 NodeName=${NODE} NodeAddr=127.0.0.1 CPUs=${CPUS} RealMemory=${MEM} State=UNKNOWN
 PartitionName=debug Nodes=${NODE} Default=YES MaxTime=INFINITE State=UP
 CONF
+if ! cmp -s "$NEW_CONF" /etc/slurm/slurm.conf; then
+    # daemons started with another configuration (another CPU count) keep it, and a node that says fewer CPUs
+    # than a job asks leaves the job pending for ever: stop them, they start below with this one
+    pkill -x slurmd || true
+    pkill -x slurmctld || true
+    for _ in $(seq 50); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 0.2; done
+    mv "$NEW_CONF" /etc/slurm/slurm.conf
+    chmod 0644 /etc/slurm/slurm.conf
+else
+    rm -f "$NEW_CONF"
+fi
 
 if [[ ! -s /etc/munge/munge.key ]]; then
     dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=128 status=none

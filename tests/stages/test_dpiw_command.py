@@ -269,3 +269,27 @@ def test_help_lists_commands_then_stages_and_every_usage_names_dpiw(capsys):
         with pytest.raises(SystemExit):
             main([stage, "--help"])
         assert capsys.readouterr().out.startswith(f"usage: dpiw {stage} "), stage
+
+
+def test_a_releases_snakemake_asks_a_slurm_controller_that_refuses_at_once(tmp_path, monkeypatch):
+    """Where SLURM is installed but its controller is down, every Snakemake start waited 9 s in the SLURM plugin's
+    `scontrol show config`: a release (its jobs run here) gives its Snakemake a configuration that refuses at once,
+    and leaves a SLURM_CONF of the user's as it is."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from dpiw.commands import release
+
+    seen = []
+    monkeypatch.setattr(subprocess, "run", lambda cmd, **kw: seen.append(kw["env"]) or SimpleNamespace(returncode=0))
+    folder = tmp_path / "release"
+    folder.mkdir()
+    args = SimpleNamespace(cores=1)
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    release._run_workflow(args, tmp_path, folder, tmp_path / "log", "sqlite:///x")
+    conf = seen[-1]["SLURM_CONF"]
+    text = open(conf).read()
+    assert conf.startswith(str(folder)) and "MessageTimeout=1" in text and "SlurmctldPort=9" in text
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/theirs.conf")
+    release._run_workflow(args, tmp_path, folder, tmp_path / "log", "sqlite:///x")
+    assert seen[-1]["SLURM_CONF"] == "/etc/slurm/theirs.conf"

@@ -371,6 +371,13 @@ def _first_error(output: str, folder: Path) -> str:
     return "the workflow failed"
 
 
+#: What a release's Snakemake gets as SLURM_CONF when none is set: a cluster whose controller refuses at once. A
+#: release runs its jobs on this machine, but every Snakemake start imports snakemake-executor-plugin-slurm, which
+#: (2.8.0) runs `scontrol show config` for one of its defaults; where SLURM is installed and its controller is down
+#: or unreachable, that call waits 9 s (MessageTimeout), in every release.
+LOCAL_SLURM_CONF = "ClusterName=dpiw-local\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=9\nMessageTimeout=1\n"
+
+
 def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
     """Snakemake in the release's folder, its whole output in ``log``; DpiwError with the stage's one line."""
     from dpiw.commands.project import repository
@@ -380,6 +387,11 @@ def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
         raise DpiwError("snakemake is not on PATH: run `make install` and `source .venv/bin/activate`")
     env = {**os.environ, "DPIW_LEDGER_URL": url}
     env.setdefault("DPIW_JAX_CACHE", str(root / ".cache" / "jax"))  # compiled once per project, not per release
+    if "SLURM_CONF" not in env:
+        conf = folder / ".snakemake" / "slurm-local.conf"  # beside Snakemake's own state
+        conf.parent.mkdir(exist_ok=True)
+        conf.write_text(LOCAL_SLURM_CONF)
+        env["SLURM_CONF"] = str(conf)
     log.parent.mkdir(parents=True, exist_ok=True)
     # --nolock: this command's own lock guards the folder, and a killed release leaves no Snakemake lock behind;
     # --rerun-incomplete resumes it
