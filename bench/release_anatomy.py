@@ -39,6 +39,8 @@ TRACE = re.compile(r"Finished tracing \+ transforming .*? in ([\d.e-]+) sec")
 def kind(cmdline: list[str]) -> str:
     """What a process of the release is: 'dpiw release', 'snakemake', a stage's name, 'shell' or its program."""
     text = " ".join(cmdline)
+    if cmdline and Path(cmdline[0]).name in ("bash", "sh"):
+        return "shell"
     m = re.search(r"-m dpiw\.stages\.(\w+)", text)
     if m:
         return m.group(1)
@@ -46,7 +48,7 @@ def kind(cmdline: list[str]) -> str:
         return "snakemake"
     if re.search(r"\bdpiw release\b", text):
         return "dpiw release"
-    return "shell" if cmdline and Path(cmdline[0]).name in ("bash", "sh") else Path(cmdline[0]).name if cmdline else "?"
+    return Path(cmdline[0]).name if cmdline else "?"
 
 
 def watch(cmd: list[str], cwd: Path, env: dict) -> tuple[int, float, dict[int, dict]]:
@@ -163,8 +165,9 @@ def main() -> None:
     p.add_argument("--sdgp", default="mst")
     p.add_argument("--warm", action="store_true", help="a second release with the compilation cache filled")
     args = p.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        wd = copy_repo(Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as tables:
+        copy_repo(Path(tmp))  # the code the release runs; its tables and projects outside that checkout
+        wd = Path(tables)
         for n in map(int, args.rows):
             cache = wd / f"jax-cache-{n}"
             anatomy(wd, n, args.sdgp, cache, "cold")

@@ -43,8 +43,8 @@ def unavailable(reason: str):
     pytest.skip(reason)
 
 
-def sh(args, cwd, check=True, timeout=900):
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def sh(args, cwd, check=True, timeout=900, env=None):
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"{args} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc

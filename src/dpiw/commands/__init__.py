@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import pkgutil
 import re
 import sys
@@ -32,9 +33,21 @@ COMMANDS = {"run": "run", "release": "release", "schema": "schema", "show": "sho
             "ledger": "ledger"}
 
 
+def docstring(module: str) -> str:
+    """A module's docstring, read from its source without importing it (a stage imports pandas, scipy and more:
+    `dpiw --help` and every command's start would import all of them)."""
+    import ast
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return importlib.import_module(module).__doc__ or ""
+    with open(spec.origin, encoding="utf-8") as fh:
+        return ast.get_docstring(ast.parse(fh.read()), clean=False) or ""
+
+
 def summary(module: str, prefix: str = "") -> str:
     """The first sentence of a module's docstring after ``prefix``, whole: a subcommand's help."""
-    doc = " ".join((importlib.import_module(module).__doc__ or "").split()).removeprefix(prefix)
+    doc = " ".join(docstring(module).split()).removeprefix(prefix)
     return re.split(r"\. (?=[A-Z`(])", doc)[0].rstrip(".") if doc else module  # not at "Eq. 5"
 
 

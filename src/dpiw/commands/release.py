@@ -9,7 +9,8 @@ release shares or overwrites: the config, the schema and the private working fil
 that fails or is refused leaves only its log (logs/releases/<name>/<release>.log) and one line on the terminal;
 a release that was killed resumes when the same command runs again; the same command after its release was
 admitted prints the existing bundle and spends nothing (--new-release makes another one). One release of a
-population runs at a time.
+population runs at a time. The noise is fresh OS entropy, or derived from DPIW_SECRET_KEY when it is set (the same
+rows and weights again for whoever holds the key; keep it as secret as the data).
 
     dpiw release data/examples/clinic.csv --schema data/schemas/clinic.yaml --epsilon 1
 """
@@ -331,7 +332,11 @@ def _planned(args, run_delta: float) -> list[dict]:
 
 
 def _config(args, name: str, delta, url: str) -> dict:
-    privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": "entropy",
+    from dpiw.privacy.seeding import SECRET_ENV
+
+    # fresh OS entropy, or the curator's DPIW_SECRET_KEY when set: the same rows and weights for whoever holds it
+    noise = "secret_key" if os.environ.get(SECRET_ENV) else "entropy"
+    privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": noise,
                "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
                "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population}
     config = {"mode": "release", "out": RUN,
