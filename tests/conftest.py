@@ -1,7 +1,6 @@
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -44,10 +43,13 @@ sys.path.insert(0, str(ROOT / "tests"))  # tests/helpers.py
 # (2.8.0, at import). Where SLURM is installed but its controller is down (a machine after the SLURM test ran),
 # that call waits 9 s for the controller, in every start. The tests' own processes ask a controller that refuses
 # at once instead; the SLURM test (tests/cluster) gives its processes the machine's real configuration back.
-NO_SLURM_CONF = Path(tempfile.gettempdir()) / "dpiw-tests-no-slurm-controller.conf"
 if "SLURM_CONF" not in os.environ:
+    from helpers import NO_SLURM_CONF
+
+    from dpiw.commands.release import LOCAL_SLURM_CONF
+
     _tmp = NO_SLURM_CONF.with_suffix(f".{os.getpid()}")  # whole, whichever worker writes it
-    _tmp.write_text("ClusterName=dpiw-tests\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=9\nMessageTimeout=1\n")
+    _tmp.write_text(LOCAL_SLURM_CONF)
     os.replace(_tmp, NO_SLURM_CONF)
     os.environ["SLURM_CONF"] = str(NO_SLURM_CONF)
 

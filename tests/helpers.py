@@ -19,6 +19,11 @@ TINY = ROOT / "tests/pipeline/params.tiny.yaml"
 STRICT_ENV = "DPIW_CI_STRICT"
 
 
+#: the SLURM configuration the tests' processes get (tests/conftest.py): dpiw release's own, whose controller
+#: refuses at once; the SLURM test gives its processes the machine's real one back
+NO_SLURM_CONF = Path(tempfile.gettempdir()) / "dpiw-tests-no-slurm-controller.conf"
+
+
 def one_at_a_time(name: str):
     """A lock that every test process on this machine shares (pytest-xdist's workers): apt's installs, and a
     fixture that is built once for all of them."""

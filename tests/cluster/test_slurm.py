@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import ROOT, result_files, sh, unavailable, workdir
+from helpers import NO_SLURM_CONF, ROOT, result_files, sh, unavailable, workdir
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -25,7 +25,7 @@ NO_ACCOUNTING = ["--slurm-status-command", "squeue", "--slurm-no-account"]
 def slurm():
     # the machine's own SLURM configuration, not the refusing one the other tests' processes get (conftest.py)
     saved = os.environ.get("SLURM_CONF")
-    if saved and saved.endswith("dpiw-tests-no-slurm-controller.conf"):
+    if saved == str(NO_SLURM_CONF):
         del os.environ["SLURM_CONF"]
     try:
         yield _start()
