@@ -172,7 +172,8 @@ def one(job: tuple[str, int, int, float]) -> list[dict]:
             est = (bundle.mean(column, where, interval=interval) if kind == "mean" else
                    bundle.rate(column, label, where, interval=interval))
             lo, hi = est.ci(0.95)
-            parts = {f"var_{k}": v for k, v in (est.parts or {}).items()}
+            parts = {**{f"var_{k}": v for k, v in (est.parts or {}).items()},
+                     **{f"bias_{k}": v for k, v in (est.biases or {}).items()}}
             rows.append({"population": pop, "rows": n, "release": r, "weights": method, "estimand": name,
                          "interval": interval,
                          "value": est.value, "lo": lo, "hi": hi, **parts})

@@ -112,8 +112,9 @@ class Bundle:
 
         boot = self.bootstrap()
         parts["noise"], _ = noise_aware.noise_variance(boot, statistic)
-        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE,
-                        bias=noise_aware.weights_bias(boot, statistic))
+        bias = noise_aware.weights_bias(boot, statistic)
+        return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE, bias=bias,
+                        biases={"weights": bias})
 
     def _mask(self, where) -> np.ndarray:
         mask = np.asarray(where, dtype=bool)
@@ -141,7 +142,28 @@ class Bundle:
             raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
-        return replace(est, limits=(spec.lower, spec.upper)) if spec is not None and spec.is_numeric else est
+        if spec is None or not spec.is_numeric:
+            return est
+        if est.covers == NOISE_AWARE:
+            est = replace(est, **self._bin_bias(column, spec, where, est))
+        return replace(est, limits=(spec.lower, spec.upper))
+
+    def _bin_bias(self, column: str, spec, where, est: Estimate) -> dict:
+        """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
+        drawn inside each bin from the column's own histogram put a subgroup's mean off."""
+        from dpiw.analysis import bin_bias, noise_aware
+
+        binning = bin_bias.binning_of(self.schema, self.measurements)
+        nb = None if binning is None else binning.numeric.get(column)
+        if nb is None or bin_bias.depends_on(where, self.data, column, nb, spec.lower, spec.upper, spec.integer):
+            return {}
+        x = self.data[column].to_numpy(float)
+        has = ~np.isnan(x)
+        mask = noise_aware.subgroup(self.data, where)[has]
+        part = bin_bias.within_bin_bias(nb, (x[has] - spec.lower) / (spec.upper - spec.lower), self.weights[has],
+                                        mask, spec.upper - spec.lower)
+        biases = {**(est.biases or {"weights": est.bias}), "bins": part}
+        return {"bias": float(sum(biases.values())), "biases": biases}
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all

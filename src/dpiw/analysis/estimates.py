@@ -52,8 +52,9 @@ SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP nois
                  "rows (too narrow for the population)")
 #: what a noise-aware interval covers (dpiw.analysis.noise_aware)
 NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
-               "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
-               "rows' marginals (the interval reaches the estimate corrected for it); NOT the generator's bias")
+               "measurements), the synthetic rows' sampling, how far the weights fall short of the private rows' "
+               "marginals and, for a numeric mean within a subgroup, how far the values drawn inside each bin put "
+               "it off (the interval reaches the estimate corrected for both); NOT the generator's bias")
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,14 @@ class Estimate:
     limits : tuple or None
         What the estimand can be (a rate: 0 to 1; a mean: the column's public bounds); the interval stays inside.
     bias : float
-        Noise-aware estimates with marginal-matching weights: how far the weights fall short of the private
-        rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`); ``value - bias`` is the
-        estimate corrected for it, and the interval reaches from the interval about ``value`` to the one about
-        ``value - bias``. 0 otherwise.
+        Noise-aware estimates: the estimated bias that the interval reaches over, the sum of ``biases``;
+        ``value - bias`` is the estimate corrected for it, and the interval reaches from the interval about
+        ``value`` to the one about ``value - bias``. 0 otherwise.
+    biases : dict or None
+        Noise-aware estimates: ``bias`` by source. ``weights``: how far marginal-matching weights fall short of
+        the private rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`; 0 without
+        them); ``bins`` (a mean of a numeric column): how far the values drawn inside each bin from the column's
+        own histogram put a subgroup's mean off (:mod:`dpiw.analysis.bin_bias`).
     """
 
     value: float
@@ -89,6 +94,7 @@ class Estimate:
     covers: str = SAMPLING_ONLY
     limits: tuple[float, float] | None = None
     bias: float = 0.0
+    biases: dict | None = None
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95), widened on one side to reach

@@ -1,0 +1,108 @@
+"""How far a mean within a subgroup is off because values are drawn inside their bins from the column's own
+histogram: a first-order estimate from the released rows (post-processing: no privacy cost).
+
+A zCDP generator models a numeric column's coarse bins; inside a bin, every released row draws its value from
+the column's fine histogram restricted to the bin, whatever its other columns say (:mod:`dpiw.sdgp.binning`). The
+weighted mean of ``x`` over a subgroup S is then sum_b P(b | S) E[x | b], where the private rows give
+sum_b P(b | S) E[x | b, S]. Inside a bin, S's rows sit where P(S | x) is larger: where P(S | x) grows with x
+(deaths with a marker), the release's mean within S is too low by sum_b P(b | S) (E[x | b, S] - E[x | b]).
+
+The estimate: the released rows' P(S | b) per bin (weighted: the weights' view of the table), its logarithm
+interpolated linearly between the bins' means (flat past the first and the last), and E[x | b, S] as the bin's
+fine histogram tilted by exp(that interpolation). It assumes P(S | x) is smooth across bins; it is exact to
+first order when log P(S | x) is linear over neighbouring bins, and 0 when S does not depend on x (every bin's
+P(S | b) alike). Past the outer bins' means it takes P(S | x) flat, which understates a share still growing
+there (75% of the bias with 4 bins on tests/unit/test_bin_bias.py's populations, 85-100% with 8). A subgroup
+defined by the column itself (``mean x where x > 5``) has a step inside a bin: no estimate (0), since the
+within-bin values then decide who is in S.
+
+On bench/coverage.py's skewed population at 200,000 rows (mean kappa among the deaths, 13-14 bins) it finds
+-0.010 of a -0.013 error, which the noise-aware interval did not see before (84% covered, now 90%).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+#: points per fine cell of a continuous column on which the tilt is evaluated (an integer cell: its integers)
+POINTS = 8
+
+
+def binning_of(schema, measurements: dict | None):
+    """The released bins of a bundle's generator (its fine histograms' cut points, or equal-width bins), or None
+    when the bundle publishes no generator measurements."""
+    from dpiw.sdgp.binning import Binning
+
+    gen = (measurements or {}).get("generator")
+    if not gen or schema is None:
+        return None
+    fine = gen.get("fine") or {}
+    if fine.get("binning"):
+        return Binning.from_dict(schema, fine["binning"])
+    return Binning.equal_width(schema, int(gen["bins"]))
+
+
+def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each supported fine cell's points in scaled units, their mass (the cell's, spread evenly) and their cell."""
+    grid = nb.grid
+    fine = np.ones(grid.cells) if nb.fine is None else np.maximum(np.asarray(nb.fine, float), 0.0)
+    fine = fine[: grid.support]
+    if grid.span is None:
+        cell = np.repeat(np.arange(grid.support), POINTS)
+        pos = (cell + (np.tile(np.arange(POINTS), grid.support) + 0.5) / POINTS) / grid.cells
+        return pos, fine[cell] / POINTS, cell
+    first = grid.first()[: grid.support + 1]
+    counts = np.diff(first)
+    cell = np.repeat(np.arange(grid.support), counts)
+    pos = np.arange(first[-1]) / grid.span
+    return pos, fine[cell] / np.maximum(counts[cell], 1), cell
+
+
+def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width: float) -> float:
+    """The estimate (in the column's units: ``width`` = upper - lower) of the weighted mean of ``scaled`` over
+    ``mask`` minus the one whose within-bin values follow the subgroup (the module's text); positive: too high.
+
+    ``nb`` is the column's :class:`dpiw.sdgp.binning.NumericBins`, ``scaled`` its released values in [0, 1],
+    ``weights`` the rows' weights, ``mask`` the subgroup (rows with a value only)."""
+    cell = nb.cells(scaled)
+    card = nb.card
+    w_all = np.bincount(cell, weights=weights, minlength=card)
+    w_in = np.bincount(cell[mask], weights=weights[mask], minlength=card)
+    pos, mass, fcell = _points(nb)
+    bin_of = np.searchsorted(nb.cuts, fcell, side="right") - 1
+    bin_mass = np.bincount(bin_of, weights=mass, minlength=card)
+    centre = np.bincount(bin_of, weights=mass * pos, minlength=card) / np.where(bin_mass > 0, bin_mass, 1.0)
+    seen = (w_all > 0) & (w_in > 0) & (bin_mass > 0)
+    if seen.sum() < 2:
+        return 0.0
+    # log P(S | x): linear between the bins' means, flat past the first and the last (continuing the end slopes
+    # instead over-corrects a saturating share: 110-170% of the bias on tests/unit/test_bin_bias.py's populations,
+    # flat 75-110%)
+    tilt = np.exp(np.interp(pos, centre[seen], np.log(w_in[seen] / w_all[seen])))
+    tilted_mass = np.bincount(bin_of, weights=mass * tilt, minlength=card)
+    tilted = np.bincount(bin_of, weights=mass * tilt * pos, minlength=card) / np.where(tilted_mass > 0,
+                                                                                        tilted_mass, 1.0)
+    share = w_in / w_in.sum()  # P(b | S) as released
+    use = (bin_mass > 0) & (tilted_mass > 0)
+    return float(width * (share[use] @ (centre[use] - tilted[use])))
+
+
+def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: float, integer: bool) -> bool:
+    """Whether the subgroup ``where`` (None, a mapping, or a function of the rows) changes when ``column``'s
+    values are drawn again inside their bins: then it is defined by the column itself."""
+    if where is None:
+        return False
+    if isinstance(where, dict):
+        return column in where
+    from dpiw.analysis.noise_aware import subgroup
+
+    x = data[column].to_numpy(float)
+    has = ~np.isnan(x)
+    scaled = (x[has] - lower) / (upper - lower)
+    again = lower + nb.values(nb.cells(scaled), np.random.default_rng(0)) * (upper - lower)
+    other = data.copy()
+    moved = x.copy()
+    moved[has] = np.rint(again) if integer else again
+    other[column] = moved
+    return not np.array_equal(subgroup(data, where), subgroup(other, where))

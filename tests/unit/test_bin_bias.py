@@ -1,0 +1,76 @@
+"""The bins' part of a noise-aware mean's bias (dpiw.analysis.bin_bias): rows released as a marginal generator with
+fine histograms releases them (a coarse bin per row, its value drawn from the column's histogram inside the bin)
+put a subgroup's mean off by a known amount; the estimate must find it, find none where the subgroup does not
+depend on the column, and stand aside where the subgroup is cut by the column itself."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpiw.analysis.bin_bias import depends_on, within_bin_bias
+from dpiw.sdgp.binning import FineGrid, NumericBins
+
+CELLS, CUTS = 64, np.array([0, 4, 8, 12, 16, 24, 32, 44, 64])  # 8 bins, narrower where the rows are
+GRID = FineGrid(CELLS, CELLS)
+#: P(S | x) of the two populations: a moderate and a steep logistic
+SHARES = {"moderate": (-2.0, 4.0), "steep": (-3.0, 8.0)}
+
+
+def population(share: str = "moderate"):
+    """x on [0, 1] with density 2 (1 - x) (a skewed column), P(S | x) = sigmoid(a + b x): the fine histogram,
+    the grid it is integrated on and P(S | x) on it."""
+    a, b = SHARES[share]
+    t = (np.arange(CELLS * 1000) + 0.5) / (CELLS * 1000)
+    dens = 2 * (1 - t)
+    fine = np.add.reduceat(dens, np.arange(0, t.size, 1000)) / dens.sum()
+    return fine, t, dens / dens.sum(), lambda x: 1 / (1 + np.exp(-(a + b * x)))
+
+
+def released(fine, t, dens, p_s, n: int, rng, depends: bool = True):
+    """Rows as the release makes them from an exact model of (bin, S): the bin by its mass, S by P(S | bin),
+    x from the fine histogram inside the bin (independent of S given the bin); and the exact error of the
+    release's mean within S, sum_b P(b | S) E[x | b] - E[x | S]."""
+    nb = NumericBins(GRID, CUTS, fine)
+    mass = nb.coarse(fine)
+    b_of_t = nb.cells(t)
+    p_bin = (np.bincount(b_of_t, weights=dens * p_s(t)) / np.bincount(b_of_t, weights=dens)
+             if depends else np.full(len(mass), 0.3))
+    cell = rng.choice(len(mass), n, p=mass / mass.sum())
+    x = nb.values(cell, rng)
+    s = rng.uniform(size=n) < p_bin[cell]
+    # E[x | b] as released: the fine histogram's cells are uniform inside, so the bin's mean of t under dens
+    e_bin = np.bincount(b_of_t, weights=dens * t) / np.bincount(b_of_t, weights=dens)
+    p_b_s = mass * p_bin / (mass * p_bin).sum()
+    error = float(p_b_s @ e_bin - (t * dens * p_s(t)).sum() / (dens * p_s(t)).sum())
+    return nb, x, s, error
+
+
+@pytest.mark.parametrize("share", sorted(SHARES))
+def test_a_subgroup_whose_share_grows_with_the_column_is_found_too_low_by_the_right_amount(share):
+    fine, t, dens, p_s = population(share)
+    nb, x, s, error = released(fine, t, dens, p_s, 400_000, np.random.default_rng(1))
+    assert error < -0.002  # the bins put the release's mean within S too low
+    est = within_bin_bias(nb, x, np.ones(len(x)), s, 1.0)
+    assert est == pytest.approx(error, rel=0.2), (est, error)  # first order: within a fifth of the error
+    assert within_bin_bias(nb, x, np.ones(len(x)), s, 10.0) == pytest.approx(10 * est)  # in the units
+
+
+def test_no_bias_where_the_subgroup_does_not_depend_on_the_column():
+    pop = population()
+    nb, x, s, _ = released(*pop, 200_000, np.random.default_rng(3), depends=False)
+    dep_nb, dep_x, dep_s, _ = released(*pop, 200_000, np.random.default_rng(3))
+    flat = within_bin_bias(nb, x, np.ones(len(x)), s, 1.0)
+    tilted = within_bin_bias(dep_nb, dep_x, np.ones(len(dep_x)), dep_s, 1.0)
+    assert abs(flat) < 0.1 * abs(tilted)
+    assert within_bin_bias(nb, x, np.ones(len(x)), np.ones(len(x), bool), 1.0) == 0.0  # all rows: no subgroup
+
+
+def test_a_subgroup_cut_by_the_column_itself_gets_no_estimate():
+    nb, x, s, _ = released(*population(), 5_000, np.random.default_rng(4))
+    data = pd.DataFrame({"x": 10 * x, "s": np.where(s, "yes", "no")})
+    args = (data, "x", nb, 0.0, 10.0, False)
+    assert depends_on({"x": 3.0}, *args)
+    assert depends_on(lambda d: d.x > 3.0, *args)
+    assert not depends_on(lambda d: d.s == "yes", *args)
+    assert not depends_on({"s": "yes"}, *args)
+    assert not depends_on(None, *args)
