@@ -257,19 +257,41 @@ class AIM:
 
     @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        return sample_rows(self.model_.model, self.schema_, self.binning_, n, rng)
+        from dpiw.sdgp import mirror_descent as md
+
+        model = self.model_.model
+        if isinstance(model, md.Model):
+            model = md.to_mbi(mbi_module(), model)
+        return sample_rows(model, self.schema_, self.binning_, n, rng)
+
+
+#: a model whose junction tree holds at most this many cells is estimated in numpy (dpiw.sdgp.mirror_descent,
+#: nothing compiled), a larger one by mbi (an XLA program per set of cliques, faster per step): numpy's steps
+#: cost as much as mbi's compilation and steps of a round at about 260,000 cells (bench/aim_rounds.py)
+NUMPY_CELLS = 200_000
 
 
 class PGMEstimator:
     """Private-PGM's mirror descent from the measurements with the known total, warm-started from the last
-    model; :meth:`PGMModel.marginal` answers any clique (by variable elimination outside the model's cliques)."""
+    model; :meth:`PGMModel.marginal` answers any clique (by variable elimination outside the model's cliques).
+    A model of at most ``numpy_cells`` junction-tree cells is estimated in numpy (:mod:`dpiw.sdgp.mirror_descent`,
+    the same steps without compiling one program per round), a larger one by mbi."""
 
-    def __init__(self, iters: int):
-        self.iters = iters
+    def __init__(self, iters: int, numpy_cells: int = NUMPY_CELLS):
+        self.iters, self.numpy_cells = iters, numpy_cells
 
     def __call__(self, measured, cards, n, warm):
-        return PGMModel(estimate(mbi_module(), cards, measured, total=n, iters=self.iters,
-                                 warm_start=warm.model if warm is not None else None))
+        from dpiw.sdgp import mirror_descent as md
+
+        mbi = mbi_module()
+        cliques = md.potential_cliques(measured)
+        if model_size_mb(cards, cliques) * 2**20 / 8 <= self.numpy_cells:
+            prior = None if warm is None else md.from_mbi(warm.model) if not isinstance(warm.model, md.Model) \
+                else warm.model
+            return PGMModel(md.estimate(mbi, cards, measured, total=n, iters=self.iters, warm=prior))
+        prior = None if warm is None else md.to_mbi(mbi, warm.model) if isinstance(warm.model, md.Model) \
+            else warm.model
+        return PGMModel(estimate(mbi, cards, measured, total=n, iters=self.iters, warm_start=prior))
 
 
 def model_size_mb(cards: list[int], cliques: list[Clique]) -> float:
@@ -328,12 +350,17 @@ class PGMModel:
     (cached for the model's life)."""
 
     def __init__(self, model):
+        from dpiw.sdgp import mirror_descent as md
+
         self.model = model
-        pots = model.potentials
-        self.cards = [int(model.domain[a]) for a in model.domain.attributes]
-        self.factors = [(tuple(int(a) for a in pots[cl].domain.attributes), np.asarray(pots[cl].values, float))
-                        for cl in pots.cliques]
-        self.total = float(model.total)
+        if isinstance(model, md.Model):
+            self.cards, self.factors, self.total = list(model.cards), model.factors, float(model.total)
+        else:
+            pots = model.potentials
+            self.cards = [int(model.domain[a]) for a in model.domain.attributes]
+            self.factors = [(tuple(int(a) for a in pots[cl].domain.attributes), np.asarray(pots[cl].values, float))
+                            for cl in pots.cliques]
+            self.total = float(model.total)
         comp = list(range(len(self.cards)))
 
         def root(a):
