@@ -66,12 +66,11 @@ def watch(cmd: list[str], cwd: Path, env: dict) -> tuple[int, float, dict[int, d
             pass
         for pid, p in list(procs.items()):
             try:
-                with p.oneshot():
-                    rec = seen.get(pid)
-                    if rec is None:
-                        rec = seen[pid] = {"kind": kind(p.cmdline()), "start": p.create_time()}
+                with p.oneshot():  # a process that ends between two reads is recorded whole or not at all
+                    rec = seen.get(pid) or {"kind": kind(p.cmdline()), "start": p.create_time()}
                     cpu = p.cpu_times()
                     rec.update(cpu=cpu.user + cpu.system, end=now)
+                    seen[pid] = rec
             except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
                 procs.pop(pid)
         if top.poll() is not None:

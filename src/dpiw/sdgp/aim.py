@@ -18,7 +18,8 @@
    model's marginal m_r less the noise a measurement would add, among the candidates whose model stays under
    ``max_model_size`` MB times the share of rho spent so far; the quality moves by at most
    max w_r * (2 under replace-one, 1 under add/remove) when a row changes. The pick is measured with std sigma
-   (Delta^2 / (2 sigma^2)), and the model re-estimated from all measurements (warm-started). If the new model
+   (Delta^2 / (2 sigma^2)), and the model re-estimated from all measurements (warm-started; in numpy while its
+   junction tree is small, :class:`PGMEstimator`). If the new model
    moved the pick's marginal by less than the noise's expected L1 size, sqrt(2/pi) sigma |r|, sigma halves and
    eps_em doubles (budget annealing): later rounds are fewer and sharper.
 6. Private-PGM's final model samples N_G rows (mbi's randomised rounding); a numeric cell maps back to a uniform
