@@ -386,10 +386,8 @@ LOCAL_SLURM_CONF = "ClusterName=dpiw-local\nSlurmctldHost=localhost(127.0.0.1)\n
 def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
     """Snakemake in the release's folder, its whole output in ``log``; DpiwError with the stage's one line."""
     from dpiw.commands.project import repository
+    from dpiw.commands.snakemake_main import command
 
-    exe = shutil.which("snakemake")
-    if exe is None:
-        raise DpiwError("snakemake is not on PATH: run `make install` and `source .venv/bin/activate`")
     env = {**os.environ, "DPIW_LEDGER_URL": url}
     env.setdefault("DPIW_JAX_CACHE", str(root / ".cache" / "jax"))  # compiled once per project, not per release
     if "SLURM_CONF" not in env:
@@ -400,7 +398,8 @@ def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     # --nolock: this command's own lock guards the folder, and a killed release leaves no Snakemake lock behind;
     # --rerun-incomplete resumes it
-    cmd = [exe, "--snakefile", str(repository() / "Snakefile"), "--directory", str(folder), "--cores",
+    # Snakemake's command line whose rescheduling timers do not hold its exit (dpiw.commands.snakemake_main)
+    cmd = [*command(), "--snakefile", str(repository() / "Snakefile"), "--directory", str(folder), "--cores",
            str(args.cores), "--configfile", str(folder / "release.yaml"), "--nolock", "--rerun-incomplete"]
     with open(log, "w") as fh:
         proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)

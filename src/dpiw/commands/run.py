@@ -9,7 +9,6 @@ Flags after `--` go to Snakemake as they are, e.g. `dpiw run -- --dry-run` or
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -29,11 +28,9 @@ def snakemake(args: list[str]) -> None:
     """Run Snakemake on the checkout's workflow in the current directory (a project: dpiw.commands.project);
     DpiwError if Snakemake fails."""
     from dpiw.commands.project import snakefile_args
+    from dpiw.commands.snakemake_main import command
 
-    exe = shutil.which("snakemake")
-    if exe is None:
-        raise DpiwError("snakemake is not on PATH: run `make install` and `source .venv/bin/activate`")
-    proc = subprocess.run([exe, *snakefile_args(), *args])
+    proc = subprocess.run([*command(), *snakefile_args(), *args])
     if proc.returncode:
         raise DpiwError(f"snakemake exited with status {proc.returncode} (the failing job's log is shown above)")
 
