@@ -132,3 +132,23 @@ def test_the_weights_shortfall_is_seen_and_the_interval_reaches_past_it():
     assert fit.bias.abs().max() > 0
     assert np.allclose(fit.lo, np.minimum(fit.value, fit.value - fit.bias) - z * fit.se)
     assert np.allclose(fit.hi, np.maximum(fit.value, fit.value - fit.bias) + z * fit.se)
+
+
+def test_the_bootstrap_writes_nothing_in_the_analysts_working_directory(private_rows, tmp_path, monkeypatch):
+    """The replicates and JAX's compiled programs go to dpiw's cache folder (DPIW_CACHE here), not to the
+    folder the analyst works in."""
+    work, cache = tmp_path / "work", tmp_path / "cache"
+    work.mkdir()
+    monkeypatch.setenv("DPIW_JAX_CACHE", "off")  # the release (the workflow's side) keeps no compiled programs
+    b = release(private_rows, seed=11)
+    monkeypatch.delenv("DPIW_JAX_CACHE")
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("DPIW_CACHE", str(cache))
+    b.bootstrap(replicates=3)  # a small bootstrap: what it writes, not its spread
+    est = b.mean("x", {"a": "q"})
+    assert est.covers == NOISE_AWARE
+    assert list(work.iterdir()) == []
+    assert any((cache / "noise_aware").iterdir())
+    import jax  # where this process's compiled programs go (its cache may already be set up, so not written)
+
+    assert jax.config.jax_compilation_cache_dir == str(cache / "jax")

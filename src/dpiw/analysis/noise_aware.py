@@ -100,23 +100,14 @@ class NoiseBootstrap:
         the bootstrap's settings and this format's version); None when off."""
         import hashlib
         import json
-        import os
-        from pathlib import Path
 
-        folder = os.environ.get("DPIW_CACHE")
-        if not self.cache or folder == "off":
+        folder = user_cache() if self.cache else None
+        if folder is None:
             return None
-        if not folder:
-            try:
-                import platformdirs
-
-                folder = platformdirs.user_cache_dir("dpiw")
-            except ImportError:  # pragma: no cover - platformdirs comes with the pipeline's dependencies
-                folder = str(Path.home() / ".cache" / "dpiw")
         key = json.dumps({"format": CACHE_FORMAT, "schema": self.schema.public_dict(), "measurements": self.m,
                           "reuse": self.reuse, "replicates": self.replicates, "rows": self.rows, "seed": self.seed},
                          sort_keys=True, default=str)
-        return Path(folder) / "noise_aware" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parquet")
+        return folder / "noise_aware" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parquet")
 
     def _load(self, path) -> list[Replicate] | None:
         if path is None or not path.is_file():
@@ -183,7 +174,9 @@ class NoiseBootstrap:
         from dpiw.weights.marginal_match import MarginalMatch
 
         gen = self.m["generator"]
-        mbi, rng = mbi_module(), np.random.default_rng(self.seed)
+        # JAX's compiled programs beside the replicates (the user's cache folder), never in the working directory
+        folder = user_cache()
+        mbi, rng = mbi_module(str(folder / "jax") if folder else "off"), np.random.default_rng(self.seed)
         cards, total, iters, bins = list(gen["cards"]), float(gen["total"]), int(gen["iters"]), int(gen["bins"])
         released = self._triples(gen)
         fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
@@ -248,6 +241,24 @@ class NoiseBootstrap:
             duals, tau = getattr(rep, "duals_", None), getattr(rep, "tau_", None)
             out.append(Replicate(data, np.exp(rep.log_ratio_ - rep.log_ratio_.max()), "bias"))
         return out
+
+
+def user_cache():
+    """dpiw's folder in the user's cache (``DPIW_CACHE`` names another; None when it is "off")."""
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get("DPIW_CACHE")
+    if folder == "off":
+        return None
+    if not folder:
+        try:
+            import platformdirs
+
+            folder = platformdirs.user_cache_dir("dpiw")
+        except ImportError:  # pragma: no cover - platformdirs comes with the pipeline's dependencies
+            folder = str(Path.home() / ".cache" / "dpiw")
+    return Path(folder)
 
 
 def _progress(done: int, total: int, cache) -> None:

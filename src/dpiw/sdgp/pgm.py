@@ -20,16 +20,18 @@ from dpiw.data.schema import Schema
 JAX_CACHE = ".cache/jax"
 
 
-def mbi_module():
-    """The `mbi` package, with JAX configured first (CPU, float64, the persistent compilation cache)."""
+def mbi_module(cache: str | None = None):
+    """The `mbi` package, with JAX configured first (CPU, float64, the persistent compilation cache in
+    DPIW_JAX_CACHE, else ``cache``, else :data:`JAX_CACHE`)."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    cache = os.environ.get("DPIW_JAX_CACHE", JAX_CACHE)
+    cache = os.environ.get("DPIW_JAX_CACHE", cache or JAX_CACHE)
     if cache == "off":
         jax.config.update("jax_enable_compilation_cache", False)
     else:  # compile once per machine, not once per fit: the fit itself takes a few hundredths of a second
+        jax.config.update("jax_enable_compilation_cache", True)
         jax.config.update("jax_compilation_cache_dir", os.path.abspath(cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
