@@ -74,3 +74,61 @@ def test_a_subgroup_cut_by_the_column_itself_gets_no_estimate():
     assert not depends_on(lambda d: d.s == "yes", *args)
     assert not depends_on({"s": "yes"}, *args)
     assert not depends_on(None, *args)
+
+
+def test_the_weights_are_the_releases_view_of_the_subgroup():
+    """Rows whose S is drawn independently of the bin, weighted so that the weighted P(S | bin) is the
+    population's: the estimate is the weighted one (as for rows drawn with that P(S | bin)), and near 0 without
+    the weights."""
+    fine, t, dens, p_s = population()
+    nb, x, s, error = released(fine, t, dens, p_s, 400_000, np.random.default_rng(6), depends=False)
+    target = np.bincount(nb.cells(t), weights=dens * p_s(t)) / np.bincount(nb.cells(t), weights=dens)
+    cell = nb.cells(x)
+    w = np.where(s, target[cell] / 0.3, (1 - target[cell]) / 0.7)
+    _, _, _, error = released(fine, t, dens, p_s, 10, np.random.default_rng(6))  # the exact error with S
+    weighted = within_bin_bias(nb, x, w, s, 1.0)
+    assert weighted == pytest.approx(error, rel=0.2), (weighted, error)
+    assert abs(within_bin_bias(nb, x, np.ones(len(x)), s, 1.0)) < 0.1 * abs(error)
+
+
+def test_a_cut_near_a_bin_edge_is_found_whatever_the_draw():
+    """A subgroup cut by the column just inside a bin's edge: the check moves values to the bins' ends too."""
+    nb, x, s, _ = released(*population(), 50, np.random.default_rng(7))
+    data = pd.DataFrame({"x": 10 * x, "s": np.where(s, "yes", "no")})
+    edge = 10 * nb.cuts[1] / CELLS  # the first bin's upper edge
+    assert depends_on(lambda d: d.x > edge - 1e-3, data, "x", nb, 0.0, 10.0, False)
+
+
+def test_a_bundles_mean_adds_the_bins_part_to_its_bias():
+    """Bundle.mean: biases has both parts and bias is their sum; a subgroup cut by the column gets no bins'
+    part; an integer column with empty rows (NaN) is read on its rows with a value."""
+    from dpiw.analysis import Bundle
+    from dpiw.data.schema import parse_schema
+    from dpiw.scale import decode_frame
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import measurements_dict
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "k", "type": "numeric", "lower": 0, "upper": 50},
+        {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "integer": True},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(8)
+    k = np.clip(rng.lognormal(0, 0.75, 4_000), 0, 50)
+    age = np.clip(np.rint(rng.normal(55, 12, 4_000)), 0, 100)
+    y = (rng.uniform(size=4_000) < 1 / (1 + np.exp(-(-2.5 + 0.6 * k)))).astype(int)
+    rows = pd.DataFrame({"k": k / 50, "age": age / 100, "y": y})
+    gen = MST(bins=6, iters=200, fine_cells=64).fit(rows, schema, epsilon=3.0, delta=1e-6, rng=rng)
+    synth = gen.sample(4_000, rng=rng)
+    measured = {"generator": {**measurements_dict(gen), "total": 4_000.0, "iters": gen.iters}}
+    data = decode_frame(synth, schema)
+    data["age"] = data["age"].astype(float).where(rng.uniform(size=len(data)) > 0.1)  # empty rows
+    b = Bundle(data, rng.uniform(0.5, 1.5, len(data)), {"records": []}, synth, schema, measured)
+    b.bootstrap(replicates=3)
+    est = b.mean("k", {"y": "yes"})
+    assert set(est.biases) == {"weights", "bins"} and est.bias == pytest.approx(sum(est.biases.values()))
+    assert est.biases["bins"] < 0  # the deaths sit high inside kappa's bins
+    lo, hi = est.ci()
+    assert hi >= est.value - est.bias + 1.9 * est.se  # the interval reaches the corrected estimate
+    assert b.mean("k", lambda d: d.k > 2.0).biases.get("bins", 0.0) == 0.0
+    on_age = b.mean("age", {"y": "yes"})
+    assert np.isfinite(on_age.biases["bins"])

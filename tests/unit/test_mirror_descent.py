@@ -94,3 +94,15 @@ def test_aim_picks_the_same_cliques_with_either_estimator():
         gen.fit(rows, schema, epsilon=2.0, delta=1e-6, rng=np.random.default_rng(9))
         picks.append([tuple(r["clique"]) for r in gen.rounds_])
     assert picks[0] == picks[1]
+
+
+def test_mbi_warm_started_from_a_numpy_model_is_mbi_warm_started_from_its_own(measured):
+    """An AIM fit whose model outgrows numpy_cells hands a numpy model to mbi as its warm start."""
+    first, more = measured
+    mbi = mbi_module()
+    a = estimate(mbi, CARDS, first, total=5_000.0, iters=50)
+    b = md.estimate(mbi, CARDS, first, total=5_000.0, iters=50)
+    from_mbi = PGMModel(estimate(mbi, CARDS, more, total=5_000.0, iters=50, warm_start=a))
+    from_numpy = PGMModel(estimate(mbi, CARDS, more, total=5_000.0, iters=50, warm_start=md.to_mbi(mbi, b)))
+    for cl in [(0, 1), (1, 2, 4), (1, 3)]:
+        np.testing.assert_allclose(from_numpy.marginal(cl), from_mbi.marginal(cl), atol=1e-6)

@@ -139,7 +139,7 @@ def test_the_bootstrap_writes_nothing_in_the_analysts_working_directory(private_
     folder the analyst works in."""
     work, cache = tmp_path / "work", tmp_path / "cache"
     work.mkdir()
-    monkeypatch.setenv("DPIW_JAX_CACHE", "off")  # the release (the workflow's side) keeps no compiled programs
+    monkeypatch.setenv("DPIW_JAX_CACHE", str(tmp_path / "workflow-jax"))  # the release: the workflow's side
     b = release(private_rows, seed=11)
     monkeypatch.delenv("DPIW_JAX_CACHE")
     monkeypatch.chdir(work)

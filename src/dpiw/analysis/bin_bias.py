@@ -14,7 +14,8 @@ first order when log P(S | x) is linear over neighbouring bins, and 0 when S doe
 P(S | b) alike). Past the outer bins' means it takes P(S | x) flat, which understates a share still growing
 there (75% of the bias with 4 bins on tests/unit/test_bin_bias.py's populations, 85-100% with 8). A subgroup
 defined by the column itself (``mean x where x > 5``) has a step inside a bin: no estimate (0), since the
-within-bin values then decide who is in S.
+within-bin values then decide who is in S. Not covered: a `missing: indicator` column's empty rows sit at its
+lower bound in the fine histogram, a spike the estimate takes as part of the column's shape.
 
 On bench/coverage.py's skewed population at 200,000 rows (mean kappa among the deaths, 13-14 bins) it finds
 -0.010 of a -0.013 error, which the noise-aware interval did not see before (84% covered, now 90%).
@@ -88,9 +89,19 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
     return float(width * (share[use] @ (centre[use] - tilted[use])))
 
 
+def _ends(nb) -> tuple[np.ndarray, np.ndarray]:
+    """Each bin's lowest and highest scaled value (its first and last integer on an integer grid)."""
+    grid, lo, hi = nb.grid, nb.cuts[:-1], nb.cuts[1:]
+    if grid.span is None:
+        return lo / grid.cells, (hi - 1e-9) / grid.cells
+    first = grid.first()
+    return first[lo] / grid.span, (first[hi] - 1) / grid.span
+
+
 def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: float, integer: bool) -> bool:
     """Whether the subgroup ``where`` (None, a mapping, or a function of the rows) changes when ``column``'s
-    values are drawn again inside their bins: then it is defined by the column itself."""
+    values move inside their bins: to each bin's lowest point, to its highest, and drawn again. Then it is
+    defined by the column itself."""
     if where is None:
         return False
     if isinstance(where, dict):
@@ -99,10 +110,13 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: 
 
     x = data[column].to_numpy(float)
     has = ~np.isnan(x)
-    scaled = (x[has] - lower) / (upper - lower)
-    again = lower + nb.values(nb.cells(scaled), np.random.default_rng(0)) * (upper - lower)
-    other = data.copy()
-    moved = x.copy()
-    moved[has] = np.rint(again) if integer else again
-    other[column] = moved
-    return not np.array_equal(subgroup(data, where), subgroup(other, where))
+    cell = nb.cells((x[has] - lower) / (upper - lower))
+    lowest, highest = _ends(nb)
+    base = subgroup(data, where)
+    for scaled in (lowest[cell], highest[cell], nb.values(cell, np.random.default_rng(0))):
+        moved = x.copy()
+        value = lower + scaled * (upper - lower)
+        moved[has] = np.rint(value) if integer else value
+        if not np.array_equal(base, subgroup(data.assign(**{column: moved}), where)):
+            return True
+    return False

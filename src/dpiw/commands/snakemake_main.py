@@ -35,9 +35,12 @@ class DaemonTimer(threading.Timer):
 
 
 def main() -> None:
+    import sys
+
     threading.Timer = DaemonTimer  # Snakemake's scheduler looks the class up when it arms a timer
     from snakemake.cli import main as snakemake
 
+    sys.argv[0] = "snakemake"  # its usage line and run records name it as the command would
     snakemake()
 
 
