@@ -260,10 +260,7 @@ class AIM:
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
         from dpiw.sdgp import mirror_descent as md
 
-        model = self.model_.model
-        if isinstance(model, md.Model):
-            model = md.to_mbi(mbi_module(), model)
-        return sample_rows(model, self.schema_, self.binning_, n, rng)
+        return sample_rows(md.as_mbi(mbi_module(), self.model_.model), self.schema_, self.binning_, n, rng)
 
 
 #: a model whose junction tree holds at most this many cells is estimated in numpy (dpiw.sdgp.mirror_descent,
@@ -287,11 +284,9 @@ class PGMEstimator:
         mbi = mbi_module()
         cliques = md.potential_cliques(measured)
         if model_size_mb(cards, cliques) * 2**20 / 8 <= self.numpy_cells:
-            prior = None if warm is None else md.from_mbi(warm.model) if not isinstance(warm.model, md.Model) \
-                else warm.model
+            prior = None if warm is None else md.as_numpy(warm.model)
             return PGMModel(md.estimate(mbi, cards, measured, total=n, iters=self.iters, warm=prior))
-        prior = None if warm is None else md.to_mbi(mbi, warm.model) if isinstance(warm.model, md.Model) \
-            else warm.model
+        prior = None if warm is None else md.as_mbi(mbi, warm.model)
         return PGMModel(estimate(mbi, cards, measured, total=n, iters=self.iters, warm_start=prior))
 
 

@@ -40,6 +40,22 @@ def _lse(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
 
 
+def smallest_holding(c: tuple[int, ...], cliques, cards: list[int]) -> tuple[int, ...]:
+    """The clique of ``cliques`` with the fewest cells that holds ``c`` (the first of equals), as mbi's
+    ``clique_mapping`` routes a table: a potential to its tree clique, a measurement to its potential."""
+    return min((n for n in cliques if set(c) <= set(n)), key=lambda n: math.prod(cards[v] for v in n))
+
+
+def as_numpy(model) -> Model:
+    """A :class:`Model` (as it is) or an mbi model's potentials as one."""
+    return model if isinstance(model, Model) else from_mbi(model)
+
+
+def as_mbi(mbi, model):
+    """An mbi model (as it is) or a :class:`Model` as one."""
+    return to_mbi(mbi, model) if isinstance(model, Model) else model
+
+
 class Factor:
     """A table over ``vars`` (ints), axis i for ``vars[i]``."""
 
@@ -77,8 +93,7 @@ class Tree:
         self.order = [(to_int[a], to_int[b]) for a, b in junction_tree.message_passing_order(jt)]
         self.neighbours = {to_int[n]: [to_int[k] for k in jt.neighbors(n)] for n in jt.nodes}
         # each potential's clique goes to the smallest tree clique that holds it (mbi's clique_mapping)
-        self.home = {c: min((n for n in self.nodes if set(c) <= set(n)), key=lambda n: math.prod(cards[v] for v in n))
-                     for c in cliques}
+        self.home = {c: smallest_holding(c, self.nodes, cards) for c in cliques}
         self.cliques = list(cliques)
 
     def marginals(self, theta: dict, total: float) -> dict:
@@ -122,7 +137,7 @@ class Loss:
         blocks: dict = {}
         for cl, y, sd in measurements:
             cl = tuple(cl)
-            home = min((c for c in cliques if set(cl) <= set(c)), key=lambda c: math.prod(cards[v] for v in c))
+            home = smallest_holding(cl, cliques, cards)
             sd = max(float(sd), 1e-12)
             self.terms.append((cl, home, np.asarray(y, float).reshape([cards[v] for v in cl]), sd))
             blocks[home] = blocks.get(home, 0.0) + math.prod(cards[v] for v in home) / (
@@ -176,7 +191,7 @@ def estimate(mbi, cards: list[int], measurements, *, total: float, iters: int, w
     theta = {c: np.zeros([cards[v] for v in c]) for c in cliques}
     if warm is not None:  # each old potential added to the smallest new clique that holds it
         for c, v in warm.theta.items():
-            home = min((n for n in cliques if set(c) <= set(n)), key=lambda n: math.prod(cards[x] for x in n))
+            home = smallest_holding(c, cliques, cards)
             theta[home] = theta[home] + Factor(c, v).aligned(home, cards)
     alpha = 2.0 / (loss.lipschitz * total)
     # mbi computes mu(theta) again at the start of every step; it is the accepted step's mu2, or the last mu
