@@ -56,7 +56,7 @@ def test_schema_infer_reads_no_value_and_leaves_the_bounds_to_fill(tmp_path):
         data, index=False)
     text = draft(data, target="ill")
     for value in ("23.5", "71.25", "48", "'a'", "yes"):  # no value of the rows appears
-        assert value not in text.replace("path:", "")
+        assert value not in text.replace(str(data), "DATA")  # the path may hold digits (pytest-248)
     columns = [line for line in text.splitlines() if line.startswith("  - ")]
     assert sum(line.count(FILL) for line in columns) == 2 + 1 + 1  # age's two bounds, two category lists
     assert "target: ill" in text and "task: classification" in text
