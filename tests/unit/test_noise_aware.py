@@ -152,3 +152,38 @@ def test_the_bootstrap_writes_nothing_in_the_analysts_working_directory(private_
     import jax  # where this process's compiled programs go (its cache may already be set up, so not written)
 
     assert jax.config.jax_compilation_cache_dir == str(cache / "jax")
+
+
+def test_the_weights_refits_run_on_fixed_chains_whatever_the_threads_timing():
+    """Refit k starts from refit k - CHAINS's dual points and tau (the same chain), never from whichever refit
+    happened to end last; restart() makes the next refits start cold; an error in a refit reaches wait()."""
+    import time
+
+    from dpiw.analysis.noise_aware import Chains
+
+    class Refit:
+        def __init__(self, k, pause):
+            self.k, self.pause = k, pause
+
+        def reweight(self, rows, extra=(), warm=None, start_tau=None):
+            time.sleep(self.pause)  # chain 0's refits are slow: the chains end out of order
+            if self.k == 99:
+                raise DpiwError("refit 99 failed")
+            self.started_from, self.duals_, self.tau_ = (warm or {}).get("k"), {"k": self.k}, float(self.k)
+            self.log_ratio_ = np.full(3, float(self.k))
+
+    refits = [Refit(k, 0.02 if k % 2 == 0 else 0.0) for k in range(7)]
+    into = [None] * 7
+    with Chains(2) as chains:
+        for k, r in enumerate(refits):
+            chains.reweight(k, r, None, (), into)
+        assert chains.wait(into) is into
+        assert [r.started_from for r in refits] == [None, None, 0, 1, 2, 3, 4]
+        assert all(np.array_equal(w, np.ones(3)) for w in into)  # exp(u - max u)
+        chains.restart()
+        late = Refit(7, 0.0)
+        chains.reweight(0, late, None, (), into)
+        chains.reweight(1, Refit(99, 0.0), None, (), into)
+        with pytest.raises(DpiwError, match="refit 99"):
+            chains.wait(into)
+        assert late.started_from is None

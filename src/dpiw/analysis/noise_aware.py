@@ -57,8 +57,11 @@ REPLICATES = 30
 REPLICATE_ROWS = 20_000
 #: the weights' second bootstrap (:meth:`NoiseBootstrap.bias_set`): refits of the weights on the released model's rows
 BIAS_REPLICATES = 10
+#: the threads that refit the bootstrap's weights (:class:`Chains`; fixed: which refit starts which is part of the
+#: replicates, so a machine's cores do not change them)
+CHAINS = 2
 #: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 
 
 @dataclass
@@ -169,6 +172,8 @@ class NoiseBootstrap:
         return base, [r for r in reps if r.kind == "bias"]
 
     def _build(self, progress) -> list[Replicate]:
+        from threadpoolctl import threadpool_limits
+
         from dpiw.scale import decode_frame
         from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
         from dpiw.weights.marginal_match import MarginalMatch
@@ -181,35 +186,36 @@ class NoiseBootstrap:
         released = self._triples(gen)
         fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
         base = estimate(mbi, cards, released, total=total, iters=iters)
-        out, draws, duals, tau = [], int(rng.integers(2**32)), None, None
-        for k in range(self.replicates):
-            progress(k, self.replicates)
-            noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
-            binning = bins
-            if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside them
-                binning, one_way = fine.replicate(rng)
-                noised = fine.substitute(noised, one_way)
-            model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
-            # every replicate draws its rows with the same random numbers (common random numbers): the rows of
-            # two replicates differ where their models do, so the spread is the noise's, not the sampling's
-            rows = sample_rows(model, self.schema, binning, self.rows, np.random.default_rng(draws))
-            weights = np.ones(len(rows))
-            if "weights" in self.m:
+        draws, matched = int(rng.integers(2**32)), "weights" in self.m
+        data, weights = [None] * self.replicates, [None] * self.replicates
+        # one BLAS thread throughout: the weights' fits run on the chains' threads beside the refits here
+        with threadpool_limits(limits=1, user_api="blas"), Chains() as chains:
+            for k in range(self.replicates):
+                progress(k, self.replicates)
+                noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
+                binning = bins
+                if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside
+                    binning, one_way = fine.replicate(rng)
+                    noised = fine.substitute(noised, one_way)
+                model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
+                # every replicate draws its rows with the same random numbers (common random numbers): the rows
+                # of two replicates differ where their models do, so the spread is the noise's, not the sampling's
+                rows = sample_rows(model, self.schema, binning, self.rows, np.random.default_rng(draws))
+                data[k] = decode_frame(rows, self.schema)
+                if not matched:
+                    weights[k] = np.ones(len(rows))
+                    continue
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
                 mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
-                # the previous replicate's dual points start this one's fits (the same measured cells), and its
-                # tau the search for this one's: the same optimum and pick, in fewer steps and fits
-                mm.reweight(rows, extra=tuple(noised) if self.reuse else (), warm=duals, start_tau=tau)
-                duals, tau = getattr(mm, "duals_", None), getattr(mm, "tau_", None)
-                lw = mm.log_ratio_
-                weights = np.exp(lw - lw.max())
-            out.append(Replicate(decode_frame(rows, self.schema), weights))
-        if "weights" in self.m:
-            out += self._bias_replicates(base, released, bins if fine is None else fine.binning, draws, rng)
+                chains.reweight(k, mm, rows, tuple(noised) if self.reuse else (), weights)
+            # the weights' bootstrap starts here while the chains finish the noise replicates' refits
+            bias = self._bias_replicates(base, released, bins if fine is None else fine.binning, draws, rng,
+                                         chains) if matched else []
+            out = [Replicate(d, w) for d, w in zip(data, chains.wait(weights), strict=True)] + bias
         progress(self.replicates, self.replicates)
         return out
 
-    def _bias_replicates(self, base, released: list, binning, draws: int, rng) -> list[Replicate]:
+    def _bias_replicates(self, base, released: list, binning, draws: int, rng, chains) -> list[Replicate]:
         """:meth:`bias_set`'s replicates: the released model's rows (the same random numbers as the noise
         replicates'), weighted as the release was, then :data:`BIAS_REPLICATES` refits of the weights to those
         weighted rows' own marginals plus fresh noise."""
@@ -231,16 +237,61 @@ class NoiseBootstrap:
 
         own = [(cl, world(cl)) for cl, _ in mm.measurements_]
         extra = [(cl, world(cl), sd) for cl, _, sd in released] if self.reuse else []
-        data = decode_frame(rows, self.schema)
-        out, duals, tau = [Replicate(data, w0, "bias_base")], None, None
-        for _ in range(BIAS_REPLICATES):
+        chains.restart()  # these refits start afresh: their problem is not the noise replicates'
+        weights = [None] * BIAS_REPLICATES
+        for k in range(BIAS_REPLICATES):
             rep = MarginalMatch.from_published(self.m["weights"], self.schema)
             rep.measurements_ = [(cl, y + rng.normal(0.0, rep.sigma_, size=y.size)) for cl, y in own]
             noised = tuple((cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in extra)
-            rep.reweight(rows, extra=noised, warm=duals, start_tau=tau)
-            duals, tau = getattr(rep, "duals_", None), getattr(rep, "tau_", None)
-            out.append(Replicate(data, np.exp(rep.log_ratio_ - rep.log_ratio_.max()), "bias"))
-        return out
+            chains.reweight(k, rep, rows, noised, weights)
+        data = decode_frame(rows, self.schema)
+        return [Replicate(data, w0, "bias_base")] + [Replicate(data, w, "bias") for w in chains.wait(weights)]
+
+
+class Chains:
+    """The bootstrap's weight refits on :data:`CHAINS` threads beside the Private-PGM refits of the main thread
+    (their sparse products and NumPy's loops release the GIL): refit k runs on chain k mod CHAINS after that
+    chain's previous refit, whose dual points and tau start it (a like problem: the same optimum and pick in
+    fewer steps). Which refit warm-starts which is fixed, so the replicates are the same on any machine; a
+    chain's error is raised by :meth:`wait`."""
+
+    def __init__(self, chains: int | None = None):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.n = int(chains or CHAINS)
+        self.pools = [ThreadPoolExecutor(1, thread_name_prefix=f"dpiw-weights-{c}") for c in range(self.n)]
+        self.futures: list = []
+        self.restart()
+
+    def restart(self) -> None:
+        """The next refits start cold (call between sets of refits, after :meth:`wait`)."""
+        self.warm = [{"warm": None, "start_tau": None} for _ in range(self.n)]
+
+    def reweight(self, k: int, mm, rows: pd.DataFrame, extra: tuple, into: list) -> None:
+        """Queue ``mm.reweight(rows, extra)`` on chain k mod n; its weights go to ``into[k]``."""
+        state = self.warm[k % self.n]
+
+        def job():
+            mm.reweight(rows, extra=extra, **state)
+            state["warm"], state["start_tau"] = getattr(mm, "duals_", None), getattr(mm, "tau_", None)
+            into[k] = np.exp(mm.log_ratio_ - mm.log_ratio_.max())
+
+        self.futures.append(self.pools[k % self.n].submit(job))
+
+    def wait(self, into: list) -> list:
+        """``into`` once every queued refit has ended (the first error raised)."""
+        futures, self.futures = self.futures, []
+        for f in futures:
+            f.result()
+        return into
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for pool in self.pools:
+            pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
+        return False
 
 
 def user_cache():
