@@ -183,21 +183,26 @@ def check_finite(df: pd.DataFrame, *, where: str) -> None:
     row's position: the rows may be private)."""
     import pandas as pd
 
-    found = []
+    counts, numeric = {}, set()
     for col in df.columns:
-        if not pd.api.types.is_numeric_dtype(df[col]):
-            missing = int(df[col].isna().sum())
-            if missing:
-                found.append(f"'{col}' ({missing} missing)")
-            continue
-        bad = int((~np.isfinite(df[col].to_numpy(dtype=float))).sum())
-        if bad:
-            found.append(f"'{col}' ({bad} missing or infinite)")
-    if found:
-        raise DpiwError(f"{where}: column{'s' if len(found) > 1 else ''} {', '.join(found)} "
-                        f"{'have' if len(found) > 1 else 'has'} empty values; say in the schema what an empty "
-                        "value is (`missing: category` for a categorical column, `missing: indicator` for a numeric "
-                        "one), or remove them")
+        if pd.api.types.is_numeric_dtype(df[col]):
+            numeric.add(col)
+            counts[col] = int((~np.isfinite(df[col].to_numpy(dtype=float))).sum())
+        else:
+            counts[col] = int(df[col].isna().sum())
+    if any(counts.values()):
+        raise empty_values_error(counts, where=where, numeric=numeric)
+
+
+def empty_values_error(counts: dict, *, where: str, numeric) -> DpiwError:
+    """:func:`check_finite`'s error from each column's count of empty values (``numeric``: the columns where
+    inf counts too), wherever they were counted (DuckDB: dpiw.sdgp.engines)."""
+    found = [f"'{col}' ({n} {'missing or infinite' if col in numeric else 'missing'})"
+             for col, n in counts.items() if n]
+    return DpiwError(f"{where}: column{'s' if len(found) > 1 else ''} {', '.join(found)} "
+                     f"{'have' if len(found) > 1 else 'has'} empty values; say in the schema what an empty "
+                     "value is (`missing: category` for a categorical column, `missing: indicator` for a numeric "
+                     "one), or remove them")
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

@@ -10,7 +10,8 @@ in row-major order over the columns' cells, and knows the row total.
   ``pyarrow.dataset`` write them) of the scaled rows, read one record batch at a time; memory grows with the
   batch and the count tables, not with the rows.
 
-Both give the same integer counts (tests/stages/test_counting.py).
+Both give the same integer counts (tests/stages/test_counting.py). :mod:`dpiw.sdgp.engines` counts the same
+datasets with DuckDB or on a Dask cluster.
 """
 
 from __future__ import annotations
@@ -84,22 +85,37 @@ class InProcessCounter:
         return out
 
 
+def dataset_of(source):
+    """The parquet dataset at ``source`` (a file, or a folder of files, hive-partitioned or not)."""
+    import pyarrow.dataset as ds
+
+    if not Path(source).exists():
+        raise DpiwError(f"{source}: no parquet dataset there")
+    return ds.dataset(str(source), format="parquet", partitioning="hive")
+
+
+def check_columns(dataset, source, schema: Schema) -> None:
+    missing = [c for c in schema.names if c not in dataset.schema.names]
+    if missing:
+        raise DpiwError(f"{source}: column(s) {missing} of schema '{schema.name}' are missing")
+
+
 class PartitionedCounter:
     """Counts summed over the record batches of a parquet dataset of scaled rows (the schema's columns, numeric
-    in [0, 1], categories as codes: what the scale stage writes). One pass over the data per call."""
+    in [0, 1], categories as codes: what the scale stage writes). One pass over the data per call.
+    ``constants``: columns that one file of a hive-partitioned folder holds in its path, ``where``: the dataset's
+    name in errors (a Dask task's file)."""
 
-    def __init__(self, source: str | Path, schema: Schema, bins, *, batch_rows: int = 1 << 20):
-        import pyarrow.dataset as ds
-
-        if not Path(source).exists():
-            raise DpiwError(f"{source}: no parquet dataset there")
-        self.dataset = ds.dataset(str(source), format="parquet")
-        missing = [c for c in schema.names if c not in self.dataset.schema.names]
-        if missing:
-            raise DpiwError(f"{source}: column(s) {missing} of schema '{schema.name}' are missing")
+    def __init__(self, source: str | Path, schema: Schema, bins, *, batch_rows: int = 1 << 20,
+                 constants: dict | None = None, where: str | None = None):
         from dpiw.sdgp.binning import as_binning
 
+        self.dataset = dataset_of(source)
+        self.constants = dict(constants or {})
+        if not self.constants:
+            check_columns(self.dataset, source, schema)
         self.source, self.schema, self.batch_rows = source, schema, batch_rows
+        self.where = where or str(source)  # errors name the dataset, also where this is one of its files
         self.bins = as_binning(schema, bins)
         self.cards = self.bins.cards
         self.total = int(self.dataset.count_rows())
@@ -107,9 +123,10 @@ class PartitionedCounter:
     def _batches(self):
         from dpiw.io import check_finite
 
-        for batch in self.dataset.to_batches(columns=self.schema.names, batch_size=self.batch_rows):
-            frame = batch.to_pandas()
-            check_finite(frame, where=str(self.source))
+        names = [c for c in self.schema.names if c not in self.constants]
+        for batch in self.dataset.to_batches(columns=names, batch_size=self.batch_rows):
+            frame = batch.to_pandas().assign(**self.constants)[self.schema.names]
+            check_finite(frame, where=self.where)
             yield frame
 
     def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
@@ -121,7 +138,8 @@ class PartitionedCounter:
 
     def with_binning(self, binning) -> PartitionedCounter:
         """The same dataset, counted on ``binning``'s cells."""
-        return PartitionedCounter(self.source, self.schema, binning, batch_rows=self.batch_rows)
+        return PartitionedCounter(self.source, self.schema, binning, batch_rows=self.batch_rows,
+                                  constants=self.constants, where=self.where)
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
         out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}

@@ -1,0 +1,224 @@
+"""Where the private rows are counted: one :class:`dpiw.sdgp.counting.Counter` interface, three engines, chosen
+here and nowhere else (:func:`open_counter`).
+
+- ``local``: :class:`dpiw.sdgp.counting.PartitionedCounter`, the parquet dataset's record batches in this
+  process.
+- ``duckdb``: the count tables as SQL over the parquet files (:class:`DuckDBCounter`): out of core, on all of
+  the machine's cores. Each row's cell is computed in SQL with the same float64 arithmetic as
+  :meth:`dpiw.sdgp.binning.NumericBins.cells` (tests/stages/test_engines.py checks that they agree).
+- ``dask``: the same batches counted on a ``dask.distributed`` cluster, one task per parquet file
+  (:class:`DaskCounter`); ``dask=ADDRESS`` names a running scheduler, plain ``dask`` starts a local cluster of
+  :data:`DASK_LOCAL_WORKERS` worker processes for the run. Only the count tables and the row count leave the
+  workers.
+
+The mechanisms and their noise stay where the stage runs: an engine returns exact counts, the noise is added
+once to the sums, never per partition, and the engine never keys the noise (the same rows give the same counts
+on every engine, so the same release under a fixed seed).
+
+The source is a parquet dataset of scaled rows (the schema's columns: numeric in [0, 1], categories as codes),
+a file or a folder of files, hive-partitioned or not.
+"""
+
+from __future__ import annotations
+
+import atexit
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from dpiw import DpiwError
+from dpiw.data.schema import Schema
+from dpiw.sdgp.counting import Clique, PartitionedCounter, check_columns, dataset_of
+
+#: the counting engines (``--engine``, the config's ``engine``); the first is the default
+ENGINES = ("local", "duckdb", "dask")
+#: worker processes of the local Dask cluster that ``--engine dask`` starts when it names no scheduler
+DASK_LOCAL_WORKERS = 2
+
+
+def parse_engine(text: str) -> tuple[str, str | None]:
+    """``local``, ``duckdb``, ``dask`` or ``dask=ADDRESS`` as (engine, scheduler address or None)."""
+    name, _, address = str(text).partition("=")
+    if name not in ENGINES or (address and name != "dask") or (_ and not address):
+        raise DpiwError(f"engine: {text!r} is not one of {', '.join(ENGINES)} or dask=SCHEDULER_ADDRESS "
+                        "(e.g. dask=tcp://10.0.0.5:8786)")
+    return name, address or None
+
+
+def open_counter(source, schema: Schema, bins, engine: str = "local"):
+    """The counter of the parquet dataset ``source`` on ``engine`` (:func:`parse_engine`)."""
+    name, address = parse_engine(engine)
+    if name == "duckdb":
+        return DuckDBCounter(source, schema, bins)
+    if name == "dask":
+        return DaskCounter(source, schema, bins, address=address)
+    return PartitionedCounter(source, schema, bins)
+
+
+# --- DuckDB -----------------------------------------------------------------------------------------------------
+
+
+def _number(x: float) -> str:
+    """A float64 as a DuckDB DOUBLE literal that reads back as the same bits."""
+    return f"CAST('{float(x)!r}' AS DOUBLE)"
+
+
+def leaf_sql(column: str, grid) -> str:
+    """SQL for :meth:`dpiw.sdgp.binning.FineGrid.leaf` of a scaled column (the same float64 products)."""
+    v = f'CAST("{column}" AS DOUBLE)'
+    if grid.span is None:  # numpy: clip((v * cells).astype(int64), 0, cells - 1); v >= 0, so trunc is floor
+        return f"least(greatest(CAST(trunc({v} * {_number(grid.cells)}) AS BIGINT), 0), {grid.cells - 1})"
+    span = int(grid.span)  # numpy: k = clip(rint(v * span), 0, span), rint rounding half to even
+    k = f"least(greatest(CAST(round_even({v} * {_number(span)}, 0) AS BIGINT), 0), {span})"
+    return k if grid.per_integer else f"least(({k} * {grid.cells}) // {span + 1}, {grid.cells - 1})"
+
+
+def cell_sql(column: str, nb) -> str:
+    """SQL for :meth:`dpiw.sdgp.binning.NumericBins.cells`: the fine leaf, then its coarse bin (a lookup list)."""
+    leaf = leaf_sql(column, nb.grid)
+    cuts = np.asarray(nb.cuts, np.int64)
+    if np.array_equal(cuts, np.arange(nb.grid.cells + 1)):
+        return leaf
+    of_leaf = np.searchsorted(cuts, np.arange(nb.grid.cells), side="right") - 1
+    return f"list_extract([{', '.join(map(str, of_leaf.tolist()))}], ({leaf}) + 1)"
+
+
+class DuckDBCounter:
+    """Counts as SQL over the parquet files (DuckDB: out of core, every core of the machine)."""
+
+    def __init__(self, source, schema: Schema, bins):
+        import duckdb
+
+        from dpiw.sdgp.binning import as_binning
+
+        self.dataset = dataset_of(source)
+        check_columns(self.dataset, source, schema)
+        self.source, self.schema = source, schema
+        self.bins = as_binning(schema, bins)
+        self.cards = self.bins.cards
+        self.con = duckdb.connect()
+        files = [str(Path(f).resolve()) for f in self.dataset.files]
+        self.con.read_parquet(files, hive_partitioning=True).create_view("rows")
+        self._check_finite()
+        self.total = int(self.con.execute("SELECT count(*) FROM rows").fetchone()[0])
+
+    def _check_finite(self) -> None:
+        from dpiw.io import empty_values_error
+
+        # every column of the scaled rows is numeric (categories as codes): NaN, inf and NULL are empty values
+        parts = [f'count(*) FILTER (WHERE "{c}" IS NULL OR NOT isfinite(CAST("{c}" AS DOUBLE)))'
+                 for c in self.schema.names]
+        counts = self.con.execute(f"SELECT {', '.join(parts)} FROM rows").fetchone()
+        found = dict(zip(self.schema.names, map(int, counts), strict=True))
+        if any(found.values()):
+            raise empty_values_error(found, where=str(self.source), numeric=set(self.schema.names))
+
+    def _cell(self, j: int) -> str:
+        c = self.schema.columns[j]
+        return cell_sql(c.name, self.bins.numeric[c.name]) if c.is_numeric else f'CAST("{c.name}" AS BIGINT)'
+
+    def _grouped(self, expr: str, size: int) -> np.ndarray:
+        out = np.zeros(size, dtype=float)
+        got = self.con.execute(f"SELECT {expr} AS code, count(*) AS n FROM rows GROUP BY code").fetchnumpy()
+        code = np.asarray(got["code"], np.int64)
+        if code.size and (code.min() < 0 or code.max() >= size):
+            raise DpiwError(f"{self.source}: a cell outside the schema's (a category code or a scaled value out "
+                            "of range): count the scaled rows the scale stage writes")
+        np.add.at(out, code, np.asarray(got["n"], float))
+        return out
+
+    def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+        out = {}
+        for cl in cliques:
+            expr, size = "0", 1
+            for j in cl:
+                expr, size = f"({expr}) * {self.cards[j]} + ({self._cell(j)})", size * self.cards[j]
+            out[cl] = self._grouped(expr, size)
+        return out
+
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        return {name: self._grouped(leaf_sql(name, grid), grid.cells) for name, grid in grids.items()}
+
+    def with_binning(self, binning) -> DuckDBCounter:
+        return DuckDBCounter(self.source, self.schema, binning)
+
+
+# --- Dask -------------------------------------------------------------------------------------------------------
+
+_CLIENTS: dict[str | None, object] = {}
+
+
+def dask_client(address: str | None):
+    """A ``dask.distributed`` client of the scheduler at ``address``, or of a local cluster of
+    :data:`DASK_LOCAL_WORKERS` processes started once per process (both closed when it exits)."""
+    if address in _CLIENTS:
+        return _CLIENTS[address]
+    from distributed import Client, LocalCluster
+
+    if address:
+        try:
+            client = Client(address, timeout="30s")
+        except OSError as exc:
+            raise DpiwError(f"engine dask={address}: no Dask scheduler answers there ({exc}); start one "
+                            "(`dask scheduler`, or dpiw's SLURM cluster) or use --engine dask for a local one") from exc
+    else:
+        cluster = LocalCluster(n_workers=DASK_LOCAL_WORKERS, threads_per_worker=1, processes=True,
+                               dashboard_address=None)
+        client = Client(cluster)
+        atexit.register(cluster.close)
+    atexit.register(client.close)
+    _CLIENTS[address] = client
+    return client
+
+
+def _file_counts(part: tuple[str, dict], schema: Schema, bins, cliques, grids, where: str
+                 ) -> tuple[int, dict, dict]:
+    """One parquet file's rows, count tables and fine counts (runs on a worker); ``part``: its path and the
+    columns a hive-partitioned folder holds in that path."""
+    path, constants = part
+    part = PartitionedCounter(path, schema, bins, constants=constants, where=where)
+    return part.total, part.counts(cliques) if cliques else {}, part.fine_counts(grids) if grids else {}
+
+
+class DaskCounter:
+    """Counts of each parquet file on a ``dask.distributed`` worker, summed here: only count tables and row
+    counts come back."""
+
+    def __init__(self, source, schema: Schema, bins, *, address: str | None = None):
+        from dpiw.sdgp.binning import as_binning
+
+        self.dataset = dataset_of(source)
+        check_columns(self.dataset, source, schema)
+        self.source, self.schema, self.address = source, schema, address
+        self.bins = as_binning(schema, bins)
+        self.cards = self.bins.cards
+        import pyarrow.dataset as ds
+
+        self.parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression))
+                      for f in self.dataset.get_fragments()]
+        self.total = int(self._run((), {})[0])
+
+    def _run(self, cliques, grids) -> tuple[int, dict, dict]:
+        client = dask_client(self.address)
+        futures = client.map(_file_counts, self.parts, schema=self.schema, bins=self.bins, cliques=list(cliques),
+                             grids=grids, where=str(self.source), pure=False)
+        total, counts, fine = 0, {}, {}
+        for n, c, f in client.gather(futures):
+            total += n
+            for key, v in c.items():
+                counts[key] = counts.get(key, 0) + v
+            for key, v in f.items():
+                fine[key] = fine.get(key, 0) + v
+        return total, counts, fine
+
+    def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
+        cliques = [tuple(cl) for cl in cliques]
+        got = self._run(cliques, {})[1]
+        return {cl: got[cl] for cl in cliques}
+
+    def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
+        return self._run((), grids)[2]
+
+    def with_binning(self, binning) -> DaskCounter:
+        return DaskCounter(self.source, self.schema, binning, address=self.address)

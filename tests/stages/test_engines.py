@@ -1,0 +1,140 @@
+"""The counting engines (dpiw.sdgp.engines): a hive-partitioned parquet folder of scaled rows gives the same count
+tables, fine histograms and row total on every engine as the in-process counts of the same rows, with fine-
+histogram bins (an integer column, a continuous one, uneven cuts) and with equal-width bins; MST measured through
+each engine makes the same measurements under the same seed; empty values are refused with the same line."""
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+
+from dpiw import DpiwError
+from dpiw.data.schema import parse_schema
+from dpiw.scale import scale_frame
+from dpiw.sdgp.binning import Binning, FineGrid, NumericBins
+from dpiw.sdgp.counting import InProcessCounter, PartitionedCounter
+from dpiw.sdgp.engines import ENGINES, cell_sql, open_counter, parse_engine
+from dpiw.sdgp.mst import MST
+
+SCHEMA = parse_schema({"name": "ward", "task": "classification", "target": "ill", "columns": [
+    {"name": "age", "type": "numeric", "lower": 0, "upper": 110, "integer": True},
+    {"name": "kappa", "type": "numeric", "lower": 0, "upper": 50},
+    {"name": "visits", "type": "numeric", "lower": 0, "upper": 2000, "integer": True},
+    {"name": "region", "type": "categorical", "categories": ["n", "s", "e", "w"]},
+    {"name": "ill", "type": "categorical", "categories": ["no", "yes"]}]})
+
+
+def rows(n=5000, seed=0):
+    rng = np.random.default_rng(seed)
+    raw = pd.DataFrame({
+        "age": np.clip(np.rint(rng.normal(55, 20, n)), 0, 110),
+        "kappa": np.clip(rng.lognormal(0.3, 0.8, n), 0, 50),
+        "visits": np.clip(np.rint(rng.lognormal(3, 1.5, n)), 0, 2000),
+        "region": rng.choice(["n", "s", "e", "w"], n), "ill": rng.choice(["no", "yes"], n, p=[0.8, 0.2])})
+    raw.loc[:20, "kappa"] = [0.0, 50.0, 25.0, 1e-300, 49.999999] + [k / 8 for k in range(16)]  # edges
+    return scale_frame(raw, SCHEMA, {c.name: (c.lower, c.upper) for c in SCHEMA.columns if c.is_numeric})
+
+
+def shaped(scaled):
+    """A binning with every kind of numeric grid and uneven cut points, as fine histograms make them."""
+    numeric = {}
+    for c in SCHEMA.columns:
+        if c.is_numeric:
+            grid = FineGrid.of(c, 256)
+            inner = np.unique(np.r_[0, np.sort(np.random.default_rng(1).choice(grid.support, 6, replace=False)),
+                                    grid.cells])
+            numeric[c.name] = NumericBins(grid, inner)
+    return Binning(SCHEMA, numeric)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    scaled = rows()
+    root = tmp_path_factory.mktemp("engines") / "ward"
+    # several files in hive partitions of a column of the schema, as Spark or Dask write them
+    ds.write_dataset(pa.Table.from_pandas(scaled, preserve_index=False), root, format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("region", pa.int64())]), flavor="hive"),
+                     max_rows_per_file=700, max_rows_per_group=700)
+    return scaled, root
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Dask cluster of two worker processes for the module (what ``--engine dask`` starts)."""
+    from dpiw.sdgp.engines import dask_client
+
+    return dask_client(None)
+
+
+def test_the_engines_names_are_checked():
+    assert parse_engine("local") == ("local", None) and parse_engine("dask=tcp://h:8786") == ("dask", "tcp://h:8786")
+    for bad in ("spark", "duckdb=x", "dask=", "Local"):
+        with pytest.raises(DpiwError, match="engine"):
+            parse_engine(bad)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_gives_the_in_process_counts(folder, engine, cluster):
+    scaled, root = folder
+    assert len(list(root.rglob("*.parquet"))) >= 8
+    d = len(SCHEMA.columns)
+    cliques = [*((j,) for j in range(d)), *itertools.combinations(range(d), 2), (0, 1, 4)]
+    for bins in (shaped(scaled), 8):
+        local = InProcessCounter.of(scaled, SCHEMA, bins)
+        counter = open_counter(root, SCHEMA, bins, engine)
+        assert counter.total == len(scaled) and counter.cards == local.cards
+        a, b = local.counts(cliques), counter.counts(cliques)
+        for cl in cliques:
+            assert np.array_equal(a[cl], b[cl]), (engine, cl)
+        grids = {c.name: FineGrid.of(c, 256) for c in SCHEMA.columns if c.is_numeric}
+        fa, fb = local.fine_counts(grids), counter.fine_counts(grids)
+        assert all(np.array_equal(fa[k], fb[k]) for k in grids)
+        rebinned = counter.with_binning(shaped(scaled))
+        assert type(rebinned) is type(counter)
+
+
+def test_the_sql_cells_agree_with_numpy_at_every_edge():
+    """Scaled values on and next to every fine cell's edges, through DuckDB's SQL and NumPy's cells."""
+    import duckdb
+
+    for c in SCHEMA.columns:
+        if not c.is_numeric:
+            continue
+        grid = FineGrid.of(c, 256)
+        nb = NumericBins(grid, np.unique(np.r_[0, 3, 17, 100, grid.support, grid.cells]))
+        edges = np.r_[np.arange(grid.cells + 1) / grid.cells, np.arange(int(grid.span or 0) + 1) / (grid.span or 1)]
+        v = np.clip(np.unique(np.r_[edges, np.nextafter(edges, 2), np.nextafter(edges, -1),
+                                    (np.arange(int(grid.span or 0) + 1) + 0.5) / (grid.span or 1)]), 0, 1)
+        con = duckdb.connect()
+        con.register("t", pd.DataFrame({c.name: v}))
+        got = con.execute(f"SELECT {cell_sql(c.name, nb)} FROM t").fetchnumpy()
+        assert np.array_equal(np.asarray(list(got.values())[0], np.int64), nb.cells(v)), c.name
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mst_through_every_engine_makes_the_same_measurements(folder, engine, cluster):
+    scaled, root = folder
+    kw = dict(epsilon=1.0, delta=1e-5)
+    a = MST(bins=8, iters=10).measure(scaled, SCHEMA, rng=np.random.default_rng(3), **kw)
+    b = MST(bins=8, iters=10).measure_counts(open_counter(root, SCHEMA, 8, engine), SCHEMA,
+                                             rng=np.random.default_rng(3), **kw)
+    assert a.tree_ == b.tree_ and a.privacy_ == b.privacy_
+    for (c1, y1, s1), (c2, y2, s2) in zip(a.measurements_, b.measurements_, strict=True):
+        assert c1 == c2 and s1 == s2 and np.array_equal(y1, y2)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_empty_values_are_refused_with_the_same_line_on_every_engine(tmp_path, engine, cluster):
+    scaled = rows(300)
+    scaled.loc[5:7, "kappa"] = np.nan
+    scaled.loc[9, "age"] = np.inf
+    ds.write_dataset(pa.Table.from_pandas(scaled, preserve_index=False), tmp_path / "bad", format="parquet")
+    with pytest.raises(DpiwError) as local:
+        PartitionedCounter(tmp_path / "bad", SCHEMA, 8).counts([(0,)])
+    with pytest.raises(DpiwError) as other:
+        open_counter(tmp_path / "bad", SCHEMA, 8, engine).counts([(0,)])
+    assert str(other.value) == str(local.value)
+    assert "'age' (1 missing or infinite), 'kappa' (3 missing or infinite) have empty values" in str(local.value)
