@@ -47,7 +47,8 @@ RUN = "run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", metavar="DATA", help="your private table: a CSV with a header, or a parquet file")
+    p.add_argument("data", metavar="DATA", help="your private table: a CSV with a header, a parquet file, or a "
+                                                 "folder of parquet files (hive partitions too)")
     p.add_argument("--schema", required=True,
                    help="its schema (YAML): every column's type and PUBLIC bounds or categories, and the target "
                         "(start from `dpiw schema infer DATA`)")
@@ -86,6 +87,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--neighbours", choices=NEIGHBOURS, default="replace_one",
                    help="replace_one (the row count is public) or add_remove (it is private; needs a numeric "
                         "--delta)")
+    p.add_argument("--engine", default="local",
+                   help="where the private rows are counted: local (default), duckdb (SQL over the parquet "
+                        "files, every core), dask (a local Dask cluster of 2 workers) or dask=SCHEDULER_ADDRESS; "
+                        "the counts, so the release, are the same on every engine")
     p.add_argument("--cores", default="all", help="CPU cores for the workflow's jobs")
     add_project_argument(p)
 
@@ -112,13 +117,19 @@ def _advise(args, n_rows: int, schema_path: Path, delta) -> str:
 
 
 def _check_choices(args) -> None:
-    """The post chain parses and the weight method applies to the SDGP, before anything runs."""
+    """The post chain and the engine parse and the weight method applies to the SDGP, before anything runs."""
     from dpiw.postprocess import parse_post
 
     try:
         parse_post(args.post)
     except DpiwError as exc:
         raise DpiwError(f"--post: {exc}") from None
+    from dpiw.sdgp.engines import parse_engine
+
+    try:
+        parse_engine(args.engine)
+    except DpiwError as exc:
+        raise DpiwError(f"--{exc}") from None
     if args.weights != "auto" and registry.weight_method(args.weights).applies_to == "gan" \
             and not registry.sdgp(args.sdgp).gan:
         gans = ", ".join(s for s in registry.sdgp_names(dp=True) if registry.sdgp(s).gan)
@@ -190,9 +201,12 @@ def main(args) -> None:
     from dpiw.privacy.store import Store, store_url
 
     data, schema_path = Path(args.data), Path(args.schema)
-    for flag, path in (("DATA", data), ("--schema", schema_path)):
-        if not path.is_file():
-            raise DpiwError(f"{flag} {path}: no such file")
+    from dpiw.data.datasets import is_table
+
+    if not is_table(data):
+        raise DpiwError(f"DATA {data}: no such file (or folder of parquet files)")
+    if not schema_path.is_file():
+        raise DpiwError(f"--schema {schema_path}: no such file")
     data, schema_path, args.origin = data.resolve(), schema_path.resolve(), Path.cwd()
     args.data, args.schema = str(data), str(schema_path)  # the command changes into the project folder below
     _finite_positive("--epsilon", args.epsilon)
@@ -339,7 +353,7 @@ def _config(args, name: str, delta, url: str) -> dict:
     privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": noise,
                "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
                "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population}
-    config = {"mode": "release", "out": RUN,
+    config = {"mode": "release", "out": RUN, "engine": args.engine,
               "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
               "scale": {"public_fraction": 0, "out_of_bounds": args.out_of_bounds},
@@ -356,7 +370,8 @@ def _prepare(folder: Path, root: Path, data: Path, schema_path: Path, schema, co
     (folder / "data" / "schemas").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(root / "params.yaml", folder / "params.yaml")
     d = yaml.safe_load(schema_path.read_text())
-    source = {"kind": "file", "path": str(data), **{k: v for k, v in schema.source.items() if k == "header"}}
+    path = str(data) + ("/" if data.is_dir() else "")  # a folder of parquet files ends in '/'
+    source = {"kind": "file", "path": path, **{k: v for k, v in schema.source.items() if k == "header"}}
     public = schema.source.get("public_path")
     if public:
         source["public_path"] = str((root / public).resolve()) if not Path(public).is_absolute() else public

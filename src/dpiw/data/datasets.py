@@ -175,12 +175,34 @@ def check_field_counts(path, where: str) -> int:
     return rows
 
 
+def parquet_folder(path):
+    """The parquet dataset of a folder of parquet files (hive-partitioned or not, as Spark, Dask or DuckDB write
+    them), or None when ``path`` is not such a folder."""
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_dir() or next(path.rglob("*.parquet"), None) is None:
+        return None
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(path), format="parquet", partitioning="hive")
+
+
+def is_table(path) -> bool:
+    """A file, or a folder of parquet files: what a table's source may be."""
+    from pathlib import Path
+
+    return Path(path).is_file() or parquet_folder(path) is not None
+
+
 def repeated_columns(path) -> list[str]:
     """The column names a CSV's header (or a parquet file) holds more than once: pandas would rename a repeated
     "age" to "age.1" and go on."""
     from pathlib import Path
 
-    if Path(path).suffix == ".parquet":
+    if Path(path).is_dir():
+        header = list(parquet_folder(path).schema.names)
+    elif Path(path).suffix == ".parquet":
         import pyarrow.parquet as pq
 
         header = list(pq.read_schema(path).names)
@@ -208,11 +230,11 @@ def _open_checked(schema: Schema, file) -> None:
     from pathlib import Path
 
     path, where = Path(file), _where(schema, file)
-    if not path.is_file():
+    if not is_table(path):
         raise DpiwError(f"{where}: file not found; paths in data/schemas/{schema.name}.yaml are relative to "
                         "the repository root")
     try:
-        if path.suffix != ".parquet" and schema.source.get("header", True):
+        if path.is_file() and path.suffix != ".parquet" and schema.source.get("header", True):
             check_field_counts(path, where)
     except UnicodeDecodeError:
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
@@ -228,6 +250,14 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
 
     path, where = Path(file), _where(schema, file)
     try:
+        folder = parquet_folder(path)
+        if folder is not None:  # a partitioned parquet folder: its files' record batches, in path order
+            names = [c for c in schema.file_names if c in folder.schema.names] or None
+            if chunk_rows is None:
+                yield folder.to_table(columns=names).to_pandas()
+                return
+            yield from _exact_chunks(folder.to_batches(columns=names, batch_size=chunk_rows), chunk_rows)
+            return
         if path.suffix == ".parquet":
             if chunk_rows is None:
                 yield pd.read_parquet(path)
@@ -250,8 +280,27 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
     except UnicodeDecodeError:
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
-        raise DpiwError(f"{where}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+        kind = "parquet" if path.suffix == ".parquet" or path.is_dir() else "CSV"
+        raise DpiwError(f"{where}: cannot be read as {kind} "
                         f"({type(exc).__name__}); check the file's format") from None
+
+
+def _exact_chunks(batches, rows: int):
+    """Record batches (a folder's files end theirs early) as frames of exactly ``rows`` rows, the last one
+    shorter: the chunks, so the scaled split's bytes, are those of the same rows read from one file."""
+    import pyarrow as pa
+
+    held, n = [], 0
+    for batch in batches:
+        held.append(batch)
+        n += batch.num_rows
+        while n >= rows:
+            table = pa.Table.from_batches(held)
+            yield table.slice(0, rows).to_pandas()
+            rest = table.slice(rows)
+            held, n = rest.to_batches(), rest.num_rows
+    if n:
+        yield pa.Table.from_batches(held).to_pandas()
 
 
 def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
@@ -379,10 +428,13 @@ def count_rows(schema: Schema, file: str) -> int:
     from pathlib import Path
 
     path, where = Path(file), _where(schema, file)
-    if not path.is_file():
+    if not is_table(path):
         raise DpiwError(f"{where}: file not found")
     header = schema.source.get("header", True)
-    if path.suffix == ".parquet":
+    folder = parquet_folder(path)
+    if folder is not None:
+        names, rows = [str(c).strip() for c in folder.schema.names], int(folder.count_rows())
+    elif path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         try:

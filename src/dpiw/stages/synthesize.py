@@ -20,6 +20,7 @@ from dpiw.privacy.spend import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, ru
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import (
     Parser,
+    add_engine_argument,
     add_neighbours_args,
     add_noise_args,
     boolean,
@@ -53,6 +54,7 @@ def parse_args(argv):
     p.add_argument("--max-rows", type=positive_int, default=1_000_000,
                    help="sdgp.max_rows: N_G is at most this (a public cap)")
     p.add_argument("--seed", type=int, required=True)
+    add_engine_argument(p)
     p.add_argument("--bins", type=int, help="sdgp.marginals.bins: public equal-width bins per numeric column")
     p.add_argument("--structure", help="sdgp.marginals.structure: independent or naive_bayes")
     gan_types = {"lr": float, "weight_clip": float, "max_grad_norm": float, "label_epsilon_fraction": float,
@@ -111,9 +113,9 @@ def main(argv: list[str] | None = None) -> None:
         raise DpiwError(f"SDGP {args.sdgp} keeps no measurements to reuse: drop --measurements-out")
     gen = make_sdgp(args.sdgp, **params)
     if registry.sdgp(args.sdgp).zcdp:  # they read the rows only through marginal counts: one pass, batch by batch
-        from dpiw.sdgp.counting import PartitionedCounter
+        from dpiw.sdgp.engines import open_counter
 
-        train = PartitionedCounter(args.train, schema, gen.bins)
+        train = open_counter(args.train, schema, gen.bins, args.engine)
         n_train = train.total
     else:
         train = read_parquet(args.train, columns=schema.names)
