@@ -252,8 +252,12 @@ def neighbours_args(lookup: Lookup) -> list[str]:
 
 
 def engine_args(lookup: Lookup) -> list[str]:
-    """engine for the stages that count the private rows (dpiw.sdgp.engines); nothing at the default (local)."""
-    engine = str(lookup("engine"))
+    """engine for the stages that count the private rows (dpiw.sdgp.engines); nothing at the default (local),
+    so that the stages' commands stay as they were."""
+    try:
+        engine = str(lookup("engine"))
+    except (KeyError, AttributeError):  # a project's params.yaml from before the key: local
+        engine = "local"
     return [] if engine == "local" else ["--engine", engine]
 
 
