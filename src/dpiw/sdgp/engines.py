@@ -118,27 +118,43 @@ class DuckDBCounter:
         c = self.schema.columns[j]
         return cell_sql(c.name, self.bins.numeric[c.name]) if c.is_numeric else f'CAST("{c.name}" AS BIGINT)'
 
-    def _grouped(self, expr: str, size: int) -> np.ndarray:
-        out = np.zeros(size, dtype=float)
-        got = self.con.execute(f"SELECT {expr} AS code, count(*) AS n FROM rows GROUP BY code").fetchnumpy()
-        code = np.asarray(got["code"], np.int64)
-        if code.size and (code.min() < 0 or code.max() >= size):
-            raise DpiwError(f"{self.source}: a cell outside the schema's (a category code or a scaled value out "
-                            "of range): count the scaled rows the scale stage writes")
-        np.add.at(out, code, np.asarray(got["n"], float))
+    def _grouped(self, exprs: dict[str, str], sets: list[tuple[str, ...]], sizes: dict[str, int]
+                 ) -> dict[tuple[str, ...], np.ndarray]:
+        """Each set's count table (row-major over its columns, ``sizes`` cells each) in one pass over the rows:
+        GROUP BY GROUPING SETS over the columns' cell expressions."""
+        names = sorted({a for s in sets for a in s})
+        inner = ", ".join(f"{exprs[a]} AS {a}" for a in names)
+        grouping = ", ".join("(" + ", ".join(s) + ")" for s in dict.fromkeys(sets))
+        got = self.con.execute(f"SELECT {', '.join(names)}, GROUPING({', '.join(names)}) AS g, count(*) AS n "
+                               f"FROM (SELECT {inner} FROM rows) GROUP BY GROUPING SETS ({grouping})").fetchnumpy()
+        bit = {a: 1 << (len(names) - 1 - i) for i, a in enumerate(names)}  # GROUPING: 1 = not grouped
+        full = (1 << len(names)) - 1
+        out = {}
+        for s in dict.fromkeys(sets):
+            rows = np.asarray(got["g"]) == full - sum(bit[a] for a in set(s))
+            dims = tuple(sizes[a] for a in s)
+            cells = [np.asarray(got[a])[rows].astype(np.int64) for a in s]
+            if any(c.size and (c.min() < 0 or c.max() >= k) for c, k in zip(cells, dims, strict=True)):
+                raise DpiwError(f"{self.source}: a cell outside the schema's (a category code or a scaled value "
+                                "out of range): count the scaled rows the scale stage writes")
+            table = np.zeros(int(np.prod(dims)), dtype=float)
+            if rows.any():
+                np.add.at(table, np.ravel_multi_index(cells, dims), np.asarray(got["n"])[rows].astype(float))
+            out[s] = table
         return out
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
-        out = {}
-        for cl in cliques:
-            expr, size = "0", 1
-            for j in cl:
-                expr, size = f"({expr}) * {self.cards[j]} + ({self._cell(j)})", size * self.cards[j]
-            out[cl] = self._grouped(expr, size)
-        return out
+        cliques = [tuple(cl) for cl in cliques]
+        exprs = {f"c{j}": self._cell(j) for cl in cliques for j in cl}
+        sizes = {f"c{j}": self.cards[j] for cl in cliques for j in cl}
+        got = self._grouped(exprs, [tuple(f"c{j}" for j in cl) for cl in cliques], sizes)
+        return {cl: got[tuple(f"c{j}" for j in cl)] for cl in cliques}
 
     def fine_counts(self, grids: dict) -> dict[str, np.ndarray]:
-        return {name: self._grouped(leaf_sql(name, grid), grid.cells) for name, grid in grids.items()}
+        alias = {name: f"f{i}" for i, name in enumerate(grids)}
+        exprs = {alias[name]: leaf_sql(name, grid) for name, grid in grids.items()}
+        got = self._grouped(exprs, [(a,) for a in alias.values()], {alias[n]: g.cells for n, g in grids.items()})
+        return {name: got[(alias[name],)] for name in grids}
 
     def with_binning(self, binning) -> DuckDBCounter:
         return DuckDBCounter(self.source, self.schema, binning)
