@@ -63,3 +63,37 @@ def test_tiny_grid_through_slurm_equals_local_run(slurm, snakemake_run, tmp_path
     differ = [rel for rel in local if cluster[rel] != local[rel]]
     assert not differ, differ[:20]
     assert (wd / "results/default/report.html").is_file()
+
+
+def test_dask_workers_started_as_slurm_jobs_give_the_local_counts(slurm, tmp_path):
+    """``--engine dask=slurm:2``: a Dask scheduler in this process and two workers submitted through SLURM
+    (dask-jobqueue); they count a hive-partitioned parquet folder, and the count tables are the local ones."""
+    import itertools
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from dpiw.data.schema import parse_schema
+    from dpiw.sdgp.counting import PartitionedCounter
+    from dpiw.sdgp.engines import dask_client, open_counter
+
+    schema = parse_schema({"name": "w", "task": "classification", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "a", "type": "categorical", "categories": ["p", "q", "r"]},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(0)
+    rows = pa.table({"x": rng.uniform(size=3000), "a": rng.integers(0, 3, 3000), "y": rng.integers(0, 2, 3000)})
+    ds.write_dataset(rows, tmp_path / "d", format="parquet", max_rows_per_file=500, max_rows_per_group=500,
+                     partitioning=ds.partitioning(pa.schema([("a", pa.int64())]), flavor="hive"))
+    cliques = [(0,), (1,), (2,), *itertools.combinations(range(3), 2)]
+    local = PartitionedCounter(tmp_path / "d", schema, 8).counts(cliques)
+    counter = open_counter(tmp_path / "d", schema, 8, "dask=slurm:2")
+    got = counter.counts(cliques)
+    assert all(np.array_equal(local[cl], got[cl]) for cl in cliques)
+    client = dask_client("slurm:2")
+    assert len(client.scheduler_info()["workers"]) == 2
+    jobs = sh(["squeue", "-h", "-n", "dpiw-dask-worker", "-o", "%i %T"], tmp_path).stdout.split("\n")
+    assert sum("RUNNING" in j for j in jobs) == 2, jobs
+    client.close()
+    client.cluster.close()

@@ -8,8 +8,9 @@ here and nowhere else (:func:`open_counter`).
   :meth:`dpiw.sdgp.binning.NumericBins.cells` (tests/stages/test_engines.py checks that they agree).
 - ``dask``: the same batches counted on a ``dask.distributed`` cluster, one task per parquet file
   (:class:`DaskCounter`); ``dask=ADDRESS`` names a running scheduler, plain ``dask`` starts a local cluster of
-  :data:`DASK_LOCAL_WORKERS` worker processes for the run. Only the count tables and the row count leave the
-  workers.
+  :data:`DASK_LOCAL_WORKERS` worker processes for the run, and ``dask=slurm`` (``dask=slurm:N``) starts the
+  workers as SLURM jobs (dask-jobqueue) with the scheduler here. Only the count tables and the row count leave
+  the workers.
 
 The mechanisms and their noise stay where the stage runs: an engine returns exact counts, the noise is added
 once to the sums, never per partition, and the engine never keys the noise (the same rows give the same counts
@@ -33,16 +34,19 @@ from dpiw.sdgp.counting import Clique, PartitionedCounter, check_columns, datase
 
 #: the counting engines (``--engine``, the config's ``engine``); the first is the default
 ENGINES = ("local", "duckdb", "dask")
-#: worker processes of the local Dask cluster that ``--engine dask`` starts when it names no scheduler
+#: worker processes of the local Dask cluster that ``--engine dask`` starts when it names no scheduler (and the
+#: SLURM worker jobs of ``dask=slurm``)
 DASK_LOCAL_WORKERS = 2
+#: each SLURM worker job's memory and time limit, and how long a run waits for the jobs to start
+SLURM_WORKER_MEMORY, SLURM_WORKER_WALLTIME, SLURM_WAIT_SECONDS = "4GB", "02:00:00", 300
 
 
 def parse_engine(text: str) -> tuple[str, str | None]:
-    """``local``, ``duckdb``, ``dask`` or ``dask=ADDRESS`` as (engine, scheduler address or None)."""
+    """``local``, ``duckdb``, ``dask``, ``dask=ADDRESS`` or ``dask=slurm[:N]`` as (engine, address or None)."""
     name, _, address = str(text).partition("=")
     if name not in ENGINES or (address and name != "dask") or (_ and not address):
-        raise DpiwError(f"engine: {text!r} is not one of {', '.join(ENGINES)} or dask=SCHEDULER_ADDRESS "
-                        "(e.g. dask=tcp://10.0.0.5:8786)")
+        raise DpiwError(f"engine: {text!r} is not one of {', '.join(ENGINES)}, dask=SCHEDULER_ADDRESS "
+                        "(e.g. dask=tcp://10.0.0.5:8786) or dask=slurm[:WORKERS]")
     return name, address or None
 
 
@@ -166,18 +170,21 @@ _CLIENTS: dict[str | None, object] = {}
 
 
 def dask_client(address: str | None):
-    """A ``dask.distributed`` client of the scheduler at ``address``, or of a local cluster of
-    :data:`DASK_LOCAL_WORKERS` processes started once per process (both closed when it exits)."""
+    """A ``dask.distributed`` client of the scheduler at ``address``, of SLURM worker jobs (``slurm[:N]``), or of
+    a local cluster of :data:`DASK_LOCAL_WORKERS` processes; made once per process, closed when it exits."""
     if address in _CLIENTS:
         return _CLIENTS[address]
     from distributed import Client, LocalCluster
 
-    if address:
+    if address and address.startswith("slurm"):
+        client = _slurm_client(address)
+    elif address:
         try:
             client = Client(address, timeout="30s")
         except OSError as exc:
             raise DpiwError(f"engine dask={address}: no Dask scheduler answers there ({exc}); start one "
-                            "(`dask scheduler`, or dpiw's SLURM cluster) or use --engine dask for a local one") from exc
+                            "(`dask scheduler` and `dask worker`), or use --engine dask (a local cluster) or "
+                            "dask=slurm (workers as SLURM jobs)") from exc
     else:
         cluster = LocalCluster(n_workers=DASK_LOCAL_WORKERS, threads_per_worker=1, processes=True,
                                dashboard_address=None)
@@ -185,6 +192,34 @@ def dask_client(address: str | None):
         atexit.register(cluster.close)
     atexit.register(client.close)
     _CLIENTS[address] = client
+    return client
+
+
+def _slurm_client(address: str):
+    """``slurm`` or ``slurm:N``: a scheduler here and N (default :data:`DASK_LOCAL_WORKERS`) Dask workers started
+    as SLURM jobs (dask-jobqueue), one core each, with this interpreter; they must reach this machine."""
+    import sys
+
+    from distributed import Client
+
+    workers = address.partition(":")[2] or str(DASK_LOCAL_WORKERS)
+    if not workers.isdigit() or int(workers) < 1:
+        raise DpiwError(f"engine dask={address}: say how many SLURM worker jobs, e.g. dask=slurm:4")
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as exc:  # pragma: no cover - dask-jobqueue comes with the pipeline's dependencies
+        raise DpiwError("engine dask=slurm needs dask-jobqueue (pip install dask-jobqueue)") from exc
+    cluster = SLURMCluster(cores=1, processes=1, memory=SLURM_WORKER_MEMORY, walltime=SLURM_WORKER_WALLTIME,
+                           python=sys.executable, scheduler_options={"dashboard_address": None},
+                           job_name="dpiw-dask-worker")
+    atexit.register(cluster.close)
+    cluster.scale(jobs=int(workers))
+    client = Client(cluster)
+    try:
+        client.wait_for_workers(int(workers), timeout=SLURM_WAIT_SECONDS)
+    except TimeoutError as exc:
+        raise DpiwError(f"engine dask={address}: {workers} SLURM worker job(s) did not start within "
+                        f"{SLURM_WAIT_SECONDS} s (`squeue -n dpiw-dask-worker`); is the partition busy?") from exc
     return client
 
 
