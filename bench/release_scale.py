@@ -9,11 +9,13 @@ quartile with noise), and a binary target that leans on the first columns. The r
 (MST, weights `auto`, delta `auto`) but ``--sdgp``.
 
     python bench/release_scale.py [--rows 1e5 1e6 1e7] [--columns 100] [--sdgp aim]
+    python bench/release_scale.py --rows 1e7 --folder --engines local duckdb dask
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import tempfile
@@ -37,6 +39,24 @@ def write_table(path: Path, n: int, rng: np.random.Generator) -> None:
         df.to_csv(path, mode="w" if start == 0 else "a", header=start == 0, index=False)
 
 
+def write_folder(path: Path, n: int, rng: np.random.Generator) -> None:
+    """The same rows as :func:`write_table` as a parquet folder in hive partitions of region, a file per chunk
+    and region (as Spark or Dask write a table)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    base = pd.read_csv(ROOT / "data/examples/clinic.csv")
+    for part, start in enumerate(range(0, n, CHUNK)):
+        m = min(CHUNK, n - start)
+        df = base.iloc[rng.integers(0, len(base), m)].reset_index(drop=True)
+        df["age"] = np.clip(df["age"] + rng.integers(-3, 4, m), 18, 90)
+        df["bmi"] = np.clip((df["bmi"] + rng.normal(0, 1, m)).round(1), 12, 60)
+        for region, g in df.groupby("region"):
+            (path / f"region={region}").mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.Table.from_pandas(g.drop(columns="region"), preserve_index=False),
+                           path / f"region={region}" / f"part-{part:05d}.parquet")
+
+
 def wide_schema(name: str, k: int) -> dict:
     cols = [{"name": f"c{j}", "type": "numeric", "lower": 0, "upper": 100} if j % 2 == 0 else
             {"name": f"c{j}", "type": "categorical", "categories": ["a", "b", "c", "d"]} for j in range(k - 1)]
@@ -58,26 +78,37 @@ def write_wide_table(path: Path, n: int, k: int, rng: np.random.Generator) -> No
         pd.DataFrame(cols).to_csv(path, mode="w" if start == 0 else "a", header=start == 0, index=False)
 
 
-def release(wd: Path, n: int, columns: int | None = None, sdgp: str = "mst") -> dict:
+def release(wd: Path, n: int, columns: int | None = None, sdgp: str = "mst", engine: str = "local",
+            folder: bool = False, project: Path | None = None) -> dict:
     name = f"rows{n}" + (f"x{columns}" if columns else "")
-    if columns:
+    project = project or wd.parent / f"project-{name}-{engine}"  # outside the checkout
+    data = f"{name}.csv"
+    if folder:
+        schema = yaml.safe_load((ROOT / "data/schemas/clinic.yaml").read_text())
+        data = f"{name}_parts"
+        schema.update(name=name, source={"kind": "file", "path": f"{data}/"})
+        if not (wd / data).exists():
+            write_folder(wd / data, n, np.random.default_rng(n))
+    elif columns:
         schema = wide_schema(name, columns)
         write_wide_table(wd / f"{name}.csv", n, columns, np.random.default_rng(n))
     else:
         schema = yaml.safe_load((ROOT / "data/schemas/clinic.yaml").read_text())
         schema.update(name=name, source={"kind": "file", "path": f"{name}.csv"})
-        write_table(wd / f"{name}.csv", n, np.random.default_rng(n))
+        if not (wd / data).exists():
+            write_table(wd / data, n, np.random.default_rng(n))
     (wd / f"{name}.yaml").write_text(yaml.safe_dump(schema, sort_keys=False))
-    flags = [] if sdgp == "mst" else ["--sdgp", sdgp, "--weights", "none"]
-    proc = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M", "dpiw", "release", f"{name}.csv", "--schema",
-                           f"{name}.yaml", "--epsilon", "1", "--cores", "2", *flags], cwd=wd, capture_output=True,
-                          text=True)
+    flags = ([] if sdgp == "mst" else ["--sdgp", sdgp, "--weights", "none"]) + ["--engine", engine]
+    proc = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M", "dpiw", "release", data, "--schema",
+                           f"{name}.yaml", "--epsilon", "1", "--cores", "2", *flags, "--project", str(project)],
+                          cwd=wd, capture_output=True, text=True)
     wall, kb = re.search(r"TIME ([\d.]+) (\d+)", proc.stderr).groups()
     verdict = re.search(r"^release +(.*)$", proc.stdout, re.M)
     weights = re.search(r"^dpiw release: weights (\S+):", proc.stdout, re.M)
     return {"rows": n, "exit": proc.returncode, "wall_s": float(wall), "peak_gb": int(kb) / 1e6,
             "weights": weights.group(1) if weights else "?",
-            "verdict": (verdict.group(1)[:60] if verdict else proc.stderr.strip().splitlines()[-1][:90])}
+            "verdict": (verdict.group(1)[:60] if verdict else
+                        [line for line in (proc.stdout + proc.stderr).splitlines() if "error" in line][-1:])}
 
 
 def main() -> None:
@@ -85,14 +116,22 @@ def main() -> None:
     p.add_argument("--rows", nargs="+", type=float, default=[1e5, 1e6, 1e7])
     p.add_argument("--columns", type=int, help="a generated table of this many columns (default: 5, the clinic's)")
     p.add_argument("--sdgp", default="mst", help="the release's SDGP (not mst: weights none)")
+    p.add_argument("--engines", nargs="+", default=["local"], help="the counting engines, one release each")
+    p.add_argument("--folder", action="store_true", help="the 5-column table as a hive-partitioned parquet folder")
     args = p.parse_args()
-    print("| rows | columns | SDGP | wall | peak memory | weights | release |\n|---|---|---|---|---|---|---|")
+    print("| rows | columns | source | engine | SDGP | wall | peak memory | weights | release |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        wd = copy_repo(Path(tmp))
+        (Path(tmp) / "repo").mkdir()
+        wd = copy_repo(Path(tmp) / "repo")
         for n in map(int, args.rows):
-            r = release(wd, n, args.columns, args.sdgp)
-            print(f"| {r['rows']:,} | {args.columns or 5} | {args.sdgp} | {r['wall_s']:.0f} s | {r['peak_gb']:.2f} GB "
-                  f"| {r['weights']} | {r['verdict']} (exit {r['exit']}) |", flush=True)
+            for engine in args.engines:
+                # a fresh ledger store per release: the same rows again would be the same table
+                os.environ["DPIW_HOME"] = str(Path(tmp) / f"home-{n}-{engine}")
+                r = release(wd, n, args.columns, args.sdgp, engine, args.folder, Path(tmp) / f"project-{n}-{engine}")
+                print(f"| {r['rows']:,} | {args.columns or 5} | {'parquet folder' if args.folder else 'CSV'} | "
+                      f"{engine} | {args.sdgp} | {r['wall_s']:.0f} s | {r['peak_gb']:.2f} GB | {r['weights']} | "
+                      f"{r['verdict']} (exit {r['exit']}) |", flush=True)
 
 
 if __name__ == "__main__":

@@ -138,3 +138,41 @@ def test_empty_values_are_refused_with_the_same_line_on_every_engine(tmp_path, e
         open_counter(tmp_path / "bad", SCHEMA, 8, engine).counts([(0,)])
     assert str(other.value) == str(local.value)
     assert "'age' (1 missing or infinite), 'kappa' (3 missing or infinite) have empty values" in str(local.value)
+
+
+def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
+    """A folder measured a file per Dask task (partial sums, sketches and row checks combined here) has the
+    identity, sketches and row checks of the same rows read from one CSV; a bad value in one file is refused
+    with the line a CSV gets."""
+    from dataclasses import replace
+
+    from dpiw.data.datasets import RowChecks
+    from dpiw.privacy.identity import measure
+    from dpiw.sdgp.engines import measure_table
+
+    raw = pd.DataFrame({"age": np.arange(3000) % 90 + 1.0, "kappa": np.linspace(0, 40, 3000).round(3),
+                        "visits": np.arange(3000) % 7 * 1.0, "region": np.array(list("nsew"))[np.arange(3000) % 4],
+                        "ill": np.where(np.arange(3000) % 5 == 0, "yes", "no")})
+    raw.to_csv(tmp_path / "t.csv", index=False)
+    ds.write_dataset(pa.Table.from_pandas(raw, preserve_index=False), tmp_path / "t", format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
+                     max_rows_per_file=400, max_rows_per_group=400)
+    secret = "3c" * 32
+    schema = replace(SCHEMA, source={"kind": "file", "path": str(tmp_path / "t.csv")})
+    checks_csv, checks_dask = (RowChecks(SCHEMA, out_of_bounds="clip") for _ in range(2))
+    a = measure(schema, tmp_path / "t.csv", secret, also=[("age", "ill")], each=checks_csv.add)
+    b = measure_table(schema, tmp_path / "t", secret, also=[("age", "ill")], checks=checks_dask,
+                      engine="dask")
+    assert a == b and a.over and checks_dask.rows == checks_csv.rows == 3000
+    assert checks_dask.outside == checks_csv.outside and {k: len(v) for k, v in checks_dask.seen.items()} == \
+        {k: len(v) for k, v in checks_csv.seen.items()}
+    bad = raw.assign(ill=np.where(np.arange(3000) == 2999, "maybe", raw.ill))
+    ds.write_dataset(pa.Table.from_pandas(bad, preserve_index=False), tmp_path / "bad", format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
+                     max_rows_per_file=400, max_rows_per_group=400)
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DpiwError) as csv:
+        measure(schema, tmp_path / "bad.csv", secret)
+    with pytest.raises(DpiwError) as dask:
+        measure_table(schema, tmp_path / "bad", secret, engine="dask")
+    assert str(dask.value).split(":", 1)[1] == str(csv.value).split(":", 1)[1]  # the same line but the path

@@ -234,7 +234,7 @@ def main(args) -> None:
     # numeric column, unknown categories, bounds): bad input is refused here, before anything is written
     checks = RowChecks(schema, out_of_bounds=args.out_of_bounds, clip_fix="pass --out-of-bounds clip")
     table = _resolve(Store(url), replace(schema, source={**schema.source, "kind": "file", "path": str(data)}),
-                     args.new_population, checks.add)
+                     args.new_population, checks, args.engine)
     checks.finish()
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
     clipped = {name: share for name, share in clipped.items() if share > 0}
@@ -247,10 +247,10 @@ def main(args) -> None:
         _release(args, root, data, schema, url, table, delta, n_rows)
 
 
-def _resolve(store, schema, new_population, each):
+def _resolve(store, schema, new_population, checks, engine):
     from dpiw.privacy.ledger import resolve
 
-    table = resolve(store, schema, new_population=new_population, each=each)
+    table = resolve(store, schema, new_population=new_population, checks=checks, engine=engine)
     if table.note():
         print(f"dpiw release: {table.note()}")
     elif table.via == "new" and table.earlier:

@@ -372,6 +372,21 @@ def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
         raise DpiwError(f"{where}: the file has no rows")
 
 
+def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, chunk_rows: int = CHUNK_ROWS):
+    """One parquet file of a folder (``constants``: the columns its hive partition path gives), as
+    :func:`iter_table` reads the folder: typed frames of the schema's columns, errors naming the folder."""
+    import pyarrow.parquet as pq
+
+    f = pq.ParquetFile(path)
+    names = [c for c in schema.file_names if c in f.schema_arrow.names and c not in constants]
+    try:
+        for batch in f.iter_batches(batch_size=chunk_rows, columns=names):
+            if batch.num_rows:
+                yield _typed(batch.to_pandas().assign(**constants), schema, where)[schema.names]
+    except (ValueError, OSError) as exc:
+        raise DpiwError(f"{where}: cannot be read as parquet ({type(exc).__name__}); check the file's format") from None
+
+
 class RowChecks:
     """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and the bounds are
     checked there), then :meth:`finish` (no constant column, at least two classes) and :meth:`clipped` (the
@@ -403,6 +418,14 @@ class RowChecks:
             raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
                             f"knowledge only) or {self.clip_fix}")
         self.rows += len(df)
+
+    def merge(self, other: RowChecks) -> None:
+        """Add the checks of other rows of the same table (a Dask worker's part)."""
+        self.rows += other.rows
+        for name, seen in other.seen.items():
+            self.seen[name] = set(list(self.seen[name] | seen)[:2]) if len(self.seen[name]) < 2 else self.seen[name]
+        for name, out in other.outside.items():
+            self.outside[name] += out
 
     def finish(self) -> None:
         schema, where = self.schema, f"dataset '{self.schema.name}'"

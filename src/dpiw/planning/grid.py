@@ -377,7 +377,7 @@ def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
             "--schema", fmt(SCHEMA, dataset=run.dataset), *optional("--ledger", lookup("privacy.ledger")),
             *optional("--new-population", lookup("privacy.new_population")),
             *optional("--dataset-epsilon", lookup("privacy.dataset_epsilon")),
-            *optional("--dataset-delta", lookup("privacy.dataset_delta"))]
+            *optional("--dataset-delta", lookup("privacy.dataset_delta")), *engine_args(lookup)]
 
 
 def optional(flag: str, value) -> list[str]:

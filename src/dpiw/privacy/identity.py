@@ -121,20 +121,37 @@ def _words(frame, schema, columns: Iterable[str], secret: str) -> dict[str, np.n
     return out
 
 
-def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), each=None) -> TableId:
-    """Read ``file`` under ``schema`` a chunk at a time (dpiw.data.datasets.iter_table: the same checks as the
-    scale stage) and measure it; ``also``: other column sets (subsets of the schema's) to sketch it over;
-    ``each``: called with every chunk too (the row checks of dpiw.data.datasets.RowChecks, in the same pass)."""
-    from dpiw.data.datasets import iter_table
+@dataclass
+class Partial:
+    """What one part of a table gives its identity: its rows, and each column set's sums and sketch (parts of
+    one table combine exactly: sums add modulo 2^64, a sketch of the union is the bottom k of the sketches)."""
 
+    rows: int
+    sums: dict[tuple[str, ...], np.ndarray]
+    sketch: dict[tuple[str, ...], np.ndarray]
+
+
+def column_sets(schema, also: Iterable[Iterable[str]], rows: int | None
+                ) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]]:
+    """The column sets a table is sketched over: all its columns first, the ``also`` sets (subsets of its
+    columns), and for a table of few columns and at most :data:`DROP_SKETCH_ROWS` rows (``rows`` None: not yet
+    known), every set without one column."""
     columns = tuple(sorted(schema.names))
     asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
     drops = set()
-    if 2 <= len(columns) <= DROP_SKETCH_COLUMNS:
+    if 2 <= len(columns) <= DROP_SKETCH_COLUMNS and (rows is None or rows <= DROP_SKETCH_ROWS):
         drops = {tuple(c for c in columns if c != dropped) for dropped in columns} - asked
-    acc = {s: _Accumulator(s, _key(secret, s)) for s in [columns, *asked, *drops]}
+    return [columns, *sorted(asked), *sorted(drops)], drops
+
+
+def measure_frames(schema, frames, secret: str, sets: list[tuple[str, ...]], drops: set, *, each=None
+                   ) -> Partial:
+    """The :class:`Partial` of some of a table's rows (``frames``: typed frames of the schema's columns) over
+    :func:`column_sets`'s sets; ``each`` is called with every frame too."""
+    columns = sets[0]
+    acc = {s: _Accumulator(s, _key(secret, s)) for s in sets}
     rows = 0
-    for frame in iter_table(schema, str(file)):
+    for frame in frames:
         if each is not None:
             each(frame)
         words = _words(frame, schema, columns, secret)
@@ -144,11 +161,37 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
                 acc.pop(s, None)
         for a in acc.values():
             a.add(words, len(frame))
-    own = acc[columns]
-    body = json.dumps({"columns": columns, "rows": rows, "sums": [int(v) for v in own.sums]}).encode()
+    return Partial(rows, {s: a.sums for s, a in acc.items()}, {s: a.sketch for s, a in acc.items()})
+
+
+def combine(parts: Iterable[Partial], secret: str, columns: tuple[str, ...], drops: set) -> TableId:
+    """The table's :class:`TableId` from the partials of all its rows (in any order, in any parts)."""
+    parts = list(parts)
+    rows = sum(p.rows for p in parts)
+    kept = set.intersection(*(set(p.sums) for p in parts)) if parts else {columns}
+    if rows > DROP_SKETCH_ROWS:  # as one pass over the rows would have: no sketches without a column
+        kept -= drops
+    sums, sketch = {}, {}
+    for s in kept:
+        with np.errstate(over="ignore"):
+            sums[s] = np.sum([p.sums[s] for p in parts], axis=0, dtype=np.uint64) if parts else np.zeros(2, np.uint64)
+        sketch[s] = bottom_k(np.concatenate([p.sketch[s] for p in parts]) if parts else np.zeros(0, np.uint64),
+                             SKETCH_K)
+    body = json.dumps({"columns": columns, "rows": rows, "sums": [int(v) for v in sums[columns]]}).encode()
     key = hmac.new(bytes.fromhex(secret), b"dpiw-table\0" + body, hashlib.sha256).hexdigest()
-    return TableId(key=key, columns=columns, rows=rows, sketch=tuple(int(v) for v in own.sketch),
-                   over={s: tuple(int(v) for v in a.sketch) for s, a in acc.items() if s != columns})
+    return TableId(key=key, columns=columns, rows=rows, sketch=tuple(int(v) for v in sketch[columns]),
+                   over={s: tuple(int(v) for v in sketch[s]) for s in sorted(kept) if s != columns})
+
+
+def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), each=None) -> TableId:
+    """Read ``file`` under ``schema`` a chunk at a time (dpiw.data.datasets.iter_table: the same checks as the
+    scale stage) and measure it; ``also``: other column sets (subsets of the schema's) to sketch it over;
+    ``each``: called with every chunk too (the row checks of dpiw.data.datasets.RowChecks, in the same pass)."""
+    from dpiw.data.datasets import iter_table
+
+    sets, drops = column_sets(schema, also, None)
+    part = measure_frames(schema, iter_table(schema, str(file)), secret, sets, drops, each=each)
+    return combine([part], secret, sets[0], drops)
 
 
 def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> float:

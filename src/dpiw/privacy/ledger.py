@@ -502,14 +502,17 @@ def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
     return {_parsed(e)["table"]: (e.dataset, _parsed(e)) for e in entries if e.kind == "table"}
 
 
-def resolve(store: Store, schema, *, new_population: str | None = None, each=None) -> Resolution:
+def resolve(store: Store, schema, *, new_population: str | None = None, checks=None, engine: str = "local"
+            ) -> Resolution:
     """Measure the table ``schema`` reads (its source file) under the store's secret and find its ledger: the
     ledger of a table with the same identity, else (a store written before) the one keyed by the file's bytes,
     else the ledger of a table with which it shares at least :data:`dpiw.privacy.identity.OVERLAP` of the smaller
     one's rows (over the earlier table's columns, when the new one adds columns) unless ``new_population`` gives a
-    reason to start a new one, else none (a new ledger). Reads the rows (``each`` is called with every chunk);
-    writes nothing but the store's secret."""
-    from dpiw.privacy.identity import OVERLAP, measure, overlap
+    reason to start a new one, else none (a new ledger). Reads the rows (``checks``, a
+    :class:`dpiw.data.datasets.RowChecks`, checks them in the same pass; on ``engine`` dask a folder is read by
+    the workers); writes nothing but the store's secret."""
+    from dpiw.privacy.identity import OVERLAP, overlap
+    from dpiw.sdgp.engines import measure_table
 
     if new_population is not None and not new_population.strip():
         raise DpiwError("--new-population needs a reason (it is kept in the ledger): say why these rows are "
@@ -525,12 +528,14 @@ def resolve(store: Store, schema, *, new_population: str | None = None, each=Non
         return Resolution(key, key if key in budgets else None, "identity" if key in budgets else "new")
     known = _tables(entries)
     names = set(schema.names)
-    table = measure(schema, schema.source["path"], secret,
-                    also=[t["columns"] for _, t in known.values() if set(t["columns"]) < names], each=each)
+    table = measure_table(schema, schema.source["path"], secret, checks=checks, engine=engine,
+                          also=[t["columns"] for _, t in known.values() if set(t["columns"]) < names])
     if table.key in known:
         return Resolution(table.key, known[table.key][0], "identity", table)
-    legacy = dataset_key(secret, content_digest(schema.source["path"]))
-    if legacy in budgets:
+    # stores written before row identities keyed a table by its file's bytes (never a folder's: none was read then)
+    path = schema.source["path"]
+    legacy = None if Path(path).is_dir() else dataset_key(secret, content_digest(path))
+    if legacy is not None and legacy in budgets:
         return Resolution(table.key, legacy, "bytes", table)
     best: tuple[float, str | None] = (0.0, None)
     for ledger_key, t in known.values():

@@ -187,7 +187,7 @@ def dask_client(address: str | None):
                             "dask=slurm (workers as SLURM jobs)") from exc
     else:
         cluster = LocalCluster(n_workers=DASK_LOCAL_WORKERS, threads_per_worker=1, processes=True,
-                               dashboard_address=None)
+                               dashboard_address=":0")  # a free port: several may run
         client = Client(cluster)
         atexit.register(cluster.close)
     atexit.register(client.close)
@@ -273,3 +273,48 @@ class DaskCounter:
 
     def with_binning(self, binning) -> DaskCounter:
         return DaskCounter(self.source, self.schema, binning, address=self.address)
+
+
+# --- the table's identity and row checks ------------------------------------------------------------------------
+
+
+def _identity_part(part: tuple[str, dict], schema: Schema, secret: str, sets, drops, checks, where: str):
+    """One parquet file's :class:`dpiw.privacy.identity.Partial` and its row checks (runs on a worker)."""
+    from dpiw.data.datasets import RowChecks, iter_fragment
+    from dpiw.privacy.identity import measure_frames
+
+    path, constants = part
+    mine = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
+    partial = measure_frames(schema, iter_fragment(schema, path, constants, where), secret, sets, drops,
+                             each=mine.add)
+    return partial, mine
+
+
+def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: str = "local"):
+    """The table's identity (:func:`dpiw.privacy.identity.measure`) with its row checks (``checks``: a
+    :class:`dpiw.data.datasets.RowChecks`, added to). On ``dask``, a folder of parquet files is measured a file
+    per task on the workers: each returns its rows' partial sums, sketches and checks (never a row), combined
+    here into the same identity as one pass over the same rows would give."""
+    from dpiw.data.datasets import _where, parquet_folder
+    from dpiw.privacy.identity import column_sets, combine, measure
+
+    name, address = parse_engine(engine)
+    folder = parquet_folder(path) if name == "dask" else None
+    if folder is None:
+        return measure(schema, path, secret, also=also, each=None if checks is None else checks.add)
+    import pyarrow.dataset as ds
+
+    from dpiw.data.datasets import RowChecks, count_rows
+
+    sets, drops = column_sets(schema, also, count_rows(schema, str(path)))
+    parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression))
+             for f in folder.get_fragments()]
+    checks = checks if checks is not None else RowChecks(schema, out_of_bounds="clip")
+    client = dask_client(address)
+    futures = client.map(_identity_part, parts, schema=schema, secret=secret, sets=sets, drops=drops,
+                         checks=checks, where=_where(schema, path), pure=False)
+    partials = []
+    for partial, part_checks in client.gather(futures):
+        partials.append(partial)
+        checks.merge(part_checks)
+    return combine(partials, secret, sets[0], drops)

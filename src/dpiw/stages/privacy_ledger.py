@@ -18,7 +18,7 @@ from dpiw.privacy.neighbours import DESCRIPTION
 from dpiw.privacy.release import write_release
 from dpiw.privacy.seeding import PUBLIC_SEED
 from dpiw.privacy.spend import Ledger, PrivacySpend, run_delta
-from dpiw.stages._cli import Parser, boolean, delta_arg, positive_float, run
+from dpiw.stages._cli import Parser, add_engine_argument, boolean, delta_arg, positive_float, run
 
 
 def parse_args(argv):
@@ -39,6 +39,7 @@ def parse_args(argv):
     p.add_argument("--ledger", help="the lifetime ledger store (a SQLite path or a postgresql:// URL; "
                                     "$DPIW_LEDGER_URL wins; default: the user's store), for bundles fit to release")
     p.add_argument("--schema", help="the dataset's schema: where its private rows are (whose ledger it is)")
+    add_engine_argument(p)  # where the release's rows are read to measure the table (a folder on dask)
     p.add_argument("--new-population", metavar="REASON",
                    help="the table holds other people than a ledgered table it overlaps: give it a ledger of its own "
                         "(the reason is recorded)")
@@ -176,7 +177,7 @@ def admit_release(args, manifest: dict) -> dict:
         raise DpiwError(f"{earlier} holds earlier releases of '{schema.name}' in the old one-file format: bring them "
                         f"into the ledger store first (`dpiw ledger import {earlier} DATA --schema S`)")
     store = Store(store_url(None, args.ledger))
-    table = resolve(store, schema, new_population=args.new_population)
+    table = resolve(store, schema, new_population=args.new_population, engine=args.engine)
     if table.note():
         print(f"privacy_ledger: {table.note()}")
     out = admit(store, table=table, label=schema.name, manifest=manifest,
