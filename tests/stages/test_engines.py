@@ -57,7 +57,7 @@ def folder(tmp_path_factory):
     # several files in hive partitions of a column of the schema, as Spark or Dask write them
     ds.write_dataset(pa.Table.from_pandas(scaled, preserve_index=False), root, format="parquet",
                      partitioning=ds.partitioning(pa.schema([("region", pa.int64())]), flavor="hive"),
-                     max_rows_per_file=700, max_rows_per_group=700)
+                     max_rows_per_file=700, max_rows_per_group=350)  # two row groups a file
     return scaled, root
 
 
@@ -147,32 +147,54 @@ def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
     from dataclasses import replace
 
     from dpiw.data.datasets import RowChecks
-    from dpiw.privacy.identity import measure
+    from dpiw.privacy.identity import DROP_SKETCH_ROWS, measure
     from dpiw.sdgp.engines import measure_table
 
-    raw = pd.DataFrame({"age": np.arange(3000) % 90 + 1.0, "kappa": np.linspace(0, 40, 3000).round(3),
-                        "visits": np.arange(3000) % 7 * 1.0, "region": np.array(list("nsew"))[np.arange(3000) % 4],
-                        "ill": np.where(np.arange(3000) % 5 == 0, "yes", "no")})
+    n = DROP_SKETCH_ROWS + 10_000  # a table whose sketches without a column are dropped on the way
+    i = np.arange(n)
+    raw = pd.DataFrame({"age": i % 90 + 1.0, "kappa": np.linspace(0, 40, n).round(3), "visits": i % 7 * 1.0,
+                        "region": np.array(list("nsew"))[i % 4], "ill": np.where(i % 5 == 0, "yes", "no")})
     raw.to_csv(tmp_path / "t.csv", index=False)
     ds.write_dataset(pa.Table.from_pandas(raw, preserve_index=False), tmp_path / "t", format="parquet",
                      partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
-                     max_rows_per_file=400, max_rows_per_group=400)
+                     max_rows_per_file=30_000, max_rows_per_group=30_000)
     secret = "3c" * 32
     schema = replace(SCHEMA, source={"kind": "file", "path": str(tmp_path / "t.csv")})
     checks_csv, checks_dask = (RowChecks(SCHEMA, out_of_bounds="clip") for _ in range(2))
     a = measure(schema, tmp_path / "t.csv", secret, also=[("age", "ill")], each=checks_csv.add)
     b = measure_table(schema, tmp_path / "t", secret, also=[("age", "ill")], checks=checks_dask,
                       engine="dask")
-    assert a == b and a.over and checks_dask.rows == checks_csv.rows == 3000
+    assert a == b and set(a.over) == {("age", "ill")} and checks_dask.rows == checks_csv.rows == n
     assert checks_dask.outside == checks_csv.outside and {k: len(v) for k, v in checks_dask.seen.items()} == \
         {k: len(v) for k, v in checks_csv.seen.items()}
-    bad = raw.assign(ill=np.where(np.arange(3000) == 2999, "maybe", raw.ill))
+    bad = raw.assign(ill=np.where(i == n - 1, "maybe", raw.ill))
     ds.write_dataset(pa.Table.from_pandas(bad, preserve_index=False), tmp_path / "bad", format="parquet",
                      partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
-                     max_rows_per_file=400, max_rows_per_group=400)
+                     max_rows_per_file=30_000, max_rows_per_group=30_000)
     bad.to_csv(tmp_path / "bad.csv", index=False)
     with pytest.raises(DpiwError) as csv:
         measure(schema, tmp_path / "bad.csv", secret)
     with pytest.raises(DpiwError) as dask:
         measure_table(schema, tmp_path / "bad", secret, engine="dask")
     assert str(dask.value).split(":", 1)[1] == str(csv.value).split(":", 1)[1]  # the same line but the path
+    with pytest.raises(DpiwError, match="no rows"):  # a folder of files without rows
+        (tmp_path / "none").mkdir()
+        raw.iloc[:0].to_parquet(tmp_path / "none" / "part-0.parquet", index=False)
+        measure_table(schema, tmp_path / "none", secret, engine="dask")
+
+
+def test_a_file_in_a_key_value_folder_is_not_hive_partitioned(tmp_path, cluster):
+    """The workflow's train split lives at private/<table>/seed=0/train.parquet: a column named like a folder
+    above it keeps its own values on every engine (never the path's)."""
+    from dpiw.data.schema import parse_schema
+
+    schema = parse_schema({"name": "s", "task": "classification", "target": "y", "columns": [
+        {"name": "seed", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    (tmp_path / "seed=0").mkdir()
+    frame = pd.DataFrame({"seed": [0.9, 0.1, 0.95], "y": [0, 1, 1]})
+    frame.to_parquet(tmp_path / "seed=0" / "train.parquet", index=False)
+    want = InProcessCounter.of(frame, schema, 2).counts([(0,), (0, 1)])
+    for engine in ENGINES:
+        got = open_counter(tmp_path / "seed=0" / "train.parquet", schema, 2, engine).counts([(0,), (0, 1)])
+        assert all(np.array_equal(want[k], got[k]) for k in want), engine

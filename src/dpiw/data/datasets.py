@@ -372,9 +372,12 @@ def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
         raise DpiwError(f"{where}: the file has no rows")
 
 
-def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, chunk_rows: int = CHUNK_ROWS):
+def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arrow_schema=None,
+                  chunk_rows: int = CHUNK_ROWS):
     """One parquet file of a folder (``constants``: the columns its hive partition path gives), as
-    :func:`iter_table` reads the folder: typed frames of the schema's columns, errors naming the folder."""
+    :func:`iter_table` reads the folder: typed frames of the schema's columns, cast to the folder's column types
+    (``arrow_schema``: its first file's, as the folder's reader casts them), errors naming the folder."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     f = pq.ParquetFile(path)
@@ -382,7 +385,10 @@ def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, chu
     try:
         for batch in f.iter_batches(batch_size=chunk_rows, columns=names):
             if batch.num_rows:
-                yield _typed(batch.to_pandas().assign(**constants), schema, where)[schema.names]
+                table = pa.Table.from_batches([batch])
+                if arrow_schema is not None:
+                    table = table.cast(pa.schema([arrow_schema.field(c) for c in names]))
+                yield _typed(table.to_pandas().assign(**constants), schema, where)[schema.names]
     except (ValueError, OSError) as exc:
         raise DpiwError(f"{where}: cannot be read as parquet ({type(exc).__name__}); check the file's format") from None
 

@@ -100,7 +100,28 @@ class TableId:
                 **({"drop": drop} if drop else {})}
 
 
-def _words(frame, schema, columns: Iterable[str], secret: str) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class RowKeys:
+    """The keys that hash a table's rows, derived from the store's secret (which never leaves the process that
+    holds the store: a Dask worker gets these, and the table's identity is keyed by the secret itself)."""
+
+    sets: dict[tuple[str, ...], bytes]  # each column set's row key
+    category: dict[str, bytes]  # each categorical column's label key
+    values: bytes  # the key of :meth:`seen`
+
+    @classmethod
+    def of(cls, secret: str, schema, sets) -> RowKeys:
+        return cls({s: _key(secret, s) for s in sets},
+                   {c.name: _key(secret, ("category", c.name)) for c in schema.columns if not c.is_numeric},
+                   _key(secret, ("checked values",)))
+
+    def seen(self, value) -> bytes:
+        """A value's keyed digest: a row check's distinct values, counted where they were read and compared
+        elsewhere without being shown."""
+        return hashlib.blake2b(repr(value).encode(), key=self.values, digest_size=16).digest()
+
+
+def _words(frame, schema, columns: Iterable[str], keys: RowKeys) -> dict[str, np.ndarray]:
     """Each column's canonical values as 64-bit words: a number's float64 bits, a category's keyed hash."""
     out = {}
     by_name = {c.name: c for c in schema.columns}
@@ -114,7 +135,7 @@ def _words(frame, schema, columns: Iterable[str], secret: str) -> dict[str, np.n
 
             # each distinct label hashed once (a hash table, not a sort of every row's label)
             inverse, uniq = pd.factorize(col.astype(str).to_numpy(), sort=False)
-            key = _key(secret, ("category", name))
+            key = keys.category[name]
             table = np.array([int.from_bytes(hashlib.blake2b(u.encode(), key=key, digest_size=8).digest(), "little")
                               for u in uniq], dtype=np.uint64)
             out[name] = table[inverse]
@@ -144,17 +165,17 @@ def column_sets(schema, also: Iterable[Iterable[str]], rows: int | None
     return [columns, *sorted(asked), *sorted(drops)], drops
 
 
-def measure_frames(schema, frames, secret: str, sets: list[tuple[str, ...]], drops: set, *, each=None
+def measure_frames(schema, frames, keys: RowKeys, sets: list[tuple[str, ...]], drops: set, *, each=None
                    ) -> Partial:
     """The :class:`Partial` of some of a table's rows (``frames``: typed frames of the schema's columns) over
-    :func:`column_sets`'s sets; ``each`` is called with every frame too."""
+    :func:`column_sets`'s sets, hashed with ``keys``; ``each`` is called with every frame too."""
     columns = sets[0]
-    acc = {s: _Accumulator(s, _key(secret, s)) for s in sets}
+    acc = {s: _Accumulator(s, keys.sets[s]) for s in sets}
     rows = 0
     for frame in frames:
         if each is not None:
             each(frame)
-        words = _words(frame, schema, columns, secret)
+        words = _words(frame, schema, columns, keys)
         rows += len(frame)
         if rows > DROP_SKETCH_ROWS:  # a large table: its sketches without each column are not kept
             for s in drops:
@@ -190,7 +211,8 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
     from dpiw.data.datasets import iter_table
 
     sets, drops = column_sets(schema, also, None)
-    part = measure_frames(schema, iter_table(schema, str(file)), secret, sets, drops, each=each)
+    part = measure_frames(schema, iter_table(schema, str(file)), RowKeys.of(secret, schema, sets), sets, drops,
+                          each=each)
     return combine([part], secret, sets[0], drops)
 
 

@@ -91,7 +91,8 @@ def dataset_of(source):
 
     if not Path(source).exists():
         raise DpiwError(f"{source}: no parquet dataset there")
-    return ds.dataset(str(source), format="parquet", partitioning="hive")
+    # hive partitions only inside a folder: a file's own path (private/<table>/seed=0/train.parquet) holds none
+    return ds.dataset(str(source), format="parquet", partitioning="hive" if Path(source).is_dir() else None)
 
 
 def check_columns(dataset, source, schema: Schema) -> None:
@@ -103,11 +104,11 @@ def check_columns(dataset, source, schema: Schema) -> None:
 class PartitionedCounter:
     """Counts summed over the record batches of a parquet dataset of scaled rows (the schema's columns, numeric
     in [0, 1], categories as codes: what the scale stage writes). One pass over the data per call.
-    ``constants``: columns that one file of a hive-partitioned folder holds in its path, ``where``: the dataset's
-    name in errors (a Dask task's file)."""
+    ``constants``: columns that one file of a hive-partitioned folder holds in its path, ``row_group``: one row
+    group of that file only, ``where``: the dataset's name in errors (a Dask task's part)."""
 
     def __init__(self, source: str | Path, schema: Schema, bins, *, batch_rows: int = 1 << 20,
-                 constants: dict | None = None, where: str | None = None):
+                 constants: dict | None = None, row_group: int | None = None, where: str | None = None):
         from dpiw.sdgp.binning import as_binning
 
         self.dataset = dataset_of(source)
@@ -118,13 +119,26 @@ class PartitionedCounter:
         self.where = where or str(source)  # errors name the dataset, also where this is one of its files
         self.bins = as_binning(schema, bins)
         self.cards = self.bins.cards
-        self.total = int(self.dataset.count_rows())
+        self.row_group = row_group
+        if row_group is None:
+            self.total = int(self.dataset.count_rows())
+        else:
+            import pyarrow.parquet as pq
+
+            self.total = int(pq.ParquetFile(source).metadata.row_group(row_group).num_rows)
 
     def _batches(self):
         from dpiw.io import check_finite
 
         names = [c for c in self.schema.names if c not in self.constants]
-        for batch in self.dataset.to_batches(columns=names, batch_size=self.batch_rows):
+        if self.row_group is None:
+            batches = self.dataset.to_batches(columns=names, batch_size=self.batch_rows)
+        else:
+            import pyarrow.parquet as pq
+
+            batches = pq.ParquetFile(self.source).iter_batches(batch_size=self.batch_rows, columns=names,
+                                                               row_groups=[self.row_group])
+        for batch in batches:
             frame = batch.to_pandas().assign(**self.constants)[self.schema.names]
             check_finite(frame, where=self.where)
             yield frame
@@ -139,7 +153,7 @@ class PartitionedCounter:
     def with_binning(self, binning) -> PartitionedCounter:
         """The same dataset, counted on ``binning``'s cells."""
         return PartitionedCounter(self.source, self.schema, binning, batch_rows=self.batch_rows,
-                                  constants=self.constants, where=self.where)
+                                  constants=self.constants, row_group=self.row_group, where=self.where)
 
     def counts(self, cliques: Sequence[Clique]) -> dict[Clique, np.ndarray]:
         out = {cl: np.zeros(int(np.prod([self.cards[j] for j in cl])), dtype=float) for cl in cliques}

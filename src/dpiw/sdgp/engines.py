@@ -6,7 +6,7 @@ here and nowhere else (:func:`open_counter`).
 - ``duckdb``: the count tables as SQL over the parquet files (:class:`DuckDBCounter`): out of core, on all of
   the machine's cores. Each row's cell is computed in SQL with the same float64 arithmetic as
   :meth:`dpiw.sdgp.binning.NumericBins.cells` (tests/stages/test_engines.py checks that they agree).
-- ``dask``: the same batches counted on a ``dask.distributed`` cluster, one task per parquet file
+- ``dask``: the same batches counted on a ``dask.distributed`` cluster, one task per parquet row group
   (:class:`DaskCounter`); ``dask=ADDRESS`` names a running scheduler, plain ``dask`` starts a local cluster of
   :data:`DASK_LOCAL_WORKERS` worker processes for the run, and ``dask=slurm`` (``dask=slurm:N``) starts the
   workers as SLURM jobs (dask-jobqueue) with the scheduler here. Only the count tables and the row count leave
@@ -34,6 +34,8 @@ from dpiw.sdgp.counting import Clique, PartitionedCounter, check_columns, datase
 
 #: the counting engines (``--engine``, the config's ``engine``); the first is the default
 ENGINES = ("local", "duckdb", "dask")
+#: the most columns one DuckDB pass groups by (its GROUPING SETS take at most 64; a wider call makes more passes)
+GROUPING_COLUMNS = 48
 #: worker processes of the local Dask cluster that ``--engine dask`` starts when it names no scheduler (and the
 #: SLURM worker jobs of ``dask=slurm``)
 DASK_LOCAL_WORKERS = 2
@@ -101,11 +103,44 @@ class DuckDBCounter:
         self.source, self.schema = source, schema
         self.bins = as_binning(schema, bins)
         self.cards = self.bins.cards
-        self.con = duckdb.connect()
-        files = [str(Path(f).resolve()) for f in self.dataset.files]
-        self.con.read_parquet(files, hive_partitioning=True).create_view("rows")
+        import os
+
+        # the cores this process may run on (SLURM and taskset narrow them), not every core of the node
+        self.con = duckdb.connect(config={"threads": max(1, len(os.sched_getaffinity(0)))})
+        self._view()
         self._check_finite()
-        self.total = int(self.con.execute("SELECT count(*) FROM rows").fetchone()[0])
+        self.total = int(self._sql("SELECT count(*) FROM rows").fetchone()[0])
+
+    def _view(self) -> None:
+        """The view ``rows``: the files' columns, and a folder's hive partition columns taken from the paths
+        relative to it (pyarrow's reading of them, joined by file name: never a key=value above the folder)."""
+        import pandas as pd
+        import pyarrow.dataset as ds
+
+        frags = list(self.dataset.get_fragments())
+        files = [str(Path(f.path).resolve()) for f in frags]
+        keys = [ds.get_partition_keys(f.partition_expression) for f in frags]
+        wanted = [c for c in self.schema.names if any(c in k for k in keys)]
+        scan = self.con.read_parquet(files, hive_partitioning=False, filename=bool(wanted))
+        if not wanted:
+            scan.create_view("rows")
+            return
+        self.con.register("partition_keys", pd.DataFrame(
+            {"filename": files, **{c: [k.get(c) for k in keys] for c in wanted}}))
+        scan.create_view("files")
+        columns = ", ".join(f'k."{c}"' if c in wanted else f'f."{c}"' for c in self.schema.names)
+        self.con.execute(f"CREATE TEMP VIEW rows AS SELECT {columns} FROM files f JOIN partition_keys k "
+                         "USING (filename)")
+
+    def _sql(self, query: str):
+        """A query's result; DuckDB's own errors may quote a value of the rows, so they are not shown."""
+        import duckdb
+
+        try:
+            return self.con.execute(query)
+        except duckdb.Error as exc:
+            raise DpiwError(f"{self.source}: DuckDB could not count these rows ({type(exc).__name__}); they must be "
+                            "the scaled rows the scale stage writes (numbers in [0, 1], category codes)") from None
 
     def _check_finite(self) -> None:
         from dpiw.io import empty_values_error
@@ -113,29 +148,43 @@ class DuckDBCounter:
         # every column of the scaled rows is numeric (categories as codes): NaN, inf and NULL are empty values
         parts = [f'count(*) FILTER (WHERE "{c}" IS NULL OR NOT isfinite(CAST("{c}" AS DOUBLE)))'
                  for c in self.schema.names]
-        counts = self.con.execute(f"SELECT {', '.join(parts)} FROM rows").fetchone()
+        counts = self._sql(f"SELECT {', '.join(parts)} FROM rows").fetchone()
         found = dict(zip(self.schema.names, map(int, counts), strict=True))
         if any(found.values()):
             raise empty_values_error(found, where=str(self.source), numeric=set(self.schema.names))
 
     def _cell(self, j: int) -> str:
         c = self.schema.columns[j]
-        return cell_sql(c.name, self.bins.numeric[c.name]) if c.is_numeric else f'CAST("{c.name}" AS BIGINT)'
+        # a category code truncated as NumPy's astype(int64) does
+        return cell_sql(c.name, self.bins.numeric[c.name]) if c.is_numeric else \
+            f'CAST(trunc(CAST("{c.name}" AS DOUBLE)) AS BIGINT)'
 
     def _grouped(self, exprs: dict[str, str], sets: list[tuple[str, ...]], sizes: dict[str, int]
                  ) -> dict[tuple[str, ...], np.ndarray]:
-        """Each set's count table (row-major over its columns, ``sizes`` cells each) in one pass over the rows:
-        GROUP BY GROUPING SETS over the columns' cell expressions."""
+        """Each set's count table (row-major over its columns, ``sizes`` cells each): GROUP BY GROUPING SETS
+        over the columns' cell expressions, one pass over the rows per :data:`GROUPING_COLUMNS` columns."""
+        out, batch, names = {}, [], set()
+        for s in dict.fromkeys(sets):
+            if batch and len(names | set(s)) > GROUPING_COLUMNS:
+                out.update(self._grouping_pass(exprs, batch, sizes))
+                batch, names = [], set()
+            batch.append(s)
+            names |= set(s)
+        if batch:
+            out.update(self._grouping_pass(exprs, batch, sizes))
+        return out
+
+    def _grouping_pass(self, exprs, sets, sizes) -> dict[tuple[str, ...], np.ndarray]:
         names = sorted({a for s in sets for a in s})
         inner = ", ".join(f"{exprs[a]} AS {a}" for a in names)
-        grouping = ", ".join("(" + ", ".join(s) + ")" for s in dict.fromkeys(sets))
-        got = self.con.execute(f"SELECT {', '.join(names)}, GROUPING({', '.join(names)}) AS g, count(*) AS n "
-                               f"FROM (SELECT {inner} FROM rows) GROUP BY GROUPING SETS ({grouping})").fetchnumpy()
+        grouping = ", ".join("(" + ", ".join(s) + ")" for s in sets)
+        got = self._sql(f"SELECT {', '.join(names)}, GROUPING({', '.join(names)}) AS g, count(*) AS n "
+                        f"FROM (SELECT {inner} FROM rows) GROUP BY GROUPING SETS ({grouping})").fetchnumpy()
         bit = {a: 1 << (len(names) - 1 - i) for i, a in enumerate(names)}  # GROUPING: 1 = not grouped
         full = (1 << len(names)) - 1
         out = {}
-        for s in dict.fromkeys(sets):
-            rows = np.asarray(got["g"]) == full - sum(bit[a] for a in set(s))
+        for s in sets:
+            rows = np.asarray(got["g"]).astype(np.int64) == full - sum(bit[a] for a in set(s))
             dims = tuple(sizes[a] for a in s)
             cells = [np.asarray(got[a])[rows].astype(np.int64) for a in s]
             if any(c.size and (c.min() < 0 or c.max() >= k) for c, k in zip(cells, dims, strict=True)):
@@ -162,6 +211,9 @@ class DuckDBCounter:
 
     def with_binning(self, binning) -> DuckDBCounter:
         return DuckDBCounter(self.source, self.schema, binning)
+
+    def close(self) -> None:
+        self.con.close()
 
 
 # --- Dask -------------------------------------------------------------------------------------------------------
@@ -209,32 +261,38 @@ def _slurm_client(address: str):
         from dask_jobqueue import SLURMCluster
     except ImportError as exc:  # pragma: no cover - dask-jobqueue comes with the pipeline's dependencies
         raise DpiwError("engine dask=slurm needs dask-jobqueue (pip install dask-jobqueue)") from exc
+    import tempfile
+
+    # the worker jobs' logs in a folder of their own, never in the working directory (a checkout, a project)
+    logs = tempfile.mkdtemp(prefix="dpiw-dask-slurm-")
     cluster = SLURMCluster(cores=1, processes=1, memory=SLURM_WORKER_MEMORY, walltime=SLURM_WORKER_WALLTIME,
                            python=sys.executable, scheduler_options={"dashboard_address": None},
-                           job_name="dpiw-dask-worker")
+                           job_name="dpiw-dask-worker", log_directory=logs)
     atexit.register(cluster.close)
     cluster.scale(jobs=int(workers))
     client = Client(cluster)
     try:
         client.wait_for_workers(int(workers), timeout=SLURM_WAIT_SECONDS)
     except TimeoutError as exc:
+        client.close()
+        cluster.close()
         raise DpiwError(f"engine dask={address}: {workers} SLURM worker job(s) did not start within "
                         f"{SLURM_WAIT_SECONDS} s (`squeue -n dpiw-dask-worker`); is the partition busy?") from exc
     return client
 
 
-def _file_counts(part: tuple[str, dict], schema: Schema, bins, cliques, grids, where: str
+def _file_counts(part: tuple[str, dict, int], schema: Schema, bins, cliques, grids, where: str
                  ) -> tuple[int, dict, dict]:
-    """One parquet file's rows, count tables and fine counts (runs on a worker); ``part``: its path and the
-    columns a hive-partitioned folder holds in that path."""
-    path, constants = part
-    part = PartitionedCounter(path, schema, bins, constants=constants, where=where)
+    """One row group's rows, count tables and fine counts (runs on a worker); ``part``: its file, the columns a
+    hive-partitioned folder holds in that file's path, and the row group's index."""
+    path, constants, row_group = part
+    part = PartitionedCounter(path, schema, bins, constants=constants, row_group=row_group, where=where)
     return part.total, part.counts(cliques) if cliques else {}, part.fine_counts(grids) if grids else {}
 
 
 class DaskCounter:
-    """Counts of each parquet file on a ``dask.distributed`` worker, summed here: only count tables and row
-    counts come back."""
+    """Counts of each parquet row group on a ``dask.distributed`` worker, summed here: only count tables and
+    row counts come back."""
 
     def __init__(self, source, schema: Schema, bins, *, address: str | None = None):
         from dpiw.sdgp.binning import as_binning
@@ -246,8 +304,9 @@ class DaskCounter:
         self.cards = self.bins.cards
         import pyarrow.dataset as ds
 
-        self.parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression))
-                      for f in self.dataset.get_fragments()]
+        # a task per row group: the workflow's train split is one file of many row groups
+        self.parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression), g)
+                      for f in self.dataset.get_fragments() for g in range(f.metadata.num_row_groups)]
         self.total = int(self._run((), {})[0])
 
     def _run(self, cliques, grids) -> tuple[int, dict, dict]:
@@ -278,25 +337,28 @@ class DaskCounter:
 # --- the table's identity and row checks ------------------------------------------------------------------------
 
 
-def _identity_part(part: tuple[str, dict], schema: Schema, secret: str, sets, drops, checks, where: str):
-    """One parquet file's :class:`dpiw.privacy.identity.Partial` and its row checks (runs on a worker)."""
+def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, checks, where: str, arrow_schema):
+    """One parquet file's :class:`dpiw.privacy.identity.Partial` and its row checks (runs on a worker): sums,
+    sketches and counts; the checks' distinct values go back as keyed digests, never as values."""
     from dpiw.data.datasets import RowChecks, iter_fragment
     from dpiw.privacy.identity import measure_frames
 
     path, constants = part
     mine = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
-    partial = measure_frames(schema, iter_fragment(schema, path, constants, where), secret, sets, drops,
-                             each=mine.add)
+    frames = iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema)
+    partial = measure_frames(schema, frames, keys, sets, drops, each=mine.add)
+    mine.seen = {name: {keys.seen(v) for v in values} for name, values in mine.seen.items()}
     return partial, mine
 
 
 def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: str = "local"):
     """The table's identity (:func:`dpiw.privacy.identity.measure`) with its row checks (``checks``: a
     :class:`dpiw.data.datasets.RowChecks`, added to). On ``dask``, a folder of parquet files is measured a file
-    per task on the workers: each returns its rows' partial sums, sketches and checks (never a row), combined
-    here into the same identity as one pass over the same rows would give."""
+    per task on the workers, with row keys derived from the store's secret (the secret itself stays here): each
+    returns its rows' partial sums, sketches and check counts (never a row or a value), combined here into the
+    identity one pass over the same rows would give."""
     from dpiw.data.datasets import _where, parquet_folder
-    from dpiw.privacy.identity import column_sets, combine, measure
+    from dpiw.privacy.identity import RowKeys, column_sets, combine, measure
 
     name, address = parse_engine(engine)
     folder = parquet_folder(path) if name == "dask" else None
@@ -306,13 +368,17 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
 
     from dpiw.data.datasets import RowChecks, count_rows
 
-    sets, drops = column_sets(schema, also, count_rows(schema, str(path)))
+    rows = count_rows(schema, str(path))  # also refuses a folder with no rows, or without a column
+    sets, drops = column_sets(schema, also, rows)
     parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression))
              for f in folder.get_fragments()]
+    if checks is not None and checks.rows:
+        raise DpiwError("measure_table: give it fresh row checks (its distinct values are counted as digests)")
     checks = checks if checks is not None else RowChecks(schema, out_of_bounds="clip")
     client = dask_client(address)
-    futures = client.map(_identity_part, parts, schema=schema, secret=secret, sets=sets, drops=drops,
-                         checks=checks, where=_where(schema, path), pure=False)
+    futures = client.map(_identity_part, parts, schema=schema, keys=RowKeys.of(secret, schema, sets), sets=sets,
+                         drops=drops, checks=checks, where=_where(schema, path), arrow_schema=folder.schema,
+                         pure=False)
     partials = []
     for partial, part_checks in client.gather(futures):
         partials.append(partial)
