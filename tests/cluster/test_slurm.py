@@ -88,12 +88,18 @@ def test_dask_workers_started_as_slurm_jobs_give_the_local_counts(slurm, tmp_pat
                      partitioning=ds.partitioning(pa.schema([("a", pa.int64())]), flavor="hive"))
     cliques = [(0,), (1,), (2,), *itertools.combinations(range(3), 2)]
     local = PartitionedCounter(tmp_path / "d", schema, 8).counts(cliques)
-    counter = open_counter(tmp_path / "d", schema, 8, "dask=slurm:2")
-    got = counter.counts(cliques)
-    assert all(np.array_equal(local[cl], got[cl]) for cl in cliques)
-    client = dask_client("slurm:2")
-    assert len(client.scheduler_info()["workers"]) == 2
-    jobs = sh(["squeue", "-h", "-n", "dpiw-dask-worker", "-o", "%i %T"], tmp_path).stdout.split("\n")
-    assert sum("RUNNING" in j for j in jobs) == 2, jobs
-    client.close()
-    client.cluster.close()
+    from dpiw.sdgp import engines
+
+    try:
+        got = open_counter(tmp_path / "d", schema, 8, "dask=slurm:2").counts(cliques)
+        assert all(np.array_equal(local[cl], got[cl]) for cl in cliques)
+        client = dask_client("slurm:2")
+        assert len(client.scheduler_info()["workers"]) == 2
+        jobs = sh(["squeue", "-h", "-n", "dpiw-dask-worker", "-o", "%i %T"], tmp_path).stdout.split("\n")
+        assert sum("RUNNING" in j for j in jobs) == 2, jobs
+        assert not list(ROOT.glob("slurm-*.out")) and not list(tmp_path.glob("slurm-*.out"))  # logs kept apart
+    finally:
+        client = engines._CLIENTS.pop("slurm:2", None)
+        if client is not None:
+            client.close()
+            client.cluster.close()  # cancels the worker jobs

@@ -69,12 +69,14 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
     assert len(trains) == 2 and trains[0].read_bytes() == trains[1].read_bytes()
     ref = manifests[1].parent
     # duckdb in a store of its own; dask in the CSV's store, where the identity its workers measure must find
-    # the CSV's table again (a third release on the same lifetime budget)
+    # the CSV's table again
     release(tmp_path, "wards", "duckdb", "duckdb")
     release(tmp_path, "wards", "dask", "local", "--new-release")
     (duck,) = (tmp_path / "p-duckdb").rglob("release/manifest.json")
     manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
-    assert [json.loads(m.read_text())["ledger"]["releases"] for m in manifests] == [1, 2, 3]
+    # the dask release found the CSV's ledger (a table it did not know would have started at 1) and, being the
+    # second release's bundle byte for byte, is that release again: the ledger counts it once
+    assert [json.loads(m.read_text())["ledger"]["releases"] for m in manifests] == [1, 2, 2]
     for manifest in (duck, manifests[2]):
         for name in ("synthetic.parquet", "weights.parquet", "measurements.json"):
             assert (manifest.parent / name).read_bytes() == (ref / name).read_bytes(), (manifest, name)
