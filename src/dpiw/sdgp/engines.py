@@ -3,8 +3,8 @@ here and nowhere else (:func:`open_counter`).
 
 - ``local``: :class:`dpiw.sdgp.counting.PartitionedCounter`, the parquet dataset's record batches in this
   process.
-- ``duckdb``: the count tables as SQL over the parquet files (:class:`DuckDBCounter`): out of core, on all of
-  the machine's cores. Each row's cell is computed in SQL with the same float64 arithmetic as
+- ``duckdb``: the count tables as SQL over the parquet files (:class:`DuckDBCounter`): out of core, on every
+  core this process may use. Each row's cell is computed in SQL with the same float64 arithmetic as
   :meth:`dpiw.sdgp.binning.NumericBins.cells` (tests/stages/test_engines.py checks that they agree).
 - ``dask``: the same batches counted on a ``dask.distributed`` cluster, one task per parquet row group
   (:class:`DaskCounter`); ``dask=ADDRESS`` names a running scheduler, plain ``dask`` starts a local cluster of
