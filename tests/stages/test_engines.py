@@ -92,8 +92,11 @@ def test_every_engine_gives_the_in_process_counts(folder, engine, cluster):
         grids = {c.name: FineGrid.of(c, 256) for c in SCHEMA.columns if c.is_numeric}
         fa, fb = local.fine_counts(grids), counter.fine_counts(grids)
         assert all(np.array_equal(fa[k], fb[k]) for k in grids)
-        rebinned = counter.with_binning(shaped(scaled))
-        assert type(rebinned) is type(counter)
+        rebinned = counter.with_binning(shaped(scaled))  # the same rows on other cells, without a new pass
+        assert type(rebinned) is type(counter) and rebinned.total == counter.total
+        want = InProcessCounter.of(scaled, SCHEMA, shaped(scaled)).counts(cliques)
+        got = rebinned.counts(cliques)
+        assert all(np.array_equal(want[cl], got[cl]) for cl in cliques), engine
 
 
 def test_the_sql_cells_agree_with_numpy_at_every_edge():

@@ -86,13 +86,18 @@ class InProcessCounter:
 
 
 def dataset_of(source):
-    """The parquet dataset at ``source`` (a file, or a folder of files, hive-partitioned or not)."""
+    """The parquet dataset at ``source``: a file, or a folder of files, hive-partitioned or not
+    (:func:`dpiw.data.datasets.parquet_folder`; a file's own path holds no partitions, e.g. seed=0/)."""
     import pyarrow.dataset as ds
 
-    if not Path(source).exists():
+    from dpiw.data.datasets import parquet_folder
+
+    folder = parquet_folder(source)
+    if folder is not None:
+        return folder
+    if not Path(source).is_file():
         raise DpiwError(f"{source}: no parquet dataset there")
-    # hive partitions only inside a folder: a file's own path (private/<table>/seed=0/train.parquet) holds none
-    return ds.dataset(str(source), format="parquet", partitioning="hive" if Path(source).is_dir() else None)
+    return ds.dataset(str(source), format="parquet")
 
 
 def check_columns(dataset, source, schema: Schema) -> None:

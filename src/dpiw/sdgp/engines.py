@@ -23,6 +23,7 @@ a file or a folder of files, hive-partitioned or not.
 from __future__ import annotations
 
 import atexit
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,6 +51,28 @@ def parse_engine(text: str) -> tuple[str, str | None]:
         raise DpiwError(f"engine: {text!r} is not one of {', '.join(ENGINES)}, dask=SCHEDULER_ADDRESS "
                         "(e.g. dask=tcp://10.0.0.5:8786) or dask=slurm[:WORKERS]")
     return name, address or None
+
+
+def fragments(dataset) -> list[tuple[str, dict, object]]:
+    """Each file of a parquet dataset: its absolute path, the columns its hive partition path gives (relative to
+    the folder, as pyarrow reads them) and its pyarrow fragment."""
+    import pyarrow.dataset as ds
+
+    return [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression), f)
+            for f in dataset.get_fragments()]
+
+
+def _rebinned(counter, binning):
+    """The same rows counted on ``binning``'s cells: a shallow copy (its connection or client, its row total),
+    without another pass over the rows."""
+    import copy
+
+    from dpiw.sdgp.binning import as_binning
+
+    other = copy.copy(counter)
+    other.bins = as_binning(counter.schema, binning)
+    other.cards = other.bins.cards
+    return other
 
 
 def open_counter(source, schema: Schema, bins, engine: str = "local"):
@@ -103,8 +126,6 @@ class DuckDBCounter:
         self.source, self.schema = source, schema
         self.bins = as_binning(schema, bins)
         self.cards = self.bins.cards
-        import os
-
         # the cores this process may run on (SLURM and taskset narrow them), not every core of the node
         self.con = duckdb.connect(config={"threads": max(1, len(os.sched_getaffinity(0)))})
         self._view()
@@ -115,11 +136,9 @@ class DuckDBCounter:
         """The view ``rows``: the files' columns, and a folder's hive partition columns taken from the paths
         relative to it (pyarrow's reading of them, joined by file name: never a key=value above the folder)."""
         import pandas as pd
-        import pyarrow.dataset as ds
 
-        frags = list(self.dataset.get_fragments())
-        files = [str(Path(f.path).resolve()) for f in frags]
-        keys = [ds.get_partition_keys(f.partition_expression) for f in frags]
+        parts = fragments(self.dataset)
+        files, keys = [path for path, _, _ in parts], [k for _, k, _ in parts]
         wanted = [c for c in self.schema.names if any(c in k for k in keys)]
         scan = self.con.read_parquet(files, hive_partitioning=False, filename=bool(wanted))
         if not wanted:
@@ -210,7 +229,7 @@ class DuckDBCounter:
         return {name: got[(alias[name],)] for name in grids}
 
     def with_binning(self, binning) -> DuckDBCounter:
-        return DuckDBCounter(self.source, self.schema, binning)
+        return _rebinned(self, binning)
 
     def close(self) -> None:
         self.con.close()
@@ -302,11 +321,9 @@ class DaskCounter:
         self.source, self.schema, self.address = source, schema, address
         self.bins = as_binning(schema, bins)
         self.cards = self.bins.cards
-        import pyarrow.dataset as ds
-
         # a task per row group: the workflow's train split is one file of many row groups
-        self.parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression), g)
-                      for f in self.dataset.get_fragments() for g in range(f.metadata.num_row_groups)]
+        self.parts = [(path, keys, g) for path, keys, f in fragments(self.dataset)
+                      for g in range(f.metadata.num_row_groups)]
         self.total = int(self._run((), {})[0])
 
     def _run(self, cliques, grids) -> tuple[int, dict, dict]:
@@ -331,7 +348,7 @@ class DaskCounter:
         return self._run((), grids)[2]
 
     def with_binning(self, binning) -> DaskCounter:
-        return DaskCounter(self.source, self.schema, binning, address=self.address)
+        return _rebinned(self, binning)
 
 
 # --- the table's identity and row checks ------------------------------------------------------------------------
@@ -364,14 +381,12 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
     folder = parquet_folder(path) if name == "dask" else None
     if folder is None:
         return measure(schema, path, secret, also=also, each=None if checks is None else checks.add)
-    import pyarrow.dataset as ds
 
     from dpiw.data.datasets import RowChecks, count_rows
 
     rows = count_rows(schema, str(path))  # also refuses a folder with no rows, or without a column
     sets, drops = column_sets(schema, also, rows)
-    parts = [(str(Path(f.path).resolve()), ds.get_partition_keys(f.partition_expression))
-             for f in folder.get_fragments()]
+    parts = [(path, keys) for path, keys, _ in fragments(folder)]
     if checks is not None and checks.rows:
         raise DpiwError("measure_table: give it fresh row checks (its distinct values are counted as digests)")
     checks = checks if checks is not None else RowChecks(schema, out_of_bounds="clip")
