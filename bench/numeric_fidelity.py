@@ -58,6 +58,22 @@ def numeric_targets(data: pd.DataFrame, schema, w: np.ndarray) -> dict[str, floa
 ARMS = {"fine": None, "equal_width": {"fine_cells": 0}}
 
 
+def measured_pairs(measured: dict, names: list[str]) -> set[frozenset]:
+    """The column pairs some noisy marginal of the release covers (MST's tree, the weights' marginals)."""
+    out = set()
+    for part in measured.values():
+        for m in part["measurements"]:
+            cols = [names[j] for j in m["clique"]]
+            out |= {frozenset((a, b)) for a in cols for b in cols if a != b}
+    return out
+
+
+def pair_of(target: str) -> frozenset:
+    """'mean wage | region=south' -> {wage, region}"""
+    left, right = target.split(" | ")
+    return frozenset((left.removeprefix("mean "), right.split("=")[0]))
+
+
 def one(job) -> list[dict]:
     table, size, eps, seed, arms = job
     os.environ["DPIW_CACHE"] = "off"
@@ -80,10 +96,12 @@ def one(job) -> list[dict]:
         bundle, method = default_release(raw, schema, eps, rng, mst=mst)
         num = numeric_targets(bundle.data, schema, bundle.weights)
         fam = analyst_targets(bundle.scaled, schema, bundle.weights)
+        pairs = measured_pairs(bundle.measurements, schema.names)
         for name, v in num.items():
             kind = "numeric means" if " | " not in name else "within-class numeric means"
             rows.append({"table": table, "rows": len(scaled), "eps": eps, "seed": seed, "arm": arm,
                          "weights": method, "family": kind, "target": name,
+                         "measured": pair_of(name) in pairs if " | " in name else None,
                          "error": abs(v / truth_num[name] - 1) if truth_num[name] else abs(v)})
         for name, v in fam.items():
             if np.isfinite(v) and np.isfinite(truth_fam.get(name, np.nan)):

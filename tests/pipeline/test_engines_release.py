@@ -1,10 +1,10 @@
 """`dpiw release` of a hive-partitioned parquet folder on every counting engine (issue: tables that live on a
 cluster): the folder released with ``--engine duckdb`` and ``--engine dask`` (a local cluster of 2 worker
-processes) gives the same bundle, byte for byte under one secret key, as ``--engine local``; read from the folder,
-the rows are scaled into the same bytes as from the same rows as one CSV, and the ledger knows the folder as the
-CSV's table (its row-level identity is the same, so a copy as a folder gets no fresh budget). The CSV's own
-bundle differs only in its noise: the release's schema names its source file, and the schema keys the noise.
-A bad value in one partition is refused with one line and leaves no bundle."""
+processes) gives the same bundle, byte for byte under one secret key, as ``--engine local`` on the same rows as
+one CSV: read from the folder, the rows are scaled into the same bytes, the noise is keyed by the rows and the
+schema's columns (not by where the rows were read from), and the ledger knows the folder as the CSV's table (its
+row-level identity is the same, so a copy as a folder gets no fresh budget; the same bundle again is counted
+once). A bad value in one partition is refused with one line and leaves no bundle."""
 
 import json
 import os
@@ -62,25 +62,28 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
     # table and draws on the same lifetime budget (a copy as a folder gets no fresh one)
     release(tmp_path, "wards", "local", "local", "--new-release")
     manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
-    assert [json.loads(m.read_text())["ledger"]["releases"] for m in manifests] == [1, 2]
     # read a chunk at a time from the folder's files, the rows are scaled into the same bytes as from the CSV:
     # every engine then counts the same count tables (tests/stages/test_engines.py checks them cell by cell)
     trains = sorted((tmp_path / "p-local").rglob("private/*/seed=0/train.parquet"))
     assert len(trains) == 2 and trains[0].read_bytes() == trains[1].read_bytes()
-    ref = manifests[1].parent
     # duckdb in a store of its own; dask in the CSV's store, where the identity its workers measure must find
     # the CSV's table again
     release(tmp_path, "wards", "duckdb", "duckdb")
     release(tmp_path, "wards", "dask", "local", "--new-release")
     (duck,) = (tmp_path / "p-duckdb").rglob("release/manifest.json")
     manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
-    # the dask release found the CSV's ledger (a table it did not know would have started at 1) and, being the
-    # second release's bundle byte for byte, is that release again: the ledger counts it once
-    assert [json.loads(m.read_text())["ledger"]["releases"] for m in manifests] == [1, 2, 2]
-    for manifest in (duck, manifests[2]):
+    assert len(manifests) == 3
+    ref = manifests[0].parent  # the CSV's bundle
+    for manifest in (manifests[1], duck, manifests[2]):
         for name in ("synthetic.parquet", "weights.parquet", "measurements.json"):
             assert (manifest.parent / name).read_bytes() == (ref / name).read_bytes(), (manifest, name)
-        assert json.loads(manifest.read_text())["spent"] == json.loads(manifests[1].read_text())["spent"]
+        assert json.loads(manifest.read_text())["spent"] == json.loads(manifests[0].read_text())["spent"]
+    # the folder's releases found the CSV's ledger and its bundle there: the same entry, counted once (a table
+    # the ledger did not know would have started a ledger of its own, with an entry of its own)
+    ledgers = [json.loads(m.read_text())["ledger"] for m in manifests]
+    assert [g["releases"] for g in ledgers] == [1, 1, 1]
+    assert len({g["entry"] for g in ledgers}) == 1
+    assert json.loads(duck.read_text())["ledger"]["releases"] == 1
 
 
 def test_a_bad_value_in_one_partition_is_refused_with_one_line(tmp_path):

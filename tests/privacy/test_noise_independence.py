@@ -137,6 +137,35 @@ def test_new_data_never_meets_old_noise(toy_split, root, tmp_path):
     assert a["seeding"]["streams"] != b["seeding"]["streams"]
 
 
+def test_the_same_rows_from_another_file_meet_the_same_noise_but_other_columns_do_not(toy_split, root, tmp_path):
+    """A schema keys the noise by what it says of the columns, not by where its file's rows were read from: the
+    same train split released from a CSV or a parquet folder, anywhere, draws the same streams (the second bundle is
+    the first one's bytes: the ledger counts it once); a schema that changes a column's bounds draws others."""
+    import yaml
+
+    d = toy_split
+    toy = yaml.safe_load((root / TOY).read_text())
+
+    def streams(tag, **change):
+        schema = {**toy, **change}
+        path = tmp_path / f"{tag}.yaml"
+        path.write_text(yaml.safe_dump(schema, sort_keys=False))
+        out = tmp_path / f"{tag}.json"
+        fit_weights.main(["--real", str(d / "train.parquet"), "--synth", str(d / "synth.parquet"), "--schema",
+                          str(path), "--method", "beta_noised", "--dataset", "toy", "--sdgp", "uniform",
+                          "--epsilon", "1", "--weights-epsilon-fraction", "0.1", "--weights-delta-fraction", "0.3",
+                          "--lambda", "0.05", "--sensitivity-n", "private", "--seed", "0",
+                          "--out", str(tmp_path / f"{tag}.parquet"), "--privacy-out", str(out)])
+        return json.loads(out.read_text())["seeding"]["streams"]
+
+    csv = streams("csv", source={"kind": "file", "path": "/srv/a/toy.csv"})
+    assert streams("folder", source={"kind": "file", "path": "/data/b/toy/", "header": True}) == csv
+    wider = [{**c, "upper": c["upper"] + 1} if c.get("type") == "numeric" else c for c in toy["columns"]]
+    assert streams("wider", source={"kind": "file", "path": "/srv/a/toy.csv"}, columns=wider) != csv
+    # a schema that is not a file's (a shipped dataset) is keyed by its bytes, as before
+    assert streams("shipped") != csv
+
+
 def test_release_noise_sources(monkeypatch):
     ident = {"stage": "x", "epsilon": 1.0}
     monkeypatch.delenv(SECRET_ENV, raising=False)

@@ -76,6 +76,22 @@ def file_digest(path: str | Path) -> str:
     return _DIGESTS[key]
 
 
+def schema_digest(path: str | Path) -> str:
+    """What keys a schema in a stage's identity: for a table read from a file (``source.kind: file``, as every
+    ``dpiw release`` writes it), the SHA-256 of the schema without its ``source``, since where the rows were read
+    from is not what they are (the stage's rows are keyed by the train split's own digest). So the same rows as
+    a CSV or a parquet folder, in any folder, meet the same noise, and a second release of them is the first
+    one's bundle again (the ledger counts it once). Any other schema: the digest of its bytes."""
+    import yaml
+
+    d = yaml.safe_load(Path(path).read_text())
+    if not (isinstance(d, dict) and isinstance(d.get("source"), dict) and d["source"].get("kind") == "file"):
+        return file_digest(path)
+    body = json.dumps({k: v for k, v in d.items() if k != "source"}, sort_keys=True, separators=(",", ":"),
+                      default=str)
+    return "schema:" + hashlib.sha256(body.encode()).hexdigest()
+
+
 def _canonical(identity: dict[str, Any]) -> bytes:
     return json.dumps(identity, sort_keys=True, default=repr, separators=(",", ":")).encode()
 

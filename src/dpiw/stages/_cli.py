@@ -105,14 +105,16 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:
     """The full identity of a stage invocation, which keys its random streams: every flag except the paths,
     the counting engine (and the :data:`NEUTRAL` ones at their neutral value), and the SHA-256 of every input
-    file (so new data never meets old noise)."""
-    from dpiw.privacy.seeding import file_digest
+    file (so new data never meets old noise; a schema's without where its file's rows were read from:
+    :func:`dpiw.privacy.seeding.schema_digest`)."""
+    from dpiw.privacy.seeding import file_digest, schema_digest
 
     # the counting engine never keys the noise: every engine gives the same counts of the same rows
     inputs, skip = list(inputs), {*inputs, *outputs, "mode", "release_noise", "engine"}
     out: dict[str, Any] = {k: v for k, v in sorted(vars(args).items())
                            if k not in skip and not (k in NEUTRAL and v == NEUTRAL[k])}
-    out["inputs"] = {k: file_digest(getattr(args, k)) for k in inputs if getattr(args, k)}
+    out["inputs"] = {k: (schema_digest if k == "schema" else file_digest)(getattr(args, k))
+                     for k in inputs if getattr(args, k)}
     return out
 
 
