@@ -136,3 +136,45 @@ def test_the_sketch_by_partition_equals_the_sorted_distinct_values(rng):
         n, spread, k = int(rng.integers(1, 6000)), int(rng.integers(1, 4000)), int(rng.integers(1, 700))
         v = rng.integers(0, spread, n).astype(np.uint64)
         assert np.array_equal(bottom_k(v, k), np.unique(v)[:k]), (n, spread, k)
+
+
+def test_a_measured_identity_is_reused_only_while_its_files_secret_and_sketches_hold(clinic, tmp_path, monkeypatch):
+    """`dpiw release` measures its table once and keeps the identity for the ledger stage: reused while the
+    table's files are unchanged, in the store whose secret measured it, when it holds every sketch the store's
+    tables ask for; else the rows are read again, or (the files changed) the release is refused."""
+    import os
+
+    from dpiw import DpiwError
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.identity import load_measured
+    from dpiw.privacy.store import Store
+    from dpiw.sdgp import engines
+
+    schema, frame = clinic
+    store, path, kept = Store(str(tmp_path / "ledger.sqlite")), tmp_path / "t.csv", tmp_path / "measured.json"
+    frame.to_csv(path, index=False)
+    table = replace(schema, source={"kind": "file", "path": str(path)})
+    first = L.resolve(store, table)
+    L.admit(store, table=first, label="clinic", manifest=_manifest("r1"), bundle_id="r1", epsilon=2)
+    L.keep_measured(store, first, path, kept)
+    reads, real = [], engines.measure_table
+    monkeypatch.setattr(engines, "measure_table", lambda *a, **k: reads.append(1) or real(*a, **k))
+    again = L.resolve(store, table, measured=load_measured(kept, path))
+    assert (again.via, again.ledger, again.table) == ("identity", first.key, first.table) and reads == []
+    # another store holds another secret: the kept identity is not its own, so the rows are read again
+    elsewhere = L.resolve(Store(str(tmp_path / "other.sqlite")), table, measured=load_measured(kept, path))
+    assert reads == [1] and elsewhere.via == "new" and elsewhere.table.key != first.table.key
+    # a table ledgered since over fewer columns asks for a sketch over them, which was not measured: read again
+    keep = [c for c in schema.columns if c.name not in ("smoker", "bmi")]
+    narrow_path = tmp_path / "narrow.csv"
+    frame[[c.name for c in keep]].to_csv(narrow_path, index=False)
+    narrow = L.resolve(store, replace(schema, columns=tuple(keep), source={"kind": "file", "path": str(narrow_path)}),
+                       new_population="other patients")
+    L.admit(store, table=narrow, label="narrow", manifest=_manifest("r2"), bundle_id="r2", epsilon=2)
+    reads.clear()
+    assert L.resolve(store, table, measured=load_measured(kept, path)).table.key == first.table.key and reads == [1]
+    # the file changed since it was measured: refused, with the fix
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    with pytest.raises(DpiwError, match="changed while its release ran.*run the release again"):
+        load_measured(kept, path)

@@ -352,7 +352,8 @@ def _config(args, name: str, delta, url: str) -> dict:
     noise = "secret_key" if os.environ.get(SECRET_ENV) else "entropy"
     privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": noise,
                "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
-               "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population}
+               "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population,
+               "measured_table": MEASURED_TABLE}
     config = {"mode": "release", "out": RUN, "engine": args.engine,
               "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
@@ -363,6 +364,10 @@ def _config(args, name: str, delta, url: str) -> dict:
 
         privacy.update({"weights_epsilon_fraction": WEIGHTS_FRACTION, "weights_delta_fraction": WEIGHTS_FRACTION})
     return config
+
+
+#: where a release keeps the identity it measured of its table (in its own folder, beside the private train split)
+MEASURED_TABLE = "private/measured_table.json"
 
 
 def _prepare(folder: Path, root: Path, data: Path, schema_path: Path, schema, config: dict) -> None:
@@ -429,7 +434,7 @@ def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
 
 def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> None:
     from dpiw.privacy import witness
-    from dpiw.privacy.ledger import check_plan, planned
+    from dpiw.privacy.ledger import check_plan, keep_measured, planned
     from dpiw.privacy.spend import run_delta
     from dpiw.privacy.store import Store
 
@@ -460,6 +465,8 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
           f"{os.path.relpath(folder, args.origin)}/")
     log = root / "logs" / "releases" / name / f"{release}.log"
     _prepare(folder, root, data, Path(args.schema).resolve(), schema, _config(args, name, delta, url))
+    # the identity measured above, for the ledger stage: its rows are not hashed a second time
+    keep_measured(store, table, data, folder / MEASURED_TABLE)
     try:
         _run_workflow(args, root, folder, log, url)
     except DpiwError as exc:  # nothing of this release stays but its log; no other release is touched

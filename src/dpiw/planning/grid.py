@@ -377,7 +377,16 @@ def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
             "--schema", fmt(SCHEMA, dataset=run.dataset), *optional("--ledger", lookup("privacy.ledger")),
             *optional("--new-population", lookup("privacy.new_population")),
             *optional("--dataset-epsilon", lookup("privacy.dataset_epsilon")),
-            *optional("--dataset-delta", lookup("privacy.dataset_delta")), *engine_args(lookup)]
+            *optional("--dataset-delta", lookup("privacy.dataset_delta")), *engine_args(lookup),
+            *optional("--measured-table", measured_table(lookup))]
+
+
+def measured_table(lookup: Lookup) -> str | None:
+    """privacy.measured_table: set only by `dpiw release` (absent from a project's params.yaml)."""
+    try:
+        return lookup("privacy.measured_table")
+    except KeyError:
+        return None
 
 
 def optional(flag: str, value) -> list[str]:

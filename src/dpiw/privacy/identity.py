@@ -92,6 +92,24 @@ class TableId:
         """The sketch over every column but ``column`` (measured for tables of few columns), or None."""
         return self.over.get(tuple(c for c in self.columns if c != column))
 
+    def to_dict(self) -> dict:
+        """Everything measured (private, as the store's entries are), for :meth:`from_dict`."""
+        return {"table": self.key, "columns": list(self.columns), "rows": self.rows, "sketch": list(self.sketch),
+                "over": [[list(cols), list(sk)] for cols, sk in self.over.items()]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TableId:
+        return cls(key=d["table"], columns=tuple(d["columns"]), rows=int(d["rows"]),
+                   sketch=tuple(int(v) for v in d["sketch"]),
+                   over={tuple(cols): tuple(int(v) for v in sk) for cols, sk in d["over"]})
+
+    def covers(self, schema, also: Iterable[Iterable[str]]) -> bool:
+        """Whether it was measured over ``schema``'s columns and sketched over every ``also`` set that
+        :func:`column_sets` would ask of them (a table ledgered since may ask for one more)."""
+        columns = tuple(sorted(schema.names))
+        asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
+        return self.columns == columns and asked <= set(self.over)
+
     def record(self) -> dict:
         """What the store keeps of the table (private: the store holds the secret that keys it): its identity,
         columns, row count, sketch, and its sketches without each column (``drop``), where they were measured."""
@@ -232,3 +250,57 @@ def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> flo
     jaccard = sum(1 for h in union if h in a and h in b) / k
     shared = jaccard * (rows_a + rows_b) / (1 + jaccard)
     return min(1.0, shared / min(rows_a, rows_b))
+
+
+def files_state(path) -> list[list]:
+    """The state of a table's file, or of every file under its folder (path order): name, size and modification
+    time in nanoseconds. Cheap (no byte is read); a table measured once keeps it, and its identity is reused only
+    while the state is the same."""
+    from pathlib import Path
+
+    path = Path(path)
+    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    out = []
+    for f in files:
+        st = f.stat()
+        out.append([str(f.relative_to(path)) if path.is_dir() else f.name, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def _tag(secret: str, identity: dict) -> str:
+    body = json.dumps(identity, sort_keys=True).encode()
+    return hmac.new(bytes.fromhex(secret), b"dpiw-measured\0" + body, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A table's identity measured earlier (:func:`save_measured`), and the tag that says which secret it was
+    measured under."""
+
+    table: TableId
+    tag: str
+
+    def under(self, secret: str) -> bool:
+        return hmac.compare_digest(self.tag, _tag(secret, self.table.to_dict()))
+
+
+def save_measured(table: TableId, secret: str, data, out) -> None:
+    """Keep a table's identity, measured from ``data`` under ``secret``, with the state of its files
+    (:func:`load_measured`)."""
+    from dpiw.io import write_json
+
+    identity = table.to_dict()
+    write_json({"identity": identity, "tag": _tag(secret, identity), "files": files_state(data)}, out)
+
+
+def load_measured(file, data) -> Measured:
+    """The identity :func:`save_measured` kept, or a DpiwError naming the fix when ``data``'s files changed since
+    it was measured (the ledger would be charged for other rows than the ones released)."""
+    from dpiw import DpiwError
+    from dpiw.io import read_json
+
+    kept = read_json(file)
+    if kept["files"] != files_state(data):
+        raise DpiwError(f"{data} changed while its release ran (its files' sizes or times differ from when its rows "
+                        "were measured): leave the table as it is and run the release again")
+    return Measured(TableId.from_dict(kept["identity"]), kept["tag"])

@@ -502,15 +502,17 @@ def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
     return {_parsed(e)["table"]: (e.dataset, _parsed(e)) for e in entries if e.kind == "table"}
 
 
-def resolve(store: Store, schema, *, new_population: str | None = None, checks=None, engine: str = "local"
-            ) -> Resolution:
+def resolve(store: Store, schema, *, new_population: str | None = None, checks=None, engine: str = "local",
+            measured=None) -> Resolution:
     """Measure the table ``schema`` reads (its source file) under the store's secret and find its ledger: the
     ledger of a table with the same identity, else (a store written before) the one keyed by the file's bytes,
     else the ledger of a table with which it shares at least :data:`dpiw.privacy.identity.OVERLAP` of the smaller
     one's rows (over the earlier table's columns, when the new one adds columns) unless ``new_population`` gives a
     reason to start a new one, else none (a new ledger). Reads the rows (``checks``, a
     :class:`dpiw.data.datasets.RowChecks`, checks them in the same pass; on ``engine`` dask a folder is read by
-    the workers); writes nothing but the store's secret."""
+    the workers), unless ``measured`` (a :class:`dpiw.privacy.identity.Measured`: the same rows measured
+    earlier) was measured under this store's secret and holds every sketch the store's tables ask for; writes
+    nothing but the store's secret."""
     from dpiw.privacy.identity import OVERLAP, overlap
     from dpiw.sdgp.engines import measure_table
 
@@ -528,8 +530,11 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
         return Resolution(key, key if key in budgets else None, "identity" if key in budgets else "new")
     known = _tables(entries)
     names = set(schema.names)
-    table = measure_table(schema, schema.source["path"], secret, checks=checks, engine=engine,
-                          also=[t["columns"] for _, t in known.values() if set(t["columns"]) < names])
+    also = [t["columns"] for _, t in known.values() if set(t["columns"]) < names]
+    if measured is not None and measured.under(secret) and measured.table.covers(schema, also):
+        table = measured.table
+    else:
+        table = measure_table(schema, schema.source["path"], secret, checks=checks, engine=engine, also=also)
     if table.key in known:
         return Resolution(table.key, known[table.key][0], "identity", table)
     # stores written before row identities keyed a table by its file's bytes (never a folder's: none was read then)
@@ -554,6 +559,15 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
     if new_population:
         return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population)
     return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier)
+
+
+def keep_measured(store: Store, where: Resolution, data, out) -> None:
+    """Keep the identity :func:`resolve` measured of ``data`` in ``out`` (private, as the store is), so that a
+    later :func:`resolve` of the same, unchanged files in this store reads it instead of the rows."""
+    from dpiw.privacy.identity import save_measured
+
+    if where.table is not None:
+        save_measured(where.table, _transact(store, lambda txn: txn.secret()), data, out)
 
 
 def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, label: str

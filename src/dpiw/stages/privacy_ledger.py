@@ -40,6 +40,9 @@ def parse_args(argv):
                                     "$DPIW_LEDGER_URL wins; default: the user's store), for bundles fit to release")
     p.add_argument("--schema", help="the dataset's schema: where its private rows are (whose ledger it is)")
     add_engine_argument(p)  # where the release's rows are read to measure the table (a folder on dask)
+    p.add_argument("--measured-table",
+                   help="privacy.measured_table: the table's identity `dpiw release` measured before the run (read "
+                        "instead of the rows while the table's files are unchanged)")
     p.add_argument("--new-population", metavar="REASON",
                    help="the table holds other people than a ledgered table it overlaps: give it a ledger of its own "
                         "(the reason is recorded)")
@@ -177,7 +180,12 @@ def admit_release(args, manifest: dict) -> dict:
         raise DpiwError(f"{earlier} holds earlier releases of '{schema.name}' in the old one-file format: bring them "
                         f"into the ledger store first (`dpiw ledger import {earlier} DATA --schema S`)")
     store = Store(store_url(None, args.ledger))
-    table = resolve(store, schema, new_population=args.new_population, engine=args.engine)
+    measured = None
+    if args.measured_table:  # dpiw release measured the rows before the run: not again while they are unchanged
+        from dpiw.privacy.identity import load_measured
+
+        measured = load_measured(args.measured_table, schema.source["path"])
+    table = resolve(store, schema, new_population=args.new_population, engine=args.engine, measured=measured)
     if table.note():
         print(f"privacy_ledger: {table.note()}")
     out = admit(store, table=table, label=schema.name, manifest=manifest,
