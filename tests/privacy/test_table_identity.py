@@ -178,3 +178,5 @@ def test_a_measured_identity_is_reused_only_while_its_files_secret_and_sketches_
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
     with pytest.raises(DpiwError, match="changed while its release ran.*run the release again"):
         load_measured(kept, path)
+    with pytest.raises(DpiwError, match="measured_table .*: no such file"):
+        load_measured(tmp_path / "missing.json", path)

@@ -296,9 +296,14 @@ def save_measured(table: TableId, secret: str, data, out) -> None:
 def load_measured(file, data) -> Measured:
     """The identity :func:`save_measured` kept, or a DpiwError naming the fix when ``data``'s files changed since
     it was measured (the ledger would be charged for other rows than the ones released)."""
+    from pathlib import Path
+
     from dpiw import DpiwError
     from dpiw.io import read_json
 
+    if not Path(file).is_file():
+        raise DpiwError(f"privacy.measured_table {file}: no such file (`dpiw release` sets it for its own runs; "
+                        "elsewhere leave it out)")
     kept = read_json(file)
     if kept["files"] != files_state(data):
         raise DpiwError(f"{data} changed while its release ran (its files' sizes or times differ from when its rows "
