@@ -126,12 +126,14 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
             lookup = {cat: i for i, cat in enumerate(c.categories)}
-            col = df[c.name]  # each distinct value's text looked up once, then mapped
-            codes = col.map({v: lookup.get(str(v)) for v in pd.unique(col)})
-            if codes.isna().any():
-                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int(codes.isna().sum())} value(s) "
+            # each distinct value's text looked up once, then taken by every row's code (a per-row map of text
+            # costs about a second a million rows)
+            which, uniques = pd.factorize(df[c.name], use_na_sentinel=False)
+            codes = np.array([lookup.get(str(v), -1) for v in uniques], dtype=np.int64)[which]
+            if (codes < 0).any():
+                raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((codes < 0).sum())} value(s) "
                                 f"outside its declared categories {list(c.categories)}")
-            out[c.name] = codes.to_numpy(dtype=np.int64)
+            out[c.name] = codes
     return pd.DataFrame(out)[schema.names]
 
 
