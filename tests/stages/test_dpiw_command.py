@@ -89,6 +89,21 @@ def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fi
     assert "4 column(s) still say FILL IN (bounds: age, kappa; categories: sex, death)" in msg
 
 
+def test_schema_infer_drafts_a_folder_of_parquet_files_with_its_partition_column(tmp_path):
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    rows = pd.DataFrame({"age": [23, 71, 48, 35], "unit": ["a", "b", "a", "b"], "ill": ["no", "yes", "no", "no"]})
+    ds.write_dataset(pa.Table.from_pandas(rows, preserve_index=False), tmp_path / "wards", format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("unit", pa.string())]), flavor="hive"))
+    text = draft(tmp_path / "wards", target="ill")
+    assert f"path: {(tmp_path / 'wards').as_posix()}/}}" in text and "name: wards" in text
+    assert "{name: age, type: numeric, lower: FILL IN, upper: FILL IN, integer: true}" in text
+    assert "{name: unit, type: categorical, categories: [FILL IN]}" in text
+    with pytest.raises(DpiwError, match="no such file .or folder of parquet files."):
+        draft(tmp_path / "empty_folder_that_is_not_there")
+
+
 def test_show_says_the_manifest_in_words(tmp_path):
     m = {"run": "clinic/eps=1/seed=0/mst/beta_debiased/psis", "mode": "release",
          "neighbours": {"relation": "add_remove"}, "budget": {"epsilon": 1.0, "delta": 1e-5},

@@ -239,8 +239,10 @@ def main(args) -> None:
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
     clipped = {name: share for name, share in clipped.items() if share > 0}
     if clipped:  # said to the curator only (shares of the private rows: never into an artifact)
+        from dpiw.scale import share_text
+
         print("dpiw release: clipped to their public bounds: " + ", ".join(
-            f"{name} {share:.1%} of its values" for name, share in clipped.items()))
+            f"{name} {share_text(share)} of its values" for name, share in clipped.items()))
     if schema.missing_note():
         print(f"dpiw release: empty values: {schema.missing_note()}")
     with one_release_at_a_time(table.target, schema.name):

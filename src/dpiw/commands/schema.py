@@ -1,5 +1,5 @@
-"""Write a draft schema for a CSV or parquet file: the column names and kinds, with the bounds and category
-lists left for you to fill in.
+"""Write a draft schema for a CSV or parquet file (or a folder of parquet files): the column names and kinds,
+with the bounds and category lists left for you to fill in.
 
 The draft is read off the private rows: each column's kind (numeric or not), whether it holds whole numbers
 (`integer: true`) or empty values (`missing: ...`), and which column only numbers the rows. The schema is
@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="schema_command", metavar="infer", required=True)
     infer = sub.add_parser("infer", help="a draft schema for a data file (bounds left for you to fill in)",
                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    infer.add_argument("data", metavar="DATA", help="the CSV (with a header) or parquet file")
+    infer.add_argument("data", metavar="DATA", help="the CSV (with a header), parquet file or folder of parquet files")
     infer.add_argument("--name", help="the dataset's name (default: the file's name, lower case)")
     infer.add_argument("--target", help="the column to predict (default: the last column)")
     infer.add_argument("--out", help="write the draft here instead of to standard output (an existing file is "
@@ -41,17 +41,25 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     """The draft schema's YAML text."""
     import pandas as pd
 
+    from dpiw.data.datasets import parquet_folder
+
     path = Path(data)
-    if not path.is_file():
-        raise DpiwError(f"{path}: no such file")
+    folder = parquet_folder(path) if path.is_dir() else None
+    if not path.is_file() and folder is None:
+        raise DpiwError(f"{path}: no such file (or folder of parquet files)")
     try:
-        frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path, encoding="utf-8")
+        if folder is not None:  # a folder of parquet files (hive partitions give their columns)
+            frame = folder.to_table().to_pandas()
+        elif path.suffix == ".parquet":
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, encoding="utf-8")
     except UnicodeDecodeError:
         raise DpiwError(f"{path}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except pd.errors.EmptyDataError:
         raise DpiwError(f"{path}: the file is empty; a schema is drafted from a header and rows") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
-        raise DpiwError(f"{path}: cannot be read as {'parquet' if path.suffix == '.parquet' else 'CSV'} "
+        raise DpiwError(f"{path}: cannot be read as {'parquet' if path.suffix == '.parquet' or folder else 'CSV'} "
                         f"({type(exc).__name__}); check the file's format") from None
     if frame.empty:
         raise DpiwError(f"{path}: the file has a header but no rows")
@@ -83,7 +91,7 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              f"name: {name}",
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
              f"target: {target}",
-             f"source: {{kind: file, path: {path.as_posix()}}}",
+             f"source: {{kind: file, path: {path.as_posix()}{'/' if folder is not None else ''}}}",
              *([f"# left out as row numbers, not data: {', '.join(map(str, ids))}"] if ids else []),
              "columns:"]
     for col in frame.columns:

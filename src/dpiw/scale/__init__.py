@@ -73,6 +73,15 @@ def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> 
     return clip_verdict(fractions, schema, max_fraction=max_fraction)
 
 
+def share_text(share: float) -> str:
+    """A share for a person: one decimal of a percent, and "<0.1%" (not "0.0%") for a few values.
+
+    >>> share_text(0.0234), share_text(2e-5), share_text(0.0)
+    ('2.3%', '<0.1%', '0.0%')
+    """
+    return "<0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
+
+
 def clip_verdict(fractions: dict[str, float], schema: Schema, *, max_fraction: float) -> dict[str, float]:
     """``fractions`` (each numeric column's share outside its bounds), or the refusal of the first column above
     ``max_fraction``."""

@@ -97,8 +97,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def log_clipping(clipped: dict[str, float]) -> None:
+    from dpiw.scale import share_text
+
     for name, frac in clipped.items():  # to the log only: it describes the private rows
-        print(f"scale: column '{name}': {frac:.1%} of the values clipped to the public bounds")
+        if frac > 0:
+            print(f"scale: column '{name}': {share_text(frac)} of the values clipped to the public bounds")
 
 
 def stream_release(schema, args):
