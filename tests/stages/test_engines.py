@@ -201,3 +201,50 @@ def test_a_file_in_a_key_value_folder_is_not_hive_partitioned(tmp_path, cluster)
     for engine in ENGINES:
         got = open_counter(tmp_path / "seed=0" / "train.parquet", schema, 2, engine).counts([(0,), (0, 1)])
         assert all(np.array_equal(want[k], got[k]) for k in want), engine
+
+
+def test_bad_files_of_a_folder_get_the_same_line_on_every_engine(tmp_path, cluster):
+    """Values outside the bounds in two files are counted over the whole table (one line naming both columns, as
+    from one CSV); a file without a column, or with text where the other files hold numbers, is named with the
+    column, from the files' footers, before any row is read, whichever engine reads the rows."""
+    import re
+    from dataclasses import replace
+
+    from dpiw.data.datasets import RowChecks, count_rows
+    from dpiw.sdgp.engines import measure_table
+
+    n = 4000
+    i = np.arange(n)
+    raw = pd.DataFrame({"age": i % 90 + 1.0, "kappa": np.linspace(0, 40, n).round(3), "visits": i % 7 * 1.0,
+                        "region": np.array(list("nsew"))[i % 4], "ill": np.where(i % 5 == 0, "yes", "no")})
+    raw.loc[1, "age"], raw.loc[n - 2, "kappa"], raw.loc[n - 6, "kappa"] = 120.0, 60.0, 70.0  # regions s and e
+    raw.to_csv(tmp_path / "t.csv", index=False)
+    ds.write_dataset(pa.Table.from_pandas(raw, preserve_index=False), tmp_path / "t", format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"))
+    schema = replace(SCHEMA, source={"kind": "file", "path": str(tmp_path / "t.csv")})
+    lines = []
+    for path, engine in ((tmp_path / "t.csv", "local"), (tmp_path / "t", "local"), (tmp_path / "t", "dask")):
+        checks = RowChecks(SCHEMA, out_of_bounds="fail", clip_fix="pass --out-of-bounds clip")
+        measure_table(schema, path, "3c" * 32, checks=checks, engine=engine)
+        with pytest.raises(DpiwError) as exc:
+            checks.finish()
+        lines.append(str(exc.value))
+    assert len(set(lines)) == 1, lines
+    assert ("column 'age' has 1 value(s) outside its public bounds [0, 110]; column 'kappa' has 2 value(s) outside "
+            "its public bounds [0, 50]; widen the bounds") in lines[0]
+    one = replace(schema, columns=tuple(c for c in SCHEMA.columns if c.name != "region"))
+    flat = raw.drop(columns="region")
+    for name, odd, line in (
+            ("gap", flat.drop(columns="visits"),
+             "file zz.parquet has no column(s) ['visits']; every file of the folder must hold the schema's columns"),
+            ("text", flat.astype({"visits": str}),
+             "column 'visits' holds text in file zz.parquet but numbers in the folder's first file")):
+        folder = tmp_path / name
+        folder.mkdir()
+        flat.to_parquet(folder / "aa.parquet", index=False)
+        odd.head(10).to_parquet(folder / "zz.parquet", index=False)
+        for engine in ("local", "dask"):
+            with pytest.raises(DpiwError, match=re.escape(line)):
+                measure_table(one, folder, "3c" * 32, engine=engine)
+        with pytest.raises(DpiwError, match=re.escape(line)):
+            count_rows(one, str(folder))

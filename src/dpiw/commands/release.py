@@ -204,6 +204,9 @@ def main(args) -> None:
     from dpiw.data.datasets import is_table
 
     if not is_table(data):
+        if data.is_dir():
+            raise DpiwError(f"DATA {data}: the folder holds no parquet file (a table is a CSV, a parquet file or a "
+                            "folder of parquet files)")
         raise DpiwError(f"DATA {data}: no such file (or folder of parquet files)")
     if not schema_path.is_file():
         raise DpiwError(f"--schema {schema_path}: no such file")

@@ -242,6 +242,46 @@ def _open_checked(schema: Schema, file) -> None:
     if repeated:
         raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
                         "one name")
+    folder = parquet_folder(path)
+    if folder is not None:
+        check_folder(schema, folder, path, where)
+
+
+def _kind(t) -> str:
+    """An Arrow type as a person reads a column: numbers, text, or the type's own name."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "numbers"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "text"
+    return str(t)
+
+
+def check_folder(schema: Schema, dataset, path, where: str) -> None:
+    """Every file of a parquet folder holds the schema's columns (those its partition path does not give), of
+    the folder's first file's kind (numbers or text): read from the files' footers before any row, so a file that
+    differs is refused with the same line on every engine, naming the file and the column."""
+    import os
+
+    import pyarrow.dataset as ds
+
+    first = dataset.schema
+    for fragment in dataset.get_fragments():
+        keys = ds.get_partition_keys(fragment.partition_expression)
+        own = fragment.physical_schema
+        rel = os.path.relpath(fragment.path, str(path))
+        missing = [c for c in schema.file_names if c not in own.names and c not in keys and c in first.names]
+        if missing:
+            raise DpiwError(f"{where}: file {rel} has no column(s) {missing}; every file of the folder must hold the "
+                            "schema's columns (fix the file, or take the column out of the schema)")
+        for c in schema.file_names:
+            if c in own.names and c in first.names and _kind(own.field(c).type) != _kind(first.field(c).type):
+                raise DpiwError(f"{where}: column '{c}' holds {_kind(own.field(c).type)} in file {rel} but "
+                                f"{_kind(first.field(c).type)} in the folder's first file; write every file with the "
+                                "same column types")
 
 
 def _frames(schema: Schema, file, chunk_rows: int | None):
@@ -405,8 +445,9 @@ def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arr
 
 
 class RowChecks:
-    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and the bounds are
-    checked there), then :meth:`finish` (no constant column, at least two classes) and :meth:`clipped` (the
+    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf checked there, values
+    outside the bounds counted), then :meth:`finish` (the bounds under ``fail``, no constant column, at least two
+    classes) and :meth:`clipped` (the
     share of each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
 
     def __init__(self, schema: Schema, *, out_of_bounds: str, clip_fix: str = "set scale.out_of_bounds: clip"):
@@ -421,19 +462,12 @@ class RowChecks:
 
         schema, where = self.schema, f"dataset '{self.schema.name}'"
         check_finite(df, where=where)
-        wide = []  # every column with values outside its bounds, in one message
         for c in schema.columns:
             if len(self.seen[c.name]) < 2:
                 self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
-                out = int(((x < c.lower) | (x > c.upper)).sum())
-                if out and self.out_of_bounds == "fail":
-                    wide.append(f"'{c.name}' has {out} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]")
-                self.outside[c.name] += out
-        if wide:
-            raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
-                            f"knowledge only) or {self.clip_fix}")
+                self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
         self.rows += len(df)
 
     def merge(self, other: RowChecks) -> None:
@@ -445,7 +479,14 @@ class RowChecks:
             self.outside[name] += out
 
     def finish(self) -> None:
+        """Refuse the table: values outside the bounds under ``fail`` (every column, counted over all the rows,
+        in one message: the same line however the rows were split), a constant column, a single class."""
         schema, where = self.schema, f"dataset '{self.schema.name}'"
+        wide = [f"'{c.name}' has {self.outside[c.name]} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]"
+                for c in schema.columns if c.is_numeric and self.outside[c.name]]
+        if wide and self.out_of_bounds == "fail":
+            raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
+                            f"knowledge only) or {self.clip_fix}")
         constant = [c.name for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
         if constant:
             raise DpiwError(f"{where}: column(s) {constant} hold one value in every row; they carry no information: "
@@ -473,6 +514,7 @@ def count_rows(schema: Schema, file: str) -> int:
     header = schema.source.get("header", True)
     folder = parquet_folder(path)
     if folder is not None:
+        check_folder(schema, folder, path, where)
         names, rows = [str(c).strip() for c in folder.schema.names], int(folder.count_rows())
     elif path.suffix == ".parquet":
         import pyarrow.parquet as pq

@@ -23,6 +23,7 @@ a file or a folder of files, hive-partitioned or not.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -257,13 +258,25 @@ def dask_client(address: str | None):
                             "(`dask scheduler` and `dask worker`), or use --engine dask (a local cluster) or "
                             "dask=slurm (workers as SLURM jobs)") from exc
     else:
+        # a free port for its dashboard (several may run); the workers' own logs silenced: a task's error (a bad
+        # value, one line) reaches the release as its exception, not as a worker's traceback on the terminal
         cluster = LocalCluster(n_workers=DASK_LOCAL_WORKERS, threads_per_worker=1, processes=True,
-                               dashboard_address=":0")  # a free port: several may run
+                               dashboard_address=":0", silence_logs=logging.CRITICAL)
         client = Client(cluster)
         atexit.register(cluster.close)
     atexit.register(client.close)
     _CLIENTS[address] = client
     return client
+
+
+def gathered(client, futures) -> list:
+    """The futures' results; when one fails, the others are cancelled before its error is raised (nothing is
+    left computing, and no worker is torn down mid-task when the process exits)."""
+    try:
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)
+        raise
 
 
 def _slurm_client(address: str):
@@ -331,7 +344,7 @@ class DaskCounter:
         futures = client.map(_file_counts, self.parts, schema=self.schema, bins=self.bins, cliques=list(cliques),
                              grids=grids, where=str(self.source), pure=False)
         total, counts, fine = 0, {}, {}
-        for n, c, f in client.gather(futures):
+        for n, c, f in gathered(client, futures):
             total += n
             for key, v in c.items():
                 counts[key] = counts.get(key, 0) + v
@@ -395,7 +408,7 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
                          drops=drops, checks=checks, where=_where(schema, path), arrow_schema=folder.schema,
                          pure=False)
     partials = []
-    for partial, part_checks in client.gather(futures):
+    for partial, part_checks in gathered(client, futures):
         partials.append(partial)
         checks.merge(part_checks)
     return combine(partials, secret, sets[0], drops)
