@@ -180,3 +180,42 @@ def test_a_measured_identity_is_reused_only_while_its_files_secret_and_sketches_
         load_measured(kept, path)
     with pytest.raises(DpiwError, match="measured_table .*: no such file"):
         load_measured(tmp_path / "missing.json", path)
+
+
+def test_a_table_of_several_chunks_hashed_in_worker_processes_has_the_same_identity(clinic, tmp_path, root):
+    """Rows hashed in forked worker processes (a table of more than one chunk), in tasks of a few rows, combine
+    into the identity and sketches of the same rows hashed in one process. Run in a fresh interpreter: a process
+    with other threads (a Dask client's, in this test session) hashes in its own process instead."""
+    import json
+    import subprocess
+    import sys
+
+    from dpiw.privacy.identity import TableId
+
+    schema, frame = clinic
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    one = measure(replace(schema, source={"kind": "file", "path": str(path)}), path, SECRET, also=[("age", "smoker")])
+    script = f"""
+import json
+from dataclasses import replace
+from dpiw.data.schema import load_schema
+from dpiw.privacy import identity
+identity.TASK_BYTES = 8 * 5 * 17  # 17 rows a task: many tasks in flight
+identity.hash_workers = lambda: 2
+pools = []
+real = identity._Hashing.add
+def add(self, jobs):
+    real(self, jobs)
+    pools.append(self.pool is not None)
+identity._Hashing.add = add
+schema = replace(load_schema({str(root / "data/schemas/clinic.yaml")!r}),
+                 source={{"kind": "file", "path": {str(path)!r}}})
+t = identity.measure(schema, {str(path)!r}, {SECRET!r}, also=[("age", "smoker")], chunk_rows=90)
+print(json.dumps({{"pools": pools, "identity": t.to_dict()}}))
+"""
+    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                    timeout=120).stdout)
+    assert out["pools"] == [False, True, True, True, True]  # the workers from the second chunk on
+    assert TableId.from_dict(out["identity"]) == one
+

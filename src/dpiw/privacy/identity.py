@@ -49,15 +49,40 @@ class _Accumulator:
     sums: np.ndarray = field(default_factory=lambda: np.zeros(2, dtype=np.uint64))
     sketch: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
-    def add(self, words: dict[str, np.ndarray], n: int) -> None:
+    def blocks(self, words: dict[str, np.ndarray]) -> list[tuple[bytes, int]]:
+        """The rows' canonical bytes over this column set, in blocks of at most :data:`TASK_BYTES`."""
         block = np.ascontiguousarray(np.stack([words[c] for c in self.columns], axis=1)).view(np.uint8)
-        width, raw, key = block.shape[1], block.tobytes(), self.key
-        digests = b"".join(hashlib.blake2b(raw[i * width:(i + 1) * width], key=key, digest_size=16).digest()
-                           for i in range(n))
-        halves = np.frombuffer(digests, dtype="<u8").reshape(n, 2)
+        width = block.shape[1]
+        step = max(1, TASK_BYTES // max(width, 1))
+        return [(block[i:i + step].tobytes(), width) for i in range(0, block.shape[0], step)]
+
+    def merge(self, sums: np.ndarray, sketch: np.ndarray) -> None:
         with np.errstate(over="ignore"):
-            self.sums += halves.sum(axis=0, dtype=np.uint64)
-        self.sketch = bottom_k(np.concatenate([self.sketch, halves[:, 0]]), SKETCH_K)
+            self.sums += sums
+        self.sketch = bottom_k(np.concatenate([self.sketch, sketch]), SKETCH_K)
+
+    def add(self, words: dict[str, np.ndarray], n: int) -> None:
+        for raw, width in self.blocks(words):
+            self.merge(*_digest(raw, width, self.key))
+
+
+#: rows are hashed in tasks of at most this many bytes (a worker process gets one at a time)
+TASK_BYTES = 1 << 25
+#: rows a chunk when a table is read to be measured (the identity does not depend on it): a table of more than
+#: one chunk is hashed in worker processes
+CHUNK_ROWS = 1 << 20
+
+
+def _digest(raw: bytes, width: int, key: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The keyed BLAKE2b hash of each row of ``raw`` (rows of ``width`` bytes): their sum modulo 2^64 (two
+    halves) and the bottom k of their first halves. Runs here or in a worker process (:func:`measure_frames`)."""
+    n = len(raw) // width
+    digests = b"".join(hashlib.blake2b(raw[i * width:(i + 1) * width], key=key, digest_size=16).digest()
+                       for i in range(n))
+    halves = np.frombuffer(digests, dtype="<u8").reshape(n, 2)
+    with np.errstate(over="ignore"):
+        sums = halves.sum(axis=0, dtype=np.uint64)
+    return sums, bottom_k(halves[:, 0], SKETCH_K)
 
 
 def bottom_k(values: np.ndarray, k: int) -> np.ndarray:
@@ -183,23 +208,97 @@ def column_sets(schema, also: Iterable[Iterable[str]], rows: int | None
     return [columns, *sorted(asked), *sorted(drops)], drops
 
 
-def measure_frames(schema, frames, keys: RowKeys, sets: list[tuple[str, ...]], drops: set, *, each=None
-                   ) -> Partial:
+def hash_workers() -> int:
+    """Worker processes for the row hashes of a table read here: the process's cores, at most 8 (none on one
+    core: the hashing stays in the reading process)."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cores, 8) if cores > 1 else 0
+
+
+def _fork_context():
+    """The fork start method, where there is one and this process runs no other thread (forking a threaded process
+    can copy a held lock); else None. Not spawn: a spawned worker re-imports the caller's main module, which a
+    script without an ``if __name__ == "__main__"`` guard cannot survive."""
+    import multiprocessing as mp
+    import threading
+
+    if "fork" not in mp.get_all_start_methods() or threading.active_count() > 1:
+        return None
+    return mp.get_context("fork")
+
+
+class _Hashing:
+    """Where the row hashes are computed: here, or (``workers`` > 1) in that many forked worker processes, started
+    when a second frame shows the table is more than one chunk (a small table is hashed here: no start-up to pay;
+    a process with other threads hashes here too).
+    The sums and sketches combine in any order, so the result is the same either way."""
+
+    def __init__(self, workers: int):
+        self.workers, self.pool, self.held, self.pending = workers, None, [], []
+
+    def add(self, jobs: list) -> None:
+        """``jobs``: (accumulator, raw, width) of one frame."""
+        if self.workers < 2:
+            for a, raw, width in jobs:
+                a.merge(*_digest(raw, width, a.key))
+            return
+        if self.pool is None and not self.held:
+            self.held = jobs  # the first frame: hashed here if it is the only one
+            return
+        if self.pool is None:
+            context = _fork_context()
+            if context is None:  # hashed here after all
+                self.workers = 0
+                self.add(self.held + jobs)
+                self.held = []
+                return
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
+            jobs, self.held = self.held + jobs, []
+        for a, raw, width in jobs:
+            self.pending.append((a, self.pool.submit(_digest, raw, width, a.key)))
+            while len(self.pending) > 2 * self.workers:  # memory: a few tasks in flight
+                done, future = self.pending.pop(0)
+                done.merge(*future.result())
+
+    def finish(self) -> None:
+        for a, raw, width in self.held:
+            a.merge(*_digest(raw, width, a.key))
+        self.held = []
+        for a, future in self.pending:
+            a.merge(*future.result())
+        self.pending = []
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+
+def measure_frames(schema, frames, keys: RowKeys, sets: list[tuple[str, ...]], drops: set, *, each=None,
+                   workers: int = 0) -> Partial:
     """The :class:`Partial` of some of a table's rows (``frames``: typed frames of the schema's columns) over
-    :func:`column_sets`'s sets, hashed with ``keys``; ``each`` is called with every frame too."""
+    :func:`column_sets`'s sets, hashed with ``keys`` (in ``workers`` processes when there are two or more and
+    the rows fill more than one frame); ``each`` is called with every frame too."""
     columns = sets[0]
     acc = {s: _Accumulator(s, keys.sets[s]) for s in sets}
     rows = 0
-    for frame in frames:
-        if each is not None:
-            each(frame)
-        words = _words(frame, schema, columns, keys)
-        rows += len(frame)
-        if rows > DROP_SKETCH_ROWS:  # a large table: its sketches without each column are not kept
-            for s in drops:
-                acc.pop(s, None)
-        for a in acc.values():
-            a.add(words, len(frame))
+    hashing = _Hashing(workers)
+    try:
+        for frame in frames:
+            if each is not None:
+                each(frame)
+            words = _words(frame, schema, columns, keys)
+            rows += len(frame)
+            if rows > DROP_SKETCH_ROWS:  # a large table: its sketches without each column are not kept
+                for s in drops:
+                    acc.pop(s, None)
+            hashing.add([(a, raw, width) for a in acc.values() for raw, width in a.blocks(words)])
+        hashing.finish()
+    finally:
+        hashing.close()
     return Partial(rows, {s: a.sums for s, a in acc.items()}, {s: a.sketch for s, a in acc.items()})
 
 
@@ -222,15 +321,20 @@ def combine(parts: Iterable[Partial], secret: str, columns: tuple[str, ...], dro
                    over={s: tuple(int(v) for v in sketch[s]) for s in sorted(kept) if s != columns})
 
 
-def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), each=None) -> TableId:
+def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), each=None,
+            chunk_rows: int | None = None) -> TableId:
     """Read ``file`` under ``schema`` a chunk at a time (dpiw.data.datasets.iter_table: the same checks as the
     scale stage) and measure it; ``also``: other column sets (subsets of the schema's) to sketch it over;
-    ``each``: called with every chunk too (the row checks of dpiw.data.datasets.RowChecks, in the same pass)."""
+    ``each``: called with every chunk too (the row checks of dpiw.data.datasets.RowChecks, in the same pass);
+    ``chunk_rows``: rows a chunk (default :data:`CHUNK_ROWS`). A table of more than one chunk is hashed in worker
+    processes (:func:`hash_workers`) while this one reads: the same identity."""
     from dpiw.data.datasets import iter_table
 
+    chunk_rows = chunk_rows or CHUNK_ROWS
+
     sets, drops = column_sets(schema, also, None)
-    part = measure_frames(schema, iter_table(schema, str(file)), RowKeys.of(secret, schema, sets), sets, drops,
-                          each=each)
+    part = measure_frames(schema, iter_table(schema, str(file), chunk_rows=chunk_rows),
+                          RowKeys.of(secret, schema, sets), sets, drops, each=each, workers=hash_workers())
     return combine([part], secret, sets[0], drops)
 
 
