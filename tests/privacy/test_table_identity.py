@@ -182,6 +182,62 @@ def test_a_measured_identity_is_reused_only_while_its_files_secret_and_sketches_
         load_measured(tmp_path / "missing.json", path)
 
 
+def test_a_kept_identity_is_bound_to_its_table_and_to_its_files_before_they_were_read(clinic, tmp_path, monkeypatch):
+    """What a release keeps cannot be moved to another table: the tag binds the identity to the path and the
+    files' state under the store's secret (a copy with the path and state rewritten is measured again); the state
+    is taken before the rows are read (a change while the release runs is refused); a folder's files are seen
+    through linked folders, as Arrow reads them."""
+    import json
+
+    from dpiw import DpiwError
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.identity import files_state, load_measured
+    from dpiw.privacy.store import Store
+    from dpiw.sdgp import engines
+
+    schema, frame = clinic
+    store = Store(str(tmp_path / "ledger.sqlite"))
+
+    def placed(rows, name):
+        path = tmp_path / f"{name}.csv"
+        rows.to_csv(path, index=False)
+        where = L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+        L.keep_measured(store, where, path, tmp_path / f"{name}.json")
+        return path, where
+
+    a_path, a = placed(frame, "a")
+    b_path, b = placed(frame.assign(bmi=frame.bmi + 1), "b")
+    with pytest.raises(DpiwError, match="changed while its release ran"):  # B's kept identity offered for A
+        load_measured(tmp_path / "b.json", a_path)
+    forged = json.loads((tmp_path / "b.json").read_text())  # ... with A's path and files written in
+    forged.update(path=str(a_path.resolve()), files=files_state(a_path))
+    (tmp_path / "forged.json").write_text(json.dumps(forged))
+    reads, real = [], engines.measure_table
+    monkeypatch.setattr(engines, "measure_table", lambda *x, **k: reads.append(1) or real(*x, **k))
+    again = L.resolve(store, replace(schema, source={"kind": "file", "path": str(a_path)}),
+                      measured=load_measured(tmp_path / "forged.json", a_path))
+    assert reads == [1] and again.table == a.table != b.table  # the tag failed: A measured, not B's taken
+    # a change while the rows are read: the state kept is the one before, so the ledger stage refuses
+    monkeypatch.setattr(engines, "measure_table", lambda *x, **k: (a_path.write_text(a_path.read_text() + "\n"),
+                                                                  real(*x, **k))[1])
+    with pytest.raises(DpiwError, match="changed while its rows were read"):
+        L.resolve(store, replace(schema, source={"kind": "file", "path": str(a_path)}))
+    monkeypatch.setattr(engines, "measure_table", real)
+    # a partition reached through a link, re-pointed after the table was measured
+    folder, snapshots = tmp_path / "wards", tmp_path / "snapshots"
+    for name, rows in (("one", frame.head(200)), ("two", frame.tail(200))):
+        (snapshots / name).mkdir(parents=True)
+        rows.to_parquet(snapshots / name / "part.parquet", index=False)
+    folder.mkdir()
+    frame.head(10).to_parquet(folder / "base.parquet", index=False)
+    (folder / "k=2").symlink_to(snapshots / "one")
+    before = files_state(folder)
+    assert any("k=2" in f[0] for f in before)
+    (folder / "k=2").unlink()
+    (folder / "k=2").symlink_to(snapshots / "two")
+    assert files_state(folder) != before
+
+
 def test_a_table_of_several_chunks_hashed_in_worker_processes_has_the_same_identity(clinic, tmp_path, root):
     """Rows hashed in forked worker processes (a table of more than one chunk), in tasks of a few rows, combine
     into the identity and sketches of the same rows hashed in one process. Run in a fresh interpreter: a process

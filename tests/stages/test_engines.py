@@ -248,3 +248,12 @@ def test_bad_files_of_a_folder_get_the_same_line_on_every_engine(tmp_path, clust
                 measure_table(one, folder, "3c" * 32, engine=engine)
         with pytest.raises(DpiwError, match=re.escape(line)):
             count_rows(one, str(folder))
+    # a file whose column holds no value at all (typed null) is read and cast like the rest: not refused
+    folder = tmp_path / "nulls"
+    folder.mkdir()
+    flat.to_parquet(folder / "aa.parquet", index=False)
+    flat.head(10).assign(visits=None).to_parquet(folder / "zz.parquet", index=False)
+    import pyarrow.parquet as pq
+
+    assert pa.types.is_null(pq.read_schema(folder / "zz.parquet").field("visits").type)
+    assert count_rows(one, str(folder)) == n + 10

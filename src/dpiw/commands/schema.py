@@ -37,6 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     infer.add_argument("--force", action="store_true", help="overwrite the --out file if it exists")
 
 
+#: a folder of parquet files (a table that may not fit in memory) is drafted from its first rows, in path order
+DRAFT_ROWS = 1_000_000
+
+
 def draft(data: str | Path, *, name: str | None = None, target: str | None = None) -> str:
     """The draft schema's YAML text."""
     import pandas as pd
@@ -48,8 +52,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     if not path.is_file() and folder is None:
         raise DpiwError(f"{path}: no such file (or folder of parquet files)")
     try:
-        if folder is not None:  # a folder of parquet files (hive partitions give their columns)
-            frame = folder.to_table().to_pandas()
+        if folder is not None:  # a folder of parquet files (hive partitions give their columns): its first rows
+            frame = folder.head(DRAFT_ROWS).to_pandas()
         elif path.suffix == ".parquet":
             frame = pd.read_parquet(path)
         else:

@@ -247,23 +247,25 @@ def _open_checked(schema: Schema, file) -> None:
         check_folder(schema, folder, path, where)
 
 
-def _kind(t) -> str:
-    """An Arrow type as a person reads a column: numbers, text, or the type's own name."""
+def _kind(t) -> str | None:
+    """An Arrow type as a person reads a column: numbers, text, or None (another type: Arrow casts between the
+    rest, and a column with no value at all is typed null)."""
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return "numbers"
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", bool)(t):
         return "text"
-    return str(t)
+    return None
 
 
 def check_folder(schema: Schema, dataset, path, where: str) -> None:
-    """Every file of a parquet folder holds the schema's columns (those its partition path does not give), of
-    the folder's first file's kind (numbers or text): read from the files' footers before any row, so a file that
-    differs is refused with the same line on every engine, naming the file and the column."""
+    """Every file of a parquet folder holds the schema's columns (those its partition path does not give), and
+    none holds text where the folder's first file holds numbers or the other way round: read from the files'
+    footers before any row, so such a file is refused with the same line on every engine, naming the file and the
+    column. (Other differences, a column typed null because it is empty in one file, say, Arrow casts.)"""
     import os
 
     import pyarrow.dataset as ds
@@ -278,7 +280,9 @@ def check_folder(schema: Schema, dataset, path, where: str) -> None:
             raise DpiwError(f"{where}: file {rel} has no column(s) {missing}; every file of the folder must hold the "
                             "schema's columns (fix the file, or take the column out of the schema)")
         for c in schema.file_names:
-            if c in own.names and c in first.names and _kind(own.field(c).type) != _kind(first.field(c).type):
+            kinds = {_kind(own.field(c).type), _kind(first.field(c).type)} if c in own.names and c in first.names \
+                else set()
+            if kinds == {"numbers", "text"}:  # what a cast cannot mend (a value like "n/a")
                 raise DpiwError(f"{where}: column '{c}' holds {_kind(own.field(c).type)} in file {rel} but "
                                 f"{_kind(first.field(c).type)} in the folder's first file; write every file with the "
                                 "same column types")
@@ -349,8 +353,13 @@ def _labelled(col: pd.Series, label) -> pd.Series:
 
     codes, uniques = pd.factorize(col)
     labels = pa.array([label(u) for u in uniques], type=pa.large_string())
-    return pd.Series(pd.array(labels.take(pa.array(codes, mask=codes < 0)), dtype="str"), index=col.index,
-                     name=col.name)
+    taken = labels.take(pa.array(codes, mask=codes < 0))
+    try:  # the text dtype pandas 3 reads a CSV's text as (empty: NaN)
+        values = pd.array(taken, dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    except TypeError:  # an older pandas: text as Python objects, empty as NaN
+        values = np.array(taken.to_pylist(), dtype=object)
+        values[pd.isna(values)] = np.nan
+    return pd.Series(values, index=col.index, name=col.name)
 
 
 def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:

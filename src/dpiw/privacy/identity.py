@@ -258,18 +258,32 @@ class _Hashing:
 
             self.pool = ProcessPoolExecutor(self.workers, mp_context=context)
             jobs, self.held = self.held + jobs, []
+        from concurrent.futures.process import BrokenProcessPool
+
         for a, raw, width in jobs:
-            self.pending.append((a, self.pool.submit(_digest, raw, width, a.key)))
+            try:
+                self.pending.append((a, raw, width, self.pool.submit(_digest, raw, width, a.key)))
+            except BrokenProcessPool:  # the workers are gone: hashed here
+                a.merge(*_digest(raw, width, a.key))
+                continue
             while len(self.pending) > 2 * self.workers:  # memory: a few tasks in flight
-                done, future = self.pending.pop(0)
-                done.merge(*future.result())
+                self._collect(self.pending.pop(0))
+
+    def _collect(self, job) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        a, raw, width, future = job
+        try:
+            a.merge(*future.result())
+        except BrokenProcessPool:  # a worker died (killed for memory, say): the task is hashed here instead
+            a.merge(*_digest(raw, width, a.key))
 
     def finish(self) -> None:
         for a, raw, width in self.held:
             a.merge(*_digest(raw, width, a.key))
         self.held = []
-        for a, future in self.pending:
-            a.merge(*future.result())
+        for job in self.pending:
+            self._collect(job)
         self.pending = []
 
     def close(self) -> None:
@@ -357,44 +371,57 @@ def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> flo
 
 
 def files_state(path) -> list[list]:
-    """The state of a table's file, or of every file under its folder (path order): name, size and modification
-    time in nanoseconds. Cheap (no byte is read); a table measured once keeps it, and its identity is reused only
-    while the state is the same."""
+    """The state of a table's file, or of every file under its folder (path order, through linked folders as
+    Arrow reads them): name, device, inode, size, and the modification and change times in nanoseconds. Cheap (no
+    byte is read); a table measured once keeps it, and its identity is reused only while the state is the same
+    (a file rewritten, replaced, renamed, touched back, or re-pointed through a link changes it)."""
+    import os
     from pathlib import Path
 
     path = Path(path)
-    files = sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]
+    if path.is_dir():
+        files = sorted(Path(root) / name for root, _, names in os.walk(path, followlinks=True) for name in names)
+    else:
+        files = [path]
     out = []
     for f in files:
         st = f.stat()
-        out.append([str(f.relative_to(path)) if path.is_dir() else f.name, st.st_size, st.st_mtime_ns])
+        out.append([str(f.relative_to(path)) if path.is_dir() else f.name, st.st_dev, st.st_ino, st.st_size,
+                    st.st_mtime_ns, st.st_ctime_ns])
     return out
 
 
-def _tag(secret: str, identity: dict) -> str:
-    body = json.dumps(identity, sort_keys=True).encode()
+def _tag(secret: str, kept: dict) -> str:
+    body = json.dumps(kept, sort_keys=True).encode()
     return hmac.new(bytes.fromhex(secret), b"dpiw-measured\0" + body, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
 class Measured:
-    """A table's identity measured earlier (:func:`save_measured`), and the tag that says which secret it was
-    measured under."""
+    """A table's identity measured earlier (:func:`save_measured`): the identity, the table's path and its files'
+    state when it was measured, and the tag that binds them to the secret they were measured under."""
 
     table: TableId
+    path: str
+    files: list
     tag: str
 
     def under(self, secret: str) -> bool:
-        return hmac.compare_digest(self.tag, _tag(secret, self.table.to_dict()))
+        body = {"identity": self.table.to_dict(), "path": self.path, "files": self.files}
+        return isinstance(self.tag, str) and hmac.compare_digest(self.tag, _tag(secret, body))
 
 
-def save_measured(table: TableId, secret: str, data, out) -> None:
-    """Keep a table's identity, measured from ``data`` under ``secret``, with the state of its files
-    (:func:`load_measured`)."""
+def save_measured(table: TableId, secret: str, data, files: list, out) -> None:
+    """Keep a table's identity, measured from ``data`` under ``secret`` while its files were in the state
+    ``files`` (:func:`files_state`, taken before its rows were read), for :func:`load_measured`; the tag binds
+    the identity, the path and the state to the secret (a file copied from another table's release does not
+    pass)."""
+    from pathlib import Path
+
     from dpiw.io import write_json
 
-    identity = table.to_dict()
-    write_json({"identity": identity, "tag": _tag(secret, identity), "files": files_state(data)}, out)
+    body = {"identity": table.to_dict(), "path": str(Path(data).resolve()), "files": files}
+    write_json({**body, "tag": _tag(secret, body)}, out)
 
 
 def load_measured(file, data) -> Measured:
@@ -408,8 +435,13 @@ def load_measured(file, data) -> Measured:
     if not Path(file).is_file():
         raise DpiwError(f"privacy.measured_table {file}: no such file (`dpiw release` sets it for its own runs; "
                         "elsewhere leave it out)")
-    kept = read_json(file)
-    if kept["files"] != files_state(data):
-        raise DpiwError(f"{data} changed while its release ran (its files' sizes or times differ from when its rows "
-                        "were measured): leave the table as it is and run the release again")
-    return Measured(TableId.from_dict(kept["identity"]), kept["tag"])
+    try:
+        kept = read_json(file)
+        measured = Measured(TableId.from_dict(kept["identity"]), str(kept["path"]), kept["files"], kept["tag"])
+    except (KeyError, TypeError, ValueError):
+        raise DpiwError(f"privacy.measured_table {file}: not what `dpiw release` keeps; run the release "
+                        "again") from None
+    if measured.path != str(Path(data).resolve()) or measured.files != files_state(data):
+        raise DpiwError(f"{data} changed while its release ran (its files differ from when its rows were measured): "
+                        "leave the table as it is and run the release again")
+    return measured

@@ -482,6 +482,7 @@ class Resolution:
     share: float = 0.0
     earlier: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None  # why a table that overlaps a ledgered one is a new population
+    files: list | None = None  # the table's files' state before its rows were read (dpiw.privacy.identity)
 
     @property
     def target(self) -> str:
@@ -513,7 +514,7 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
     the workers), unless ``measured`` (a :class:`dpiw.privacy.identity.Measured`: the same rows measured
     earlier) was measured under this store's secret and holds every sketch the store's tables ask for; writes
     nothing but the store's secret."""
-    from dpiw.privacy.identity import OVERLAP, overlap
+    from dpiw.privacy.identity import OVERLAP, files_state, overlap
     from dpiw.sdgp.engines import measure_table
 
     if new_population is not None and not new_population.strip():
@@ -531,17 +532,20 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
     known = _tables(entries)
     names = set(schema.names)
     also = [t["columns"] for _, t in known.values() if set(t["columns"]) < names]
-    if measured is not None and measured.under(secret) and measured.table.covers(schema, also):
-        table = measured.table
-    else:
-        table = measure_table(schema, schema.source["path"], secret, checks=checks, engine=engine, also=also)
-    if table.key in known:
-        return Resolution(table.key, known[table.key][0], "identity", table)
-    # stores written before row identities keyed a table by its file's bytes (never a folder's: none was read then)
     path = schema.source["path"]
+    if measured is not None and measured.under(secret) and measured.table.covers(schema, also):
+        table, files = measured.table, measured.files
+    else:
+        files = files_state(path)  # before the rows are read: a change while they are read is seen below
+        table = measure_table(schema, path, secret, checks=checks, engine=engine, also=also)
+        if files_state(path) != files:
+            raise DpiwError(f"{path} changed while its rows were read: leave the table as it is and run again")
+    if table.key in known:
+        return Resolution(table.key, known[table.key][0], "identity", table, files=files)
+    # stores written before row identities keyed a table by its file's bytes (never a folder's: none was read then)
     legacy = None if Path(path).is_dir() else dataset_key(secret, content_digest(path))
     if legacy is not None and legacy in budgets:
-        return Resolution(table.key, legacy, "bytes", table)
+        return Resolution(table.key, legacy, "bytes", table, files=files)
     best: tuple[float, str | None] = (0.0, None)
     for ledger_key, t in known.values():
         columns = tuple(t["columns"])
@@ -553,12 +557,13 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
             best = max(best, (overlap(mine, table.rows, theirs, t["rows"]), ledger_key), key=lambda b: b[0])
     share, ledger_key = best
     if ledger_key is None or share < OVERLAP:
-        return Resolution(table.key, None, "new", table, reason=new_population)
+        return Resolution(table.key, None, "new", table, reason=new_population, files=files)
     state = fold(entries, ledger_key)
     earlier = {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
     if new_population:
-        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population)
-    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier)
+        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population,
+                          files=files)
+    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier, files=files)
 
 
 def keep_measured(store: Store, where: Resolution, data, out) -> None:
@@ -566,8 +571,8 @@ def keep_measured(store: Store, where: Resolution, data, out) -> None:
     later :func:`resolve` of the same, unchanged files in this store reads it instead of the rows."""
     from dpiw.privacy.identity import save_measured
 
-    if where.table is not None:
-        save_measured(where.table, _transact(store, lambda txn: txn.secret()), data, out)
+    if where.table is not None and where.files is not None:
+        save_measured(where.table, _transact(store, lambda txn: txn.secret()), data, where.files, out)
 
 
 def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, label: str
