@@ -238,7 +238,8 @@ def main(args) -> None:
     checks = RowChecks(schema, out_of_bounds=args.out_of_bounds, clip_fix="pass --out-of-bounds clip")
     table = _resolve(Store(url), replace(schema, source={**schema.source, "kind": "file", "path": str(data)}),
                      args.new_population, checks, args.engine)
-    checks.finish()
+    checks.finish()  # bad rows are refused before anything is said of the table's ledger
+    _say_where(table, args.new_population)
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
     clipped = {name: share for name, share in clipped.items() if share > 0}
     if clipped:  # said to the curator only (shares of the private rows: never into an artifact)
@@ -255,13 +256,15 @@ def main(args) -> None:
 def _resolve(store, schema, new_population, checks, engine):
     from dpiw.privacy.ledger import resolve
 
-    table = resolve(store, schema, new_population=new_population, checks=checks, engine=engine)
+    return resolve(store, schema, new_population=new_population, checks=checks, engine=engine)
+
+
+def _say_where(table, new_population) -> None:
     if table.note():
         print(f"dpiw release: {table.note()}")
     elif table.via == "new" and table.earlier:
         print(f"dpiw release: a new population ({new_population.strip()}), although it shares about "
               f"{table.share:.0%} of its rows with '{', '.join(table.earlier['labels'])}'")
-    return table
 
 
 def _where(url: str, origin: Path | None = None) -> str:
