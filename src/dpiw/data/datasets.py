@@ -279,13 +279,11 @@ def check_folder(schema: Schema, dataset, path, where: str) -> None:
         if missing:
             raise DpiwError(f"{where}: file {rel} has no column(s) {missing}; every file of the folder must hold the "
                             "schema's columns (fix the file, or take the column out of the schema)")
-        for c in schema.file_names:
-            kinds = {_kind(own.field(c).type), _kind(first.field(c).type)} if c in own.names and c in first.names \
-                else set()
-            if kinds == {"numbers", "text"}:  # what a cast cannot mend (a value like "n/a")
-                raise DpiwError(f"{where}: column '{c}' holds {_kind(own.field(c).type)} in file {rel} but "
-                                f"{_kind(first.field(c).type)} in the folder's first file; write every file with the "
-                                "same column types")
+        for c in (c for c in schema.file_names if c in own.names and c in first.names):
+            mine, theirs = _kind(own.field(c).type), _kind(first.field(c).type)
+            if {mine, theirs} == {"numbers", "text"}:  # what a cast cannot mend (a value like "n/a")
+                raise DpiwError(f"{where}: column '{c}' holds {mine} in file {rel} but {theirs} in the folder's first "
+                                "file; write every file with the same column types")
 
 
 def _frames(schema: Schema, file, chunk_rows: int | None):

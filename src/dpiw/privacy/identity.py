@@ -61,10 +61,6 @@ class _Accumulator:
             self.sums += sums
         self.sketch = bottom_k(np.concatenate([self.sketch, sketch]), SKETCH_K)
 
-    def add(self, words: dict[str, np.ndarray], n: int) -> None:
-        for raw, width in self.blocks(words):
-            self.merge(*_digest(raw, width, self.key))
-
 
 #: rows are hashed in tasks of at most this many bytes (a worker process gets one at a time)
 TASK_BYTES = 1 << 25
@@ -132,8 +128,7 @@ class TableId:
         """Whether it was measured over ``schema``'s columns and sketched over every ``also`` set that
         :func:`column_sets` would ask of them (a table ledgered since may ask for one more)."""
         columns = tuple(sorted(schema.names))
-        asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
-        return self.columns == columns and asked <= set(self.over)
+        return self.columns == columns and _asked(columns, also) <= set(self.over)
 
     def record(self) -> dict:
         """What the store keeps of the table (private: the store holds the secret that keys it): its identity,
@@ -195,13 +190,18 @@ class Partial:
     sketch: dict[tuple[str, ...], np.ndarray]
 
 
+def _asked(columns: tuple[str, ...], also: Iterable[Iterable[str]]) -> set[tuple[str, ...]]:
+    """The ``also`` sets a table of ``columns`` is sketched over: its proper subsets, sorted."""
+    return {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
+
+
 def column_sets(schema, also: Iterable[Iterable[str]], rows: int | None
                 ) -> tuple[list[tuple[str, ...]], set[tuple[str, ...]]]:
     """The column sets a table is sketched over: all its columns first, the ``also`` sets (subsets of its
     columns), and for a table of few columns and at most :data:`DROP_SKETCH_ROWS` rows (``rows`` None: not yet
     known), every set without one column."""
     columns = tuple(sorted(schema.names))
-    asked = {tuple(sorted(s)) for s in also if set(s) <= set(columns) and tuple(sorted(s)) != columns}
+    asked = _asked(columns, also)
     drops = set()
     if 2 <= len(columns) <= DROP_SKETCH_COLUMNS and (rows is None or rows <= DROP_SKETCH_ROWS):
         drops = {tuple(c for c in columns if c != dropped) for dropped in columns} - asked
@@ -238,11 +238,15 @@ class _Hashing:
     def __init__(self, workers: int):
         self.workers, self.pool, self.held, self.pending = workers, None, [], []
 
+    @staticmethod
+    def _here(a, raw: bytes, width: int) -> None:
+        a.merge(*_digest(raw, width, a.key))
+
     def add(self, jobs: list) -> None:
         """``jobs``: (accumulator, raw, width) of one frame."""
         if self.workers < 2:
-            for a, raw, width in jobs:
-                a.merge(*_digest(raw, width, a.key))
+            for job in jobs:
+                self._here(*job)
             return
         if self.pool is None and not self.held:
             self.held = jobs  # the first frame: hashed here if it is the only one
@@ -264,7 +268,7 @@ class _Hashing:
             try:
                 self.pending.append((a, raw, width, self.pool.submit(_digest, raw, width, a.key)))
             except BrokenProcessPool:  # the workers are gone: hashed here
-                a.merge(*_digest(raw, width, a.key))
+                self._here(a, raw, width)
                 continue
             while len(self.pending) > 2 * self.workers:  # memory: a few tasks in flight
                 self._collect(self.pending.pop(0))
@@ -276,11 +280,11 @@ class _Hashing:
         try:
             a.merge(*future.result())
         except BrokenProcessPool:  # a worker died (killed for memory, say): the task is hashed here instead
-            a.merge(*_digest(raw, width, a.key))
+            self._here(a, raw, width)
 
     def finish(self) -> None:
-        for a, raw, width in self.held:
-            a.merge(*_digest(raw, width, a.key))
+        for job in self.held:
+            self._here(*job)
         self.held = []
         for job in self.pending:
             self._collect(job)
@@ -345,7 +349,6 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
     from dpiw.data.datasets import iter_table
 
     chunk_rows = chunk_rows or CHUNK_ROWS
-
     sets, drops = column_sets(schema, also, None)
     part = measure_frames(schema, iter_table(schema, str(file), chunk_rows=chunk_rows),
                           RowKeys.of(secret, schema, sets), sets, drops, each=each, workers=hash_workers())
