@@ -69,13 +69,23 @@ TASK_BYTES = 1 << 25
 CHUNK_ROWS = 1 << 20
 
 
+#: a block of at least this many rows is hashed by the compiled kernel (dpiw.privacy.rowhash: the same digests;
+#: loading it costs about half a second a process, compiling it once per machine several seconds)
+COMPILED_ROWS = 1 << 16
+
+
 def _digest(raw: bytes, width: int, key: bytes) -> tuple[np.ndarray, np.ndarray]:
     """The keyed BLAKE2b hash of each row of ``raw`` (rows of ``width`` bytes): their sum modulo 2^64 (two
     halves) and the bottom k of their first halves. Runs here or in a worker process (:func:`measure_frames`)."""
     n = len(raw) // width
-    digests = b"".join(hashlib.blake2b(raw[i * width:(i + 1) * width], key=key, digest_size=16).digest()
-                       for i in range(n))
-    halves = np.frombuffer(digests, dtype="<u8").reshape(n, 2)
+    if n >= COMPILED_ROWS:
+        from dpiw.privacy.rowhash import blake2b_rows
+
+        halves = blake2b_rows(np.frombuffer(raw, dtype="<u8").reshape(n, width // 8), key)
+    else:
+        digests = b"".join(hashlib.blake2b(raw[i * width:(i + 1) * width], key=key, digest_size=16).digest()
+                           for i in range(n))
+        halves = np.frombuffer(digests, dtype="<u8").reshape(n, 2)
     with np.errstate(over="ignore"):
         sums = halves.sum(axis=0, dtype=np.uint64)
     return sums, bottom_k(halves[:, 0], SKETCH_K)
@@ -171,11 +181,12 @@ def _words(frame, schema, columns: Iterable[str], keys: RowKeys) -> dict[str, np
         else:
             import pandas as pd
 
-            # each distinct label hashed once (a hash table, not a sort of every row's label)
-            inverse, uniq = pd.factorize(col.astype(str).to_numpy(), sort=False)
+            # each distinct label hashed once (a hash table, not a sort of every row's label; no row turned into a
+            # Python string: an empty value is its own code, hashed as the text "nan")
+            inverse, uniq = pd.factorize(col, sort=False, use_na_sentinel=False)
             key = keys.category[name]
-            table = np.array([int.from_bytes(hashlib.blake2b(u.encode(), key=key, digest_size=8).digest(), "little")
-                              for u in uniq], dtype=np.uint64)
+            table = np.array([int.from_bytes(hashlib.blake2b(str(u).encode(), key=key, digest_size=8).digest(),
+                                             "little") for u in uniq], dtype=np.uint64)
             out[name] = table[inverse]
     return out
 
