@@ -14,6 +14,7 @@ import pytest
 from dpiw import DpiwError
 from dpiw.data.schema import parse_schema
 from dpiw.scale import scale_frame
+from dpiw.sdgp import engines
 from dpiw.sdgp.binning import Binning, FineGrid, NumericBins
 from dpiw.sdgp.counting import InProcessCounter, PartitionedCounter
 from dpiw.sdgp.engines import ENGINES, cell_sql, open_counter, parse_engine
@@ -77,12 +78,13 @@ def test_the_engines_names_are_checked():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_every_engine_gives_the_in_process_counts(folder, engine, cluster):
+def test_every_engine_gives_the_in_process_counts(folder, engine, cluster, monkeypatch):
     scaled, root = folder
     assert len(list(root.rglob("*.parquet"))) >= 8
     d = len(SCHEMA.columns)
-    cliques = [*((j,) for j in range(d)), *itertools.combinations(range(d), 2), (0, 1, 4)]
-    for bins in (shaped(scaled), 8):
+    cliques = [*((j,) for j in range(d)), *itertools.combinations(range(d), 2), (0, 1, 4), (4, 0, 2)]
+    for bins, joint in ((shaped(scaled), engines.JOINT_CELLS), (8, engines.JOINT_CELLS), (8, 0)):
+        monkeypatch.setattr(engines, "JOINT_CELLS", joint)  # summed from the joint table, or grouped one by one
         local = InProcessCounter.of(scaled, SCHEMA, bins)
         counter = open_counter(root, SCHEMA, bins, engine)
         assert counter.total == len(scaled) and counter.cards == local.cards
