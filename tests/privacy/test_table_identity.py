@@ -275,3 +275,71 @@ print(json.dumps({{"pools": pools, "identity": t.to_dict()}}))
     assert out["pools"] == [False, True, True, True, True]  # the workers from the second chunk on
     assert TableId.from_dict(out["identity"]) == one
 
+
+
+def test_a_folder_measured_a_file_per_forked_process_has_the_identity_and_checks_of_one_pass(clinic, tmp_path,
+                                                                                            root):
+    """A parquet folder measured here (engine local or duckdb) is read a file per forked worker process: their
+    partial sums, sketches and row checks combine into what one pass over the same rows as a CSV gives, and a bad
+    value in one file is refused with the CSV's line. Run in a fresh interpreter (this session runs threads, and
+    a process with other threads measures in its own process)."""
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    from dpiw import DpiwError
+    from dpiw.data.datasets import RowChecks
+    from dpiw.privacy.identity import TableId
+
+    schema, frame = clinic
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    checks = RowChecks(schema, out_of_bounds="clip")
+    one = measure(replace(schema, source={"kind": "file", "path": str(path)}), path, SECRET, also=[("age", "smoker")],
+                  each=checks.add)
+    for name, rows in (("t", frame), ("bad", frame.assign(smoker=np.where(np.arange(len(frame)) == 399, "maybe",
+                                                                               frame.smoker)))):
+        ds.write_dataset(pa.Table.from_pandas(rows, preserve_index=False), tmp_path / name, format="parquet",
+                         partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
+                         max_rows_per_file=60, max_rows_per_group=60)
+    rows.to_csv(tmp_path / "bad.csv", index=False)
+    script = f"""
+import json
+from dataclasses import replace
+from dpiw import DpiwError
+from dpiw.data.datasets import RowChecks
+from dpiw.data.schema import load_schema
+from dpiw.privacy import identity
+from dpiw.sdgp import engines
+identity.hash_workers = lambda: 2
+pools, real = [], engines._local_pool
+engines._local_pool = lambda folder: pools.append(real(folder)) or pools[-1]
+schema = load_schema({str(root / "data/schemas/clinic.yaml")!r})
+out = {{}}
+for engine in ("local", "duckdb"):
+    checks = RowChecks(schema, out_of_bounds="clip")
+    t = engines.measure_table(schema, {str(tmp_path / "t")!r}, {SECRET!r}, also=[("age", "smoker")], checks=checks,
+                              engine=engine)
+    out[engine] = {{"identity": t.to_dict(), "rows": checks.rows, "outside": checks.outside,
+                    "seen": {{k: len(v) for k, v in checks.seen.items()}}}}
+try:
+    engines.measure_table(schema, {str(tmp_path / "bad")!r}, {SECRET!r})
+except DpiwError as exc:
+    out["bad"] = str(exc)
+out["pools"] = [p is not None for p in pools]
+print(json.dumps(out))
+"""
+    out = json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                    timeout=120).stdout)
+    assert out["pools"] == [True, True, True]  # a pool for every folder
+    for engine in ("local", "duckdb"):
+        assert TableId.from_dict(out[engine]["identity"]) == one
+        assert out[engine]["rows"] == checks.rows == 400 and out[engine]["outside"] == checks.outside
+        assert out[engine]["seen"] == {k: len(v) for k, v in checks.seen.items()}
+    with pytest.raises(DpiwError) as csv:
+        measure(replace(schema, source={"kind": "file", "path": str(tmp_path / "bad.csv")}), tmp_path / "bad.csv",
+                SECRET)
+    assert out["bad"].split(":", 1)[1] == str(csv.value).split(":", 1)[1]  # the same line but the path

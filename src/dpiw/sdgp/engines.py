@@ -399,32 +399,58 @@ def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, ch
 
 def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: str = "local"):
     """The table's identity (:func:`dpiw.privacy.identity.measure`) with its row checks (``checks``: a
-    :class:`dpiw.data.datasets.RowChecks`, added to). On ``dask``, a folder of parquet files is measured a file
-    per task on the workers, with row keys derived from the store's secret (the secret itself stays here): each
-    returns its rows' partial sums, sketches and check counts (never a row or a value), combined here into the
-    identity one pass over the same rows would give."""
+    :class:`dpiw.data.datasets.RowChecks`, added to). A folder of parquet files is measured a file per task: on
+    ``dask`` on the workers, elsewhere in forked processes here (one per core, :func:`_local_pool`), with row keys
+    derived from the store's secret (the secret itself stays in this process): each task returns its rows'
+    partial sums, sketches and check counts (never a row or a value), combined here into the identity one pass
+    over the same rows would give."""
     from dpiw.data.datasets import _where, parquet_folder
     from dpiw.privacy.identity import RowKeys, column_sets, combine, measure
 
     name, address = parse_engine(engine)
-    folder = parquet_folder(path) if name == "dask" else None
-    if folder is None:
+    folder = parquet_folder(path)
+    pool = None if folder is None or name == "dask" else _local_pool(folder)
+    if folder is None or (name != "dask" and pool is None):
         return measure(schema, path, secret, also=also, each=None if checks is None else checks.add)
 
     from dpiw.data.datasets import RowChecks, count_rows
 
-    rows = count_rows(schema, str(path))  # also refuses a folder with no rows, or without a column
-    sets, drops = column_sets(schema, also, rows)
-    parts = [(path, keys) for path, keys, _ in fragments(folder)]
-    if checks is not None and checks.rows:
-        raise DpiwError("measure_table: give it fresh row checks (its distinct values are counted as digests)")
-    checks = checks if checks is not None else RowChecks(schema, out_of_bounds="clip")
-    client = dask_client(address)
-    futures = client.map(_identity_part, parts, schema=schema, keys=RowKeys.of(secret, schema, sets), sets=sets,
-                         drops=drops, checks=checks, where=_where(schema, path), arrow_schema=folder.schema,
-                         pure=False)
+    try:
+        rows = count_rows(schema, str(path))  # also refuses a folder with no rows, or without a column
+        sets, drops = column_sets(schema, also, rows)
+        parts = [(path, keys) for path, keys, _ in fragments(folder)]
+        if checks is not None and checks.rows:
+            raise DpiwError("measure_table: give it fresh row checks (its distinct values are counted as digests)")
+        checks = checks if checks is not None else RowChecks(schema, out_of_bounds="clip")
+        task = dict(schema=schema, keys=RowKeys.of(secret, schema, sets), sets=sets, drops=drops, checks=checks,
+                    where=_where(schema, path), arrow_schema=folder.schema)
+        if pool is None:
+            client = dask_client(address)
+            results = gathered(client, client.map(_identity_part, parts, **task, pure=False))
+        else:
+            import functools
+
+            # in the files' order: the first bad file's error, whichever worker finds it first
+            results = list(pool.map(functools.partial(_identity_part, **task), parts))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     partials = []
-    for partial, part_checks in gathered(client, futures):
+    for partial, part_checks in results:
         partials.append(partial)
         checks.merge(part_checks)
     return combine(partials, secret, sets[0], drops)
+
+
+def _local_pool(folder):
+    """Forked worker processes for a folder's files (:func:`dpiw.privacy.identity.hash_workers` of them), or None
+    where there is one file, one core, or no safe fork (dpiw.privacy.identity._fork_context): measured here."""
+    from dpiw.privacy.identity import _fork_context, hash_workers
+
+    workers = hash_workers()
+    context = _fork_context() if workers > 1 and len(folder.files) > 1 else None
+    if context is None:
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=context)
