@@ -315,8 +315,8 @@ from dpiw.data.schema import load_schema
 from dpiw.privacy import identity
 from dpiw.sdgp import engines
 identity.hash_workers = lambda: 2
-pools, real = [], engines._local_pool
-engines._local_pool = lambda folder: pools.append(real(folder)) or pools[-1]
+pools, real = [], engines.local_pool
+engines.local_pool = lambda folder: pools.append(real(folder)) or pools[-1]
 schema = load_schema({str(root / "data/schemas/clinic.yaml")!r})
 out = {{}}
 for engine in ("local", "duckdb"):

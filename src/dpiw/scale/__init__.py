@@ -178,3 +178,69 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
                 raise DpiwError(f"column '{c.name}': codes outside its {len(c.categories)} categories")
             out[c.name] = pd.Categorical.from_codes(codes, categories=c.labels)
     return pd.DataFrame(out, index=df.index)[schema.names]
+
+
+def _scaled_file(part: tuple[str, dict], schema: Schema, bounds, out_of_bounds: str, clip_fix: str, where: str,
+                 arrow_schema, chunk_rows: int):
+    """One parquet file of a folder read, checked and scaled (in a worker process, :func:`iter_scaled`): its
+    scaled frames and its row checks."""
+    from dpiw.data.datasets import RowChecks, iter_fragment
+
+    path, constants = part
+    mine = RowChecks(schema, out_of_bounds=out_of_bounds, clip_fix=clip_fix)
+    frames = []
+    for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows):
+        mine.add(frame)
+        frames.append(scale_frame(frame, schema, bounds))
+    return frames, mine
+
+
+def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, float]], *, chunk_rows: int):
+    """The rows of the table at ``path`` read (dpiw.data.datasets.iter_table), checked (``checks``: a
+    :class:`dpiw.data.datasets.RowChecks`, added to) and scaled (:func:`scale_frame`), as frames of exactly
+    ``chunk_rows`` rows but the last. A parquet folder is read, checked and scaled a file per forked worker process
+    (dpiw.sdgp.engines.local_pool; the frames come back in the files' order, a few files ahead of the writer), and
+    cut into the same frames: the same rows in the same order, so the same bytes once written."""
+    from dpiw.data.datasets import _open_checked, _where, iter_table, parquet_folder
+    from dpiw.sdgp.engines import fragments, local_pool
+
+    folder = parquet_folder(path)
+    pool = None if folder is None else local_pool(folder)
+    if pool is None:
+        for chunk in iter_table(schema, str(path), chunk_rows=chunk_rows):
+            checks.add(chunk)
+            yield scale_frame(chunk, schema, bounds)
+        return
+    import collections
+    import functools
+    import itertools
+
+    workers = pool._max_workers
+    try:
+        _open_checked(schema, path)
+        task = functools.partial(_scaled_file, schema=schema, bounds=bounds, out_of_bounds=checks.out_of_bounds,
+                                 clip_fix=checks.clip_fix, where=_where(schema, path), arrow_schema=folder.schema,
+                                 chunk_rows=chunk_rows)
+        parts = iter([(file, keys) for file, keys, _ in fragments(folder)])
+        # files in flight: memory holds a few files' scaled rows, not the table
+        pending = collections.deque(pool.submit(task, part) for part in itertools.islice(parts, 2 * workers))
+        held, rows = [], 0
+        while pending:
+            frames, mine = pending.popleft().result()  # in the files' order: the first bad file's error
+            part = next(parts, None)
+            if part is not None:
+                pending.append(pool.submit(task, part))
+            checks.merge(mine)
+            held += [f for f in frames if len(f)]
+            rows += sum(len(f) for f in frames)
+            while rows >= chunk_rows:
+                table = pd.concat(held, ignore_index=True)
+                yield table.iloc[:chunk_rows].reset_index(drop=True)
+                rest = table.iloc[chunk_rows:].reset_index(drop=True)
+                held, rows = [rest] if len(rest) else [], len(rest)
+        if rows:
+            yield pd.concat(held, ignore_index=True)
+        elif not checks.rows:
+            raise DpiwError(f"{_where(schema, path)}: the file has no rows")
+    finally:
+        pool.shutdown(cancel_futures=True)

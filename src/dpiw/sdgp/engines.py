@@ -400,7 +400,7 @@ def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, ch
 def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: str = "local"):
     """The table's identity (:func:`dpiw.privacy.identity.measure`) with its row checks (``checks``: a
     :class:`dpiw.data.datasets.RowChecks`, added to). A folder of parquet files is measured a file per task: on
-    ``dask`` on the workers, elsewhere in forked processes here (one per core, :func:`_local_pool`), with row keys
+    ``dask`` on the workers, elsewhere in forked processes here (one per core, :func:`local_pool`), with row keys
     derived from the store's secret (the secret itself stays in this process): each task returns its rows'
     partial sums, sketches and check counts (never a row or a value), combined here into the identity one pass
     over the same rows would give."""
@@ -409,7 +409,7 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
 
     name, address = parse_engine(engine)
     folder = parquet_folder(path)
-    pool = None if folder is None or name == "dask" else _local_pool(folder)
+    pool = None if folder is None or name == "dask" else local_pool(folder)
     if folder is None or (name != "dask" and pool is None):
         return measure(schema, path, secret, also=also, each=None if checks is None else checks.add)
 
@@ -442,7 +442,7 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
     return combine(partials, secret, sets[0], drops)
 
 
-def _local_pool(folder):
+def local_pool(folder):
     """Forked worker processes for a folder's files (:func:`dpiw.privacy.identity.hash_workers` of them), or None
     where there is one file, one core, or no safe fork (dpiw.privacy.identity._fork_context): measured here."""
     from dpiw.privacy.identity import _fork_context, hash_workers

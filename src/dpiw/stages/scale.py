@@ -20,11 +20,11 @@ import pandas as pd
 
 from dpiw import DpiwError
 from dpiw.data import load_raw, load_schema
-from dpiw.data.datasets import CHUNK_ROWS, RowChecks, iter_table, load_public, validate_rows
+from dpiw.data.datasets import CHUNK_ROWS, RowChecks, load_public, validate_rows
 from dpiw.io import write_parquet, write_parquet_chunks
 from dpiw.privacy.seeding import MODES
 from dpiw.privacy.spend import PrivacySpend, no_spend
-from dpiw.scale import check_clipping, column_bounds, scale_frame, split_public, split_rows
+from dpiw.scale import check_clipping, column_bounds, iter_scaled, scale_frame, split_public, split_rows
 from dpiw.stages._cli import Parser, run
 
 
@@ -113,9 +113,7 @@ def stream_release(schema, args):
     bounds = column_bounds(None, schema, bounds="schema")
 
     def scaled():
-        for chunk in iter_table(schema, schema.source["path"], chunk_rows=args.chunk_rows):
-            checks.add(chunk)
-            yield scale_frame(chunk, schema, bounds)
+        yield from iter_scaled(schema, schema.source["path"], checks, bounds, chunk_rows=args.chunk_rows)
         checks.finish()
         log_clipping(checks.clipped(max_fraction=args.max_clip_fraction))
 
