@@ -52,3 +52,6 @@ def test_a_table_hashed_compiled_or_from_python_has_one_identity(root, tmp_path,
     monkeypatch.setattr(identity, "COMPILED_ROWS", 1)
     compiled = identity.measure(schema, path, "5e" * 32)
     assert compiled == python and compiled.rows == 400 and len(compiled.over) > 0
+    # the identity clinic had under this secret before the kernel (commit d9dee9c): a store's tables keep theirs
+    assert compiled.key == "23da3f36a086f13ef1849100a3f0f145e33d2ad13aa1ab6b28f00267babc7032"
+    assert compiled.sketch[:3] == (8429648176302038, 86681406753054569, 157125002188863651)

@@ -431,17 +431,18 @@ def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
 
 
 def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arrow_schema=None,
-                  chunk_rows: int = CHUNK_ROWS):
-    """One parquet file of a folder (``constants``: the columns its hive partition path gives), as
-    :func:`iter_table` reads the folder: typed frames of the schema's columns, cast to the folder's column types
-    (``arrow_schema``: its first file's, as the folder's reader casts them), errors naming the folder."""
+                  chunk_rows: int = CHUNK_ROWS, row_groups=None):
+    """One parquet file of a folder (``constants``: the columns its hive partition path gives; ``row_groups``:
+    only these), as :func:`iter_table` reads the folder: typed frames of the schema's columns, cast to the
+    folder's column types (``arrow_schema``: its first file's, as the folder's reader casts them), errors naming
+    the folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     f = pq.ParquetFile(path)
     names = [c for c in schema.file_names if c in f.schema_arrow.names and c not in constants]
     try:
-        for batch in f.iter_batches(batch_size=chunk_rows, columns=names):
+        for batch in f.iter_batches(batch_size=chunk_rows, columns=names, row_groups=row_groups):
             if batch.num_rows:
                 table = pa.Table.from_batches([batch])
                 if arrow_schema is not None:

@@ -180,27 +180,49 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     return pd.DataFrame(out, index=df.index)[schema.names]
 
 
-def _scaled_file(part: tuple[str, dict], schema: Schema, bounds, out_of_bounds: str, clip_fix: str, where: str,
-                 arrow_schema, chunk_rows: int):
-    """One parquet file of a folder read, checked and scaled (in a worker process, :func:`iter_scaled`): its
-    scaled frames and its row checks."""
+def _scaled_part(part: tuple[str, dict, list[int]], schema: Schema, bounds, out_of_bounds: str, clip_fix: str,
+                 where: str, arrow_schema, chunk_rows: int):
+    """Some row groups of one parquet file of a folder read, checked and scaled (in a worker process,
+    :func:`iter_scaled`): their scaled frames and their row checks."""
     from dpiw.data.datasets import RowChecks, iter_fragment
 
-    path, constants = part
+    path, constants, groups = part
     mine = RowChecks(schema, out_of_bounds=out_of_bounds, clip_fix=clip_fix)
     frames = []
-    for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows):
+    for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows,
+                               row_groups=groups):
         mine.add(frame)
         frames.append(scale_frame(frame, schema, bounds))
     return frames, mine
 
 
+def _row_group_parts(parts, chunk_rows: int) -> list[tuple[str, dict, list[int]]]:
+    """The folder's files (path, hive keys, pyarrow fragment) as tasks of consecutive row groups of at most
+    ``chunk_rows`` rows (or one larger row group): a worker holds a task's scaled rows, not a whole file's."""
+    tasks = []
+    for path, keys, fragment in parts:
+        fragment.ensure_complete_metadata()  # the footer's row groups
+        groups = [rg.num_rows for rg in fragment.row_groups]
+        held, rows = [], 0
+        for i, n in enumerate(groups):
+            if held and rows + n > chunk_rows:
+                tasks.append((path, keys, held))
+                held, rows = [], 0
+            held.append(i)
+            rows += n
+        if held:
+            tasks.append((path, keys, held))
+    return tasks
+
+
 def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, float]], *, chunk_rows: int):
-    """The rows of the table at ``path`` read (dpiw.data.datasets.iter_table), checked (``checks``: a
+    """The rows of the table at ``path`` read (dpiw.data.datasets.iter_table), checked (``checks``: a fresh
     :class:`dpiw.data.datasets.RowChecks`, added to) and scaled (:func:`scale_frame`), as frames of exactly
-    ``chunk_rows`` rows but the last. A parquet folder is read, checked and scaled a file per forked worker process
-    (dpiw.sdgp.engines.local_pool; the frames come back in the files' order, a few files ahead of the writer), and
-    cut into the same frames: the same rows in the same order, so the same bytes once written."""
+    ``chunk_rows`` rows but the last. A parquet folder is read, checked and scaled a few row groups per task in
+    forked worker processes (dpiw.sdgp.engines.local_pool; a few tasks ahead of the writer, in the files' order)
+    and cut into the same frames: the same rows in the same order, so the same bytes once written. A bad row is
+    refused with the line one pass gives (its counts are by chunk across the files); a worker that dies leaves
+    the rest to this process."""
     from dpiw.data.datasets import _open_checked, _where, iter_table, parquet_folder
     from dpiw.sdgp.engines import fragments, local_pool
 
@@ -211,36 +233,66 @@ def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, flo
             checks.add(chunk)
             yield scale_frame(chunk, schema, bounds)
         return
-    import collections
     import functools
-    import itertools
 
-    workers = pool._max_workers
+    from dpiw.data.datasets import RowChecks
+
     try:
         _open_checked(schema, path)
-        task = functools.partial(_scaled_file, schema=schema, bounds=bounds, out_of_bounds=checks.out_of_bounds,
+        task = functools.partial(_scaled_part, schema=schema, bounds=bounds, out_of_bounds=checks.out_of_bounds,
                                  clip_fix=checks.clip_fix, where=_where(schema, path), arrow_schema=folder.schema,
                                  chunk_rows=chunk_rows)
-        parts = iter([(file, keys) for file, keys, _ in fragments(folder)])
-        # files in flight: memory holds a few files' scaled rows, not the table
-        pending = collections.deque(pool.submit(task, part) for part in itertools.islice(parts, 2 * workers))
         held, rows = [], 0
-        while pending:
-            frames, mine = pending.popleft().result()  # in the files' order: the first bad file's error
-            part = next(parts, None)
-            if part is not None:
-                pending.append(pool.submit(task, part))
-            checks.merge(mine)
-            held += [f for f in frames if len(f)]
-            rows += sum(len(f) for f in frames)
-            while rows >= chunk_rows:
-                table = pd.concat(held, ignore_index=True)
-                yield table.iloc[:chunk_rows].reset_index(drop=True)
-                rest = table.iloc[chunk_rows:].reset_index(drop=True)
-                held, rows = [rest] if len(rest) else [], len(rest)
+        try:
+            for frames, mine in _in_order(pool, task, _row_group_parts(fragments(folder), chunk_rows)):
+                checks.merge(mine)
+                held += [f for f in frames if len(f)]
+                rows += sum(len(f) for f in frames)
+                while rows >= chunk_rows:
+                    table = pd.concat(held, ignore_index=True)
+                    yield table.iloc[:chunk_rows].reset_index(drop=True)
+                    rest = table.iloc[chunk_rows:].reset_index(drop=True)
+                    held, rows = [rest] if len(rest) else [], len(rest)
+        except DpiwError:
+            pool.shutdown(cancel_futures=True)
+            one = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
+            for chunk in iter_table(schema, str(path), chunk_rows=chunk_rows):  # the line one pass gives
+                one.add(chunk)
+            raise
         if rows:
             yield pd.concat(held, ignore_index=True)
         elif not checks.rows:
             raise DpiwError(f"{_where(schema, path)}: the file has no rows")
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _in_order(pool, task, parts: list):
+    """``task`` of each part, in order, computed by ``pool`` a few parts ahead (memory: a few parts' results,
+    not the table's); if a worker dies (killed for memory, say), this part and the rest are computed here."""
+    import collections
+    import itertools
+    from concurrent.futures.process import BrokenProcessPool
+
+    def submit(i, part):
+        try:
+            return i, pool.submit(task, part)
+        except BrokenProcessPool:
+            return i, None
+
+    ahead = iter(enumerate(parts))
+    pending = collections.deque(submit(i, p) for i, p in itertools.islice(ahead, 2 * pool._max_workers))
+    while pending:
+        i, future = pending.popleft()
+        try:
+            if future is None:  # not submitted: the pool had broken
+                raise BrokenProcessPool
+            out = future.result()
+        except BrokenProcessPool:
+            for p in parts[i:]:
+                yield task(p)
+            return
+        following = next(ahead, None)
+        if following is not None:
+            pending.append(submit(*following))
+        yield out

@@ -225,7 +225,8 @@ class DuckDBCounter:
         union = sorted({j for cl in cliques for j in cl})
         exprs = {f"c{j}": self._cell(j) for j in union}
         sizes = {f"c{j}": self.cards[j] for j in union}
-        if len(cliques) > 1 and math.prod(self.cards[j] for j in union) <= JOINT_CELLS:
+        if len(cliques) > 1 and all(len(set(cl)) == len(cl) for cl in cliques) and \
+                math.prod(self.cards[j] for j in union) <= JOINT_CELLS:
             # one GROUP BY over every column the cliques name, each clique's table a sum of it: one hash
             # aggregate of few groups instead of one grouping set per clique (1e8 rows, 15 cliques: 14 -> 4 s)
             names = tuple(f"c{j}" for j in union)
@@ -383,9 +384,11 @@ class DaskCounter:
 # --- the table's identity and row checks ------------------------------------------------------------------------
 
 
-def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, checks, where: str, arrow_schema):
+def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, checks, where: str, arrow_schema,
+                   digests: bool = True):
     """One parquet file's :class:`dpiw.privacy.identity.Partial` and its row checks (runs on a worker): sums,
-    sketches and counts; the checks' distinct values go back as keyed digests, never as values."""
+    sketches and counts; the checks' distinct values go back as keyed digests, never as values (``digests``
+    False: as values, to a process of this machine)."""
     from dpiw.data.datasets import RowChecks, iter_fragment
     from dpiw.privacy.identity import measure_frames
 
@@ -393,7 +396,8 @@ def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, ch
     mine = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
     frames = iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema)
     partial = measure_frames(schema, frames, keys, sets, drops, each=mine.add)
-    mine.seen = {name: {keys.seen(v) for v in values} for name, values in mine.seen.items()}
+    if digests:
+        mine.seen = {name: {keys.seen(v) for v in values} for name, values in mine.seen.items()}
     return partial, mine
 
 
@@ -429,9 +433,14 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
             results = gathered(client, client.map(_identity_part, parts, **task, pure=False))
         else:
             import functools
+            from concurrent.futures.process import BrokenProcessPool
 
-            # in the files' order: the first bad file's error, whichever worker finds it first
-            results = list(pool.map(functools.partial(_identity_part, **task), parts))
+            try:
+                results = list(pool.map(functools.partial(_identity_part, **task, digests=False), parts))
+            except (DpiwError, BrokenProcessPool):
+                # a bad row (refused with the line one pass gives: its counts are by chunk across the files, not
+                # by file), or a worker that died (killed for memory, say): measured in this process instead
+                return measure(schema, path, secret, also=also, each=checks.add)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -447,8 +456,8 @@ def local_pool(folder):
     where there is one file, one core, or no safe fork (dpiw.privacy.identity._fork_context): measured here."""
     from dpiw.privacy.identity import _fork_context, hash_workers
 
-    workers = hash_workers()
-    context = _fork_context() if workers > 1 and len(folder.files) > 1 else None
+    workers = min(hash_workers(), len(folder.files))
+    context = _fork_context() if workers > 1 else None
     if context is None:
         return None
     from concurrent.futures import ProcessPoolExecutor
