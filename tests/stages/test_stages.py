@@ -58,6 +58,23 @@ def test_chain_outputs(chain):
     assert w["noise"]["scale"] == pytest.approx(0.3)  # lambda auto -> rho = rho_target (the default)
 
 
+@pytest.mark.parametrize("method", ["none", "none_split"])
+def test_unit_weights_encode_nothing(chain, tmp_path, monkeypatch, method):
+    """Unit weights never build the one-hot design (1e6 rows of a 1,462-category column took 22 GB for w = 1)."""
+    def refuse(*a, **k):
+        raise AssertionError("encode called for unit weights")
+
+    monkeypatch.setattr(fit_weights, "encode", refuse)
+    budget = ["--weights-epsilon-fraction", "0.1", "--weights-delta-fraction", "0.3"] if method == "none_split" else []
+    fit_weights.main(["--real", str(chain["train"]), "--synth", str(chain["synth"]), "--schema", chain["schema"],
+                      "--method", method, "--dataset", "toy", "--sdgp", "marginals", "--epsilon", "1", "--delta",
+                      "paper", *budget, "--seed", "0", "--out", str(tmp_path / "u.parquet"), "--privacy-out",
+                      str(tmp_path / "u.json")])
+    lr = pd.read_parquet(tmp_path / "u.parquet")
+    assert len(lr) == 200 and (lr.log_ratio == 0).all()
+    assert json.loads((tmp_path / "u.json").read_text())["epsilon"] == 0
+
+
 def test_ledger_sum_and_budget_gate(chain, tmp_path):
     records = [str(chain[k]) for k in ("scale", "synth_priv", "w_priv", "post_priv")]
     out = tmp_path / "manifest.json"

@@ -198,8 +198,13 @@ def main(argv: list[str] | None = None) -> None:
 
             write_measurements(est, args.measurements_out)
     else:
-        X_synth = encode(synth, schema)
-        X_real = encode(real, schema) if real is not None else X_synth[:0]
+        unit = family == "" and args.method != "true"
+
+        def features(df):  # unit weights read no features: a wide table's one-hot need not fit in memory
+            return np.empty((len(df), 0)) if unit else encode(df, schema)
+
+        X_synth = features(synth)
+        X_real = features(real) if real is not None else X_synth[:0]
         params, fit_kw = {}, {}
         if args.method == "logreg":
             if args.logreg_c is None:
@@ -224,7 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         est = make_estimator(args.method, **params)
         est.fit(X_real, X_synth, epsilon=eps_w, delta=delta_w, rng=rng, **fit_kw, **fit_rows)
         log_ratio = est.log_ratio(X_synth)
-        public_lr = est.log_ratio(encode(public, schema)) if len(public) else []
+        public_lr = est.log_ratio(features(public)) if len(public) else []
     if args.public_out:
         write_parquet(pd.DataFrame({"row": range(len(public)), "log_ratio": np.asarray(public_lr, float)}),
                       args.public_out)
