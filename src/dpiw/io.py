@@ -181,6 +181,13 @@ def read_log_weights(path: str | Path, column: str) -> np.ndarray:
 def check_finite(df: pd.DataFrame, *, where: str) -> None:
     """Raise one DpiwError naming every column holding NaN or inf and how many rows do (never a value or a
     row's position: the rows may be private)."""
+    counts, numeric = nonfinite_counts(df)
+    if any(counts.values()):
+        raise empty_values_error(counts, where=where, numeric=numeric)
+
+
+def nonfinite_counts(df: pd.DataFrame) -> tuple[dict[str, int], set[str]]:
+    """Each column's count of NaN or inf (numeric columns) or empty values (the rest), and the numeric columns."""
     import pandas as pd
 
     counts, numeric = {}, set()
@@ -190,8 +197,7 @@ def check_finite(df: pd.DataFrame, *, where: str) -> None:
             counts[col] = int((~np.isfinite(df[col].to_numpy(dtype=float))).sum())
         else:
             counts[col] = int(df[col].isna().sum())
-    if any(counts.values()):
-        raise empty_values_error(counts, where=where, numeric=numeric)
+    return counts, numeric
 
 
 def empty_values_error(counts: dict, *, where: str, numeric) -> DpiwError:

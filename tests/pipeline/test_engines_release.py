@@ -58,6 +58,11 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
     assert len(list((tmp_path / "wards").rglob("*.parquet"))) >= 8
     (tmp_path / "wards.yaml").write_text(yaml.safe_dump(SCHEMA, sort_keys=False))
     release(tmp_path, "wards.csv", "local", "local")
+    # the same rows in another order: the same table and the same release, found again (no new noise, no spend)
+    raw.iloc[::-1].to_csv(tmp_path / "reversed.csv", index=False)
+    again = release(tmp_path, "reversed.csv", "local", "local")
+    assert "admitted before; nothing is spent" in again.stdout, again.stdout
+    assert len(list((tmp_path / "p-local").rglob("release/manifest.json"))) == 1
     # the folder in the same ledger store: the ledger's identity of its rows is the CSV's, so it is the same
     # table and draws on the same lifetime budget (a copy as a folder gets no fresh one)
     release(tmp_path, "wards", "local", "local", "--new-release")

@@ -122,6 +122,40 @@ def test_bad_user_data_gives_one_clear_error_and_no_artifact(user_data, capsys, 
     assert not any(user_data.out.rglob("*")), list(user_data.out.rglob("*"))
 
 
+def test_bad_rows_are_counted_over_the_whole_table(user_data):
+    """However the table is cut into chunks, the line counts every bad row of it (a chunk read after the first
+    bad one is counted too), and a long public list is shortened in the line."""
+    from dpiw import DpiwError
+    from dpiw.data.datasets import RowChecks, iter_table
+
+    frame = user_data.frame.astype({"region": object, "bmi": object})
+    frame.loc[[3, 250, 399], "region"] = "mars"
+    frame.loc[[5, 398], "bmi"] = "heavy"
+    spec = dict(user_data.schema)
+    spec["columns"] = [dict(c, categories=[*c["categories"], *(f"ward {k}" for k in range(40))])
+                       if c["name"] == "region" else c for c in spec["columns"]]
+    schema = load_schema(user_data(frame, spec))
+    lines = set()
+    for chunk_rows in (50, 133, 1000):
+        with pytest.raises(DpiwError) as exc:
+            list(iter_table(schema, schema.source["path"], chunk_rows=chunk_rows))
+        lines.add(str(exc.value))
+    assert len(lines) == 1, lines
+    line = lines.pop()
+    assert "column 'bmi' is declared numeric but 2 row(s) hold text" in line
+    assert ("column 'region' has 3 row(s) outside its declared categories ['north', 'south', 'east', 'west', "
+            "'ward 0', 'ward 1', 'ward 2', 'ward 3', 'ward 4', 'ward 5', ... (44 in all, as the schema lists them)]"
+            in line) and "ward 39" not in line and "mars" not in line
+    inf = user_data.frame.astype({"age": float})
+    inf.loc[[7, 300], "age"] = np.inf
+    schema = load_schema(user_data(inf))
+    checks = RowChecks(schema, out_of_bounds="clip")
+    for chunk in iter_table(schema, schema.source["path"], chunk_rows=50):
+        checks.add(chunk)
+    with pytest.raises(DpiwError, match=r"column 'age' \(2 missing or infinite\) has empty values"):
+        checks.finish()
+
+
 def test_missing_file_and_wrong_column_count(user_data, capsys, tmp_path):
     schema = user_data()
     spec = yaml.safe_load(schema.read_text())
@@ -230,6 +264,20 @@ def _with_income(user_data, tmp_path, income_text):
     path = tmp_path / "clinic.yaml"
     path.write_text(yaml.safe_dump(schema))
     return path
+
+
+def test_a_csv_cut_short_is_said_to_be(user_data, capsys):
+    """A copy that stopped mid-line is not blamed on a comma: the line says the file looks cut short."""
+    schema = user_data()
+    data = load_schema(schema).source["path"]
+    text = open(data).read()
+    with open(data, "w") as f:
+        f.write(text[:len(text) - 20])
+    with pytest.raises(SystemExit) as exc:
+        run(scale.main, _scale_args(schema, user_data.out))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "the file looks cut short" in err and "comma" not in err, err
+    assert not any(user_data.out.rglob("*"))
 
 
 def test_unquoted_thousands_separator_is_refused_not_shifted(user_data, capsys, tmp_path):

@@ -172,7 +172,10 @@ def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
     assert a == b and set(a.over) == {("age", "ill")} and checks_dask.rows == checks_csv.rows == n
     assert checks_dask.outside == checks_csv.outside and {k: len(v) for k, v in checks_dask.seen.items()} == \
         {k: len(v) for k, v in checks_csv.seen.items()}
-    bad = raw.assign(ill=np.where(i == n - 1, "maybe", raw.ill))
+    # bad labels in three files, bad text in two, an inf in two: every one counted, on Dask as in one pass
+    bad = raw.assign(ill=np.where(np.isin(i, [0, n // 2, n - 1]), "maybe", raw.ill),
+                     visits=np.where(np.isin(i, [1, n - 2]), "often", raw.visits.astype(str)),
+                     kappa=np.where(np.isin(i, [3, n - 3]), np.inf, raw.kappa))
     ds.write_dataset(pa.Table.from_pandas(bad, preserve_index=False), tmp_path / "bad", format="parquet",
                      partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
                      max_rows_per_file=30_000, max_rows_per_group=30_000)
@@ -182,6 +185,21 @@ def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
     with pytest.raises(DpiwError) as dask:
         measure_table(schema, tmp_path / "bad", secret, engine="dask")
     assert str(dask.value).split(":", 1)[1] == str(csv.value).split(":", 1)[1]  # the same line but the path
+    assert "'visits' is declared numeric but 2 row(s) hold text" in str(dask.value)
+    assert "'ill' has 3 row(s) outside its declared categories" in str(dask.value)
+    inf = bad.assign(ill=raw.ill, visits=raw.visits)  # only the infs: refused by the checks, counted over the files
+    ds.write_dataset(pa.Table.from_pandas(inf, preserve_index=False), tmp_path / "inf", format="parquet",
+                     partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
+                     max_rows_per_file=30_000, max_rows_per_group=30_000)
+    inf.to_csv(tmp_path / "inf.csv", index=False)
+    lines = []
+    for table, engine in ((tmp_path / "inf.csv", "local"), (tmp_path / "inf", "dask")):
+        checks = RowChecks(SCHEMA, out_of_bounds="clip")
+        measure_table(schema, table, secret, checks=checks, engine=engine)
+        with pytest.raises(DpiwError) as refused:
+            checks.finish()
+        lines.append(str(refused.value))
+    assert lines[0] == lines[1] and "'kappa' (2 missing or infinite)" in lines[0]
     with pytest.raises(DpiwError, match="no rows"):  # a folder of files without rows
         (tmp_path / "none").mkdir()
         raw.iloc[:0].to_parquet(tmp_path / "none" / "part-0.parquet", index=False)
@@ -259,3 +277,76 @@ def test_bad_files_of_a_folder_get_the_same_line_on_every_engine(tmp_path, clust
 
     assert pa.types.is_null(pq.read_schema(folder / "zz.parquet").field("visits").type)
     assert count_rows(one, str(folder)) == n + 10
+
+
+@pytest.mark.parametrize("case", ["readme", "notes", "truncated", "corrupt"])
+def test_an_unreadable_file_in_a_folder_is_named_on_every_engine(tmp_path, cluster, case):
+    """A file of a folder that is not parquet (a README first or last in path order), cut short (no footer) or
+    with a broken page (its footer whole: found only when the rows are read) is refused with one line naming the
+    file, by every reader of the folder: never a traceback."""
+    from dataclasses import replace
+
+    import pyarrow.parquet as pq
+
+    from dpiw.data.datasets import count_rows, iter_table
+    from dpiw.sdgp.engines import measure_table
+
+    n = 3000
+    i = np.arange(n)
+    flat = pd.DataFrame({"age": i % 90 + 1.0, "kappa": np.linspace(0, 40, n).round(3), "visits": i % 7 * 1.0,
+                         "ill": np.where(i % 5 == 0, "yes", "no")})
+    schema = replace(SCHEMA, columns=tuple(c for c in SCHEMA.columns if c.name != "region"),
+                     source={"kind": "file", "path": str(tmp_path / "t")})
+    folder = tmp_path / "t"
+    folder.mkdir()
+    for k, name in enumerate(("aa", "mm", "zz")):
+        flat.iloc[k * 1000:(k + 1) * 1000].to_parquet(folder / f"{name}.parquet", index=False)
+    if case in ("readme", "notes"):
+        bad = folder / ("README.txt" if case == "readme" else "zz_notes.txt")
+        bad.write_text("rows of the ward table, one file a month\n")
+    else:
+        bad = folder / "mm.parquet"
+        data = bytearray(bad.read_bytes())
+        if case == "truncated":
+            data = data[:len(data) // 2]
+        else:  # the page header of a column's data, overwritten
+            off = pq.ParquetFile(bad).metadata.row_group(0).column(1).data_page_offset
+            data[off:off + 64] = b"\xff" * 64
+        bad.write_bytes(bytes(data))
+    line = f"file {bad.resolve()} cannot be read as parquet"
+    readers = {"rows": lambda: list(iter_table(schema, str(folder), chunk_rows=700))}
+    if case != "corrupt":  # a broken page is not seen in the footers
+        readers["count"] = lambda: count_rows(schema, str(folder))
+    for engine in ENGINES:
+        readers[engine] = lambda engine=engine: measure_table(schema, folder, "3c" * 32, engine=engine)
+    for name, read in readers.items():
+        with pytest.raises(DpiwError) as exc:
+            read()
+        assert line in str(exc.value) and "\n" not in str(exc.value), (name, str(exc.value))
+
+
+@pytest.mark.parametrize("typed", ["same type", "other type"])
+def test_a_partition_column_also_in_its_file_is_refused(tmp_path, cluster, typed):
+    """region=e/part.parquet holding a column region of its own (which pyarrow would silently overrule with the
+    folder's name, or fail to merge) is refused with one line naming the file and the fix."""
+    from dataclasses import replace
+
+    from dpiw.data.datasets import count_rows
+    from dpiw.sdgp.engines import measure_table
+
+    schema = replace(SCHEMA, source={"kind": "file", "path": str(tmp_path / "t")})
+    n = 400
+    i = np.arange(n)
+    import pyarrow.parquet as pq
+
+    for region in ("e", "w"):
+        (tmp_path / "t" / f"region={region}").mkdir(parents=True)
+        own = pa.array(np.where(i % 2, "n", "s"), pa.large_string() if typed == "other type" else pa.string())
+        pq.write_table(pa.table({"age": i % 90 + 1.0, "kappa": i / 10, "visits": i % 7 * 1.0, "region": own,
+                                 "ill": np.where(i % 5 == 0, "yes", "no")}),
+                       tmp_path / "t" / f"region={region}" / "part.parquet")
+    for read in (lambda: count_rows(schema, str(tmp_path / "t")),
+                 *(lambda e=e: measure_table(schema, tmp_path / "t", "3c" * 32, engine=e) for e in ENGINES)):
+        with pytest.raises(DpiwError, match=r"file region=e/part.parquet holds column\(s\) \['region'\] that its "
+                                            r"folder's name gives too \(region=e\)"):
+            read()

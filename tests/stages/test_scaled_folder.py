@@ -23,8 +23,11 @@ def test_a_folder_scaled_in_worker_processes_is_the_same_frames_checks_and_error
     assert 200 < len(east)  # the second chunk of 100 rows: the end of east's first file, the start of its second
     tables = {"t": frame,
               "bounds": frame.assign(bmi=np.where(i == 700, 99.0, frame.bmi)),  # refused at the end, counted
-              # two bad labels in two files of one chunk: one pass counts both
-              "labels": frame.assign(smoker=np.where(np.isin(i, east[[110, 125]]), "maybe", frame.smoker))}
+              # bad labels in two files of one chunk and in a later chunk: every one counted
+              "labels": frame.assign(smoker=np.where(np.isin(i, [*east[[110, 125]], len(frame) - 1]), "maybe",
+                                                     frame.smoker)),
+              # infinite values in two files: counted, refused by the checks at the end
+              "inf": frame.assign(bmi=np.where(np.isin(i, [2, len(frame) - 2]), np.inf, frame.bmi))}
     for name, rows in tables.items():  # files of up to 120 rows in row groups of 40: tasks of two row groups, then one
         ds.write_dataset(pa.Table.from_pandas(rows, preserve_index=False), tmp_path / name, format="parquet",
                          partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
@@ -62,7 +65,7 @@ for arm in ("pool", "one pass", "a worker dies"):
     out[arm] = {{"sizes": rows, "bytes": hashlib.sha256(open(path, "rb").read()).hexdigest(),
                 "rows": checks.rows, "outside": checks.outside, "seen": {{k: sorted(map(str, v)) for k, v in
                                                                           checks.seen.items()}}}}
-    for bad in ("bounds", "labels"):
+    for bad in ("bounds", "labels", "inf"):
         checks = RowChecks(schema, out_of_bounds="fail")
         try:
             list(iter_scaled(schema, {str(tmp_path)!r} + "/" + bad, checks, bounds, chunk_rows=100))
@@ -75,8 +78,9 @@ print(json.dumps(out))
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     out = json.loads(run.stdout)
-    assert out.pop("pools") == [True] * 6
+    assert out.pop("pools") == [True] * 8
     assert out["pool"] == out["one pass"] == out["a worker dies"]
     assert out["pool"]["sizes"] == [100] * 12 and out["pool"]["rows"] == 1200
     assert "'bmi' has 1 value(s) outside its public bounds" in out["pool"]["bounds"]
-    assert "column 'smoker' has 2 row(s) outside its declared categories" in out["pool"]["labels"]
+    assert "column 'smoker' has 3 row(s) outside its declared categories" in out["pool"]["labels"]
+    assert "column 'bmi' (2 missing or infinite) has empty values" in out["pool"]["inf"]

@@ -144,11 +144,12 @@ def check_field_counts(path, where: str) -> int:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    bad = 0
+    bad = short = 0
 
     def count(row) -> str:
-        nonlocal bad
+        nonlocal bad, short
         bad += 1
+        short += row.actual_columns < row.expected_columns
         return "skip"
 
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
@@ -168,11 +169,24 @@ def check_field_counts(path, where: str) -> int:
         if "UTF8" in str(exc) or "UTF-8" in str(exc):
             raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
         raise DpiwError(f"{where}: cannot be read as CSV (check the file's format)") from None
+    if bad == short == 1 and _ends_mid_line(path):
+        raise DpiwError(f"{where}: the last line has fewer fields than the header's {len(header)} and no line end: "
+                        "the file looks cut short (copied or written only in part); copy or export it again")
     if bad:
         raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
                         "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
                         "drop the separator")
     return rows
+
+
+def _ends_mid_line(path) -> bool:
+    """The file's last byte is not a line end."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        if not f.tell():
+            return False
+        f.seek(-1, 2)
+        return f.read(1) not in (b"\n", b"\r")
 
 
 def parquet_folder(path):
@@ -185,7 +199,33 @@ def parquet_folder(path):
         return None
     import pyarrow.dataset as ds
 
-    return ds.dataset(str(path), format="parquet", partitioning="hive")
+    try:
+        return ds.dataset(str(path), format="parquet", partitioning="hive")
+    except (ValueError, OSError, TypeError) as exc:  # a file that is not parquet (a README, a half-written part)
+        import pyarrow.parquet as pq
+
+        for f in sorted(p for p in path.rglob("*") if p.is_file()):
+            rel = f.relative_to(path)
+            if any(part.startswith((".", "_")) for part in rel.parts):
+                continue  # what the dataset's discovery skips (_SUCCESS, .crc files)
+            try:
+                names = pq.read_schema(f).names
+            except (ValueError, OSError) as why:
+                raise DpiwError(f"{path}: file {f.resolve()} cannot be read as parquet ({type(why).__name__}); a "
+                                "folder given as a table holds parquet files only: rewrite it, or move it out of "
+                                "the folder") from None
+            keys = dict(part.split("=", 1) for part in rel.parts[:-1] if "=" in part)
+            both = {c: keys[c] for c in keys if c in names}
+            if both:
+                raise _clash(str(path), str(rel), both) from None
+        raise DpiwError(f"{path}: cannot be read as a parquet folder ({type(exc).__name__}); write its files with "
+                        "the same column types") from None
+
+
+def _clash(where: str, rel: str, both: dict) -> DpiwError:
+    return DpiwError(f"{where}: file {rel} holds column(s) {sorted(both)} that its folder's name gives too "
+                     f"({', '.join(f'{c}={v}' for c, v in both.items())}); a partitioned folder keeps a partition "
+                     "column in its folder names only: drop the column from the file, or rename the folder")
 
 
 def is_table(path) -> bool:
@@ -273,8 +313,14 @@ def check_folder(schema: Schema, dataset, path, where: str) -> None:
     first = dataset.schema
     for fragment in dataset.get_fragments():
         keys = ds.get_partition_keys(fragment.partition_expression)
-        own = fragment.physical_schema
+        try:
+            own = fragment.physical_schema  # its footer
+        except (ValueError, OSError) as exc:
+            raise unreadable_file(where, fragment.path, exc) from None
         rel = os.path.relpath(fragment.path, str(path))
+        both = {c: keys[c] for c in keys if c in own.names}
+        if both:
+            raise _clash(where, rel, both)
         missing = [c for c in schema.file_names if c not in own.names and c not in keys and c in first.names]
         if missing:
             raise DpiwError(f"{where}: file {rel} has no column(s) {missing}; every file of the folder must hold the "
@@ -291,6 +337,7 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
     from pathlib import Path
 
     path, where = Path(file), _where(schema, file)
+    folder = names = None
     try:
         folder = parquet_folder(path)
         if folder is not None:  # a partitioned parquet folder: its files' record batches, in path order
@@ -310,8 +357,9 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
                 yield batch.to_pandas()
             return
         header = schema.source.get("header", True)
+        # low_memory=False: a chunk's column typed as a whole (no DtypeWarning on a mixed one: the checks name it)
         reader = pd.read_csv(path, header=0 if header else None, skipinitialspace=True, index_col=False,
-                             chunksize=chunk_rows)
+                             chunksize=chunk_rows, low_memory=False)
         for df in [reader] if chunk_rows is None else reader:
             if not header:
                 if df.shape[1] != len(schema.file_names):
@@ -322,6 +370,10 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
     except UnicodeDecodeError:
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        if folder is not None:  # which file (read again: for the message only)
+            culprit = first_unreadable(folder, names)
+            if culprit is not None:
+                raise unreadable_file(where, *culprit) from None
         kind = "parquet" if path.suffix == ".parquet" or path.is_dir() else "CSV"
         raise DpiwError(f"{where}: cannot be read as {kind} "
                         f"({type(exc).__name__}); check the file's format") from None
@@ -360,26 +412,72 @@ def _labelled(col: pd.Series, label) -> pd.Series:
     return pd.Series(values, index=col.index, name=col.name)
 
 
+def public_list(values, *, at_most: int = 12) -> str:
+    """A public list (a column's categories) as an error line shows it: whole, or its first few and how many."""
+    values = list(values)
+    if len(values) <= at_most:
+        return str(values)
+    shown = ", ".join(map(repr, values[:at_most - 2]))
+    return f"[{shown}, ... ({len(values):,} in all, as the schema lists them)]"
+
+
+class BadRows(DpiwError):
+    """Rows whose values the schema refuses, counted by column: text in a numeric column (``text``), a label
+    outside a column's categories (``outside``), an empty cell the schema says nothing of (``empty``). The counts
+    of a table's parts add up (:meth:`plus`), so a table read in one pass, a file per process or a file per Dask
+    worker is refused with the same line, counting every bad row of the table."""
+
+    def __init__(self, counts: dict, schema: Schema, where: str):
+        self.counts, self.schema, self.where = dict(counts), schema, where
+        super().__init__(_bad_rows_message(self.counts, schema, where))
+
+    def __reduce__(self):  # pickled by its counts (a worker process's error, or its result)
+        return type(self), (self.counts, self.schema, self.where)
+
+    def plus(self, other: BadRows) -> BadRows:
+        return BadRows({k: self.counts.get(k, 0) + other.counts.get(k, 0) for k in {*self.counts, *other.counts}},
+                       self.schema, self.where)
+
+
+def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
+    problems = []
+    for c in schema.columns:
+        if counts.get(("text", c.name)):
+            problems.append(f"column '{c.name}' is declared numeric but {counts['text', c.name]} row(s) hold text; fix "
+                            "the values or declare the column categorical")
+        if counts.get(("outside", c.name)):
+            problems.append(f"column '{c.name}' has {counts['outside', c.name]} row(s) outside its declared categories "
+                            f"{public_list(c.categories)}; add the missing categories to the schema (a public list) or "
+                            "fix the rows")
+    empty = [f"'{c.name}' ({counts['empty', c.name]} empty)" for c in schema.columns if counts.get(("empty", c.name))]
+    if empty:
+        problems.append(f"column{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
+                        f"{'have' if len(empty) > 1 else 'has'} empty values; say in the schema what an empty value "
+                        "is (`missing: category` for a categorical column, `missing: indicator` for a numeric one), "
+                        "or remove them")
+    return f"{where}: " + "; ".join(problems)
+
+
 def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
-    """The schema's columns of ``df``: numeric columns as numbers, categorical ones as their labels (text)."""
+    """The schema's columns of ``df``: numeric columns as numbers, categorical ones as their labels (text);
+    raises :class:`BadRows` with every column's problem."""
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in schema.file_names if c not in df.columns]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
                         f"{list(df.columns)} (fix the names in the schema or the file)")
-    problems, empty = [], []  # every column's problem, in one message
+    counts = {}
     for c in schema.columns:
         if c.indicator_of is not None:  # made from its column below, not read
             continue
         col = df[c.name]
         if not c.missing and int(col.isna().sum()):
-            empty.append(f"'{c.name}' ({int(col.isna().sum())} empty)")
+            counts["empty", c.name] = int(col.isna().sum())
         if c.is_numeric:
             num = pd.to_numeric(col, errors="coerce")
             bad = num.isna() & col.notna()
             if bad.any():
-                problems.append(f"column '{c.name}' is declared numeric but {int(bad.sum())} row(s) hold text; fix "
-                                "the values or declare the column categorical")
+                counts["text", c.name] = int(bad.sum())
             df[c.name] = num
         else:
             def label(v):
@@ -390,18 +488,29 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
             text = _labelled(col, label)
             outside = int((text.notna() & ~text.isin(list(c.categories))).sum())
             if outside:
-                problems.append(f"column '{c.name}' has {outside} row(s) outside its declared categories "
-                                f"{list(c.categories)}; add the missing categories to the schema (a public list) or "
-                                "fix the rows")
+                counts["outside", c.name] = outside
             df[c.name] = text
-    if empty:
-        problems.append(f"column{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
-                        f"{'have' if len(empty) > 1 else 'has'} empty values; say in the schema what an empty value "
-                        "is (`missing: category` for a categorical column, `missing: indicator` for a numeric one), "
-                        "or remove them")
-    if problems:
-        raise DpiwError(f"{where}: " + "; ".join(problems))
+    if counts:
+        raise BadRows(counts, schema, where)
     return fill_missing(df, schema)
+
+
+def _checked(frames, schema: Schema, where: str):
+    """:func:`_typed` of each frame, the schema's columns. After the first frame with bad rows the rest are read
+    and counted too, and one :class:`BadRows` counts the whole table's: the same line however the table is cut."""
+    frames = iter(frames)
+    for df in frames:
+        try:
+            typed = _typed(df, schema, where)
+        except BadRows as first:
+            bad = first
+            for rest in frames:
+                try:
+                    _typed(rest, schema, where)
+                except BadRows as more:
+                    bad = bad.plus(more)
+            raise bad from None
+        yield typed[schema.names]
 
 
 def read_table(schema: Schema, file: str) -> pd.DataFrame:
@@ -421,12 +530,16 @@ def iter_table(schema: Schema, file: str, *, chunk_rows: int = CHUNK_ROWS):
     """:func:`read_table` in parts: the same checks and the same rows, ``chunk_rows`` at a time (the schema's
     columns only), so memory holds one chunk, not the table. Raises on a file with no rows."""
     _open_checked(schema, file)
-    where, rows = _where(schema, file), 0
-    for df in _frames(schema, file, chunk_rows):
-        if len(df):
-            rows += len(df)
-            yield _typed(df, schema, where)[schema.names]
-    if not rows:
+    where, rows = _where(schema, file), [0]
+
+    def filled():
+        for df in _frames(schema, file, chunk_rows):
+            if len(df):
+                rows[0] += len(df)
+                yield df
+
+    yield from _checked(filled(), schema, where)
+    if not rows[0]:
         raise DpiwError(f"{where}: the file has no rows")
 
 
@@ -439,24 +552,48 @@ def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arr
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    f = pq.ParquetFile(path)
-    names = [c for c in schema.file_names if c in f.schema_arrow.names and c not in constants]
-    try:
-        for batch in f.iter_batches(batch_size=chunk_rows, columns=names, row_groups=row_groups):
-            if batch.num_rows:
-                table = pa.Table.from_batches([batch])
-                if arrow_schema is not None:
-                    table = table.cast(pa.schema([arrow_schema.field(c) for c in names]))
-                yield _typed(table.to_pandas().assign(**constants), schema, where)[schema.names]
-    except (ValueError, OSError) as exc:
-        raise DpiwError(f"{where}: cannot be read as parquet ({type(exc).__name__}); check the file's format") from None
+    def frames():
+        try:
+            f = pq.ParquetFile(path)
+            names = [c for c in schema.file_names if c in f.schema_arrow.names and c not in constants]
+            for batch in f.iter_batches(batch_size=chunk_rows, columns=names, row_groups=row_groups):
+                if batch.num_rows:
+                    table = pa.Table.from_batches([batch])
+                    if arrow_schema is not None:
+                        table = table.cast(pa.schema([arrow_schema.field(c) for c in names]))
+                    yield table.to_pandas().assign(**constants)
+        except (ValueError, OSError) as exc:  # the message may quote the data: not shown
+            raise unreadable_file(where, path, exc) from None
+
+    yield from _checked(frames(), schema, where)
+
+
+def unreadable_file(where: str, path, exc: Exception) -> DpiwError:
+    """The error for a file of a parquet folder that cannot be read (named by its full path, on every engine)."""
+    from pathlib import Path
+
+    return DpiwError(f"{where}: file {Path(path).resolve()} cannot be read as parquet ({type(exc).__name__}); "
+                     "rewrite it, or move it out of the folder")
+
+
+def first_unreadable(dataset, names) -> tuple[str, Exception] | None:
+    """The first file of a parquet dataset (in path order) whose ``names`` columns cannot be read, and why; None
+    when every file reads. (Reads the files: for an error's message only.)"""
+    for fragment in dataset.get_fragments():
+        try:
+            own = [c for c in names or [] if c in fragment.physical_schema.names] or None
+            for _ in fragment.to_batches(columns=own):
+                pass
+        except (ValueError, OSError) as exc:
+            return fragment.path, exc
+    return None
 
 
 class RowChecks:
-    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf checked there, values
-    outside the bounds counted), then :meth:`finish` (the bounds under ``fail``, no constant column, at least two
-    classes) and :meth:`clipped` (the
-    share of each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
+    """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and values outside the
+    bounds counted), then :meth:`finish` (no NaN/inf, the bounds under ``fail``, no constant column, at least two
+    classes: counted over every row, so one line however the rows were split) and :meth:`clipped` (the share of
+    each numeric column outside its bounds, as :func:`dpiw.scale.check_clipping` gives it)."""
 
     def __init__(self, schema: Schema, *, out_of_bounds: str, clip_fix: str = "set scale.out_of_bounds: clip"):
         if out_of_bounds not in ("clip", "fail"):
@@ -464,12 +601,22 @@ class RowChecks:
         self.schema, self.out_of_bounds, self.rows, self.clip_fix = schema, out_of_bounds, 0, clip_fix
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+        self.empty: dict[str, int] = {}  # NaN or inf (numeric), empty (the rest), by column
+        self.numeric: set[str] = set()
+
+    @property
+    def bad(self) -> bool:
+        """Some row holds an empty or infinite value: :meth:`finish` will refuse the table."""
+        return any(self.empty.values())
 
     def add(self, df: pd.DataFrame) -> None:
-        from dpiw.io import check_finite
+        from dpiw.io import nonfinite_counts
 
-        schema, where = self.schema, f"dataset '{self.schema.name}'"
-        check_finite(df, where=where)
+        schema = self.schema
+        counts, numeric = nonfinite_counts(df)
+        for col, n in counts.items():
+            self.empty[col] = self.empty.get(col, 0) + n
+        self.numeric |= numeric
         for c in schema.columns:
             if len(self.seen[c.name]) < 2:
                 self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
@@ -481,6 +628,9 @@ class RowChecks:
     def merge(self, other: RowChecks) -> None:
         """Add the checks of other rows of the same table (a Dask worker's part)."""
         self.rows += other.rows
+        for col, n in other.empty.items():
+            self.empty[col] = self.empty.get(col, 0) + n
+        self.numeric |= other.numeric
         for name, seen in other.seen.items():
             self.seen[name] = set(list(self.seen[name] | seen)[:2]) if len(self.seen[name]) < 2 else self.seen[name]
         for name, out in other.outside.items():
@@ -488,8 +638,13 @@ class RowChecks:
 
     def finish(self) -> None:
         """Refuse the table: values outside the bounds under ``fail`` (every column, counted over all the rows,
-        in one message: the same line however the rows were split), a constant column, a single class."""
+        in one message: the same line however the rows were split), a constant column, a single class; first, an
+        empty or infinite value anywhere (each column's count over all the rows)."""
+        from dpiw.io import empty_values_error
+
         schema, where = self.schema, f"dataset '{self.schema.name}'"
+        if self.bad:
+            raise empty_values_error(self.empty, where=where, numeric=self.numeric)
         wide = [f"'{c.name}' has {self.outside[c.name]} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]"
                 for c in schema.columns if c.is_numeric and self.outside[c.name]]
         if wide and self.out_of_bounds == "fail":

@@ -134,6 +134,8 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
                                 "missing, non-numeric or infinite value(s); remove or impute them")
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
+            from dpiw.data.datasets import public_list
+
             lookup = {cat: i for i, cat in enumerate(c.categories)}
             # each distinct value's text looked up once, then taken by every row's code (a per-row map of text
             # costs about a second a million rows)
@@ -141,7 +143,7 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
             codes = np.array([lookup.get(str(v), -1) for v in uniques], dtype=np.int64)[which]
             if (codes < 0).any():
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((codes < 0).sum())} value(s) "
-                                f"outside its declared categories {list(c.categories)}")
+                                f"outside its declared categories {public_list(c.categories)}")
             out[c.name] = codes
     return pd.DataFrame(out)[schema.names]
 
@@ -184,15 +186,19 @@ def _scaled_part(part: tuple[str, dict, list[int]], schema: Schema, bounds, out_
                  where: str, arrow_schema, chunk_rows: int):
     """Some row groups of one parquet file of a folder read, checked and scaled (in a worker process,
     :func:`iter_scaled`): their scaled frames and their row checks."""
-    from dpiw.data.datasets import RowChecks, iter_fragment
+    from dpiw.data.datasets import BadRows, RowChecks, iter_fragment
 
     path, constants, groups = part
     mine = RowChecks(schema, out_of_bounds=out_of_bounds, clip_fix=clip_fix)
     frames = []
-    for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows,
-                               row_groups=groups):
-        mine.add(frame)
-        frames.append(scale_frame(frame, schema, bounds))
+    try:
+        for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows,
+                                   row_groups=groups):
+            mine.add(frame)
+            if not mine.bad:  # an empty or infinite value: counted, the table refused by RowChecks.finish
+                frames.append(scale_frame(frame, schema, bounds))
+    except BadRows as bad:  # counted with the other tasks' (the line one pass gives)
+        return bad, mine
     return frames, mine
 
 
@@ -220,9 +226,9 @@ def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, flo
     :class:`dpiw.data.datasets.RowChecks`, added to) and scaled (:func:`scale_frame`), as frames of exactly
     ``chunk_rows`` rows but the last. A parquet folder is read, checked and scaled a few row groups per task in
     forked worker processes (dpiw.sdgp.engines.local_pool; a few tasks ahead of the writer, in the files' order)
-    and cut into the same frames: the same rows in the same order, so the same bytes once written. A bad row is
-    refused with the line one pass gives (its counts are by chunk across the files); a worker that dies leaves
-    the rest to this process."""
+    and cut into the same frames: the same rows in the same order, so the same bytes once written. Bad rows are
+    refused with the line one pass gives (every bad row of the table counted; an empty or infinite value by
+    ``checks.finish()``, nothing scaled after it); a worker that dies leaves the rest to this process."""
     from dpiw.data.datasets import _open_checked, _where, iter_table, parquet_folder
     from dpiw.sdgp.engines import fragments, local_pool
 
@@ -231,34 +237,34 @@ def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, flo
     if pool is None:
         for chunk in iter_table(schema, str(path), chunk_rows=chunk_rows):
             checks.add(chunk)
-            yield scale_frame(chunk, schema, bounds)
+            if not checks.bad:  # an empty or infinite value: counted, the table refused by RowChecks.finish
+                yield scale_frame(chunk, schema, bounds)
         return
     import functools
 
-    from dpiw.data.datasets import RowChecks
+    from dpiw.data.datasets import BadRows
 
     try:
         _open_checked(schema, path)
         task = functools.partial(_scaled_part, schema=schema, bounds=bounds, out_of_bounds=checks.out_of_bounds,
                                  clip_fix=checks.clip_fix, where=_where(schema, path), arrow_schema=folder.schema,
                                  chunk_rows=chunk_rows)
-        held, rows = [], 0
-        try:
-            for frames, mine in _in_order(pool, task, _row_group_parts(fragments(folder), chunk_rows)):
-                checks.merge(mine)
-                held += [f for f in frames if len(f)]
-                rows += sum(len(f) for f in frames)
-                while rows >= chunk_rows:
-                    table = pd.concat(held, ignore_index=True)
-                    yield table.iloc[:chunk_rows].reset_index(drop=True)
-                    rest = table.iloc[chunk_rows:].reset_index(drop=True)
-                    held, rows = [rest] if len(rest) else [], len(rest)
-        except DpiwError:
-            pool.shutdown(cancel_futures=True)
-            one = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
-            for chunk in iter_table(schema, str(path), chunk_rows=chunk_rows):  # the line one pass gives
-                one.add(chunk)
-            raise
+        held, rows, bad = [], 0, None
+        for frames, mine in _in_order(pool, task, _row_group_parts(fragments(folder), chunk_rows)):
+            checks.merge(mine)
+            if isinstance(frames, BadRows):
+                bad = frames if bad is None else bad.plus(frames)
+            if bad is not None:  # every task's bad rows counted, nothing more yielded
+                continue
+            held += [f for f in frames if len(f)]
+            rows += sum(len(f) for f in frames)
+            while rows >= chunk_rows:
+                table = pd.concat(held, ignore_index=True)
+                yield table.iloc[:chunk_rows].reset_index(drop=True)
+                rest = table.iloc[chunk_rows:].reset_index(drop=True)
+                held, rows = [rest] if len(rest) else [], len(rest)
+        if bad is not None:
+            raise bad
         if rows:
             yield pd.concat(held, ignore_index=True)
         elif not checks.rows:

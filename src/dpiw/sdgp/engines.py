@@ -389,13 +389,16 @@ def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, ch
     """One parquet file's :class:`dpiw.privacy.identity.Partial` and its row checks (runs on a worker): sums,
     sketches and counts; the checks' distinct values go back as keyed digests, never as values (``digests``
     False: as values, to a process of this machine)."""
-    from dpiw.data.datasets import RowChecks, iter_fragment
+    from dpiw.data.datasets import BadRows, RowChecks, iter_fragment
     from dpiw.privacy.identity import measure_frames
 
     path, constants = part
     mine = RowChecks(schema, out_of_bounds=checks.out_of_bounds, clip_fix=checks.clip_fix)
     frames = iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema)
-    partial = measure_frames(schema, frames, keys, sets, drops, each=mine.add)
+    try:
+        partial = measure_frames(schema, frames, keys, sets, drops, each=mine.add)
+    except BadRows as bad:  # a result, not an error: the driver adds every file's counts (one pass's line)
+        return bad, mine
     if digests:
         mine.seen = {name: {keys.seen(v) for v in values} for name, values in mine.seen.items()}
     return partial, mine
@@ -437,17 +440,21 @@ def measure_table(schema, path, secret: str, *, also=(), checks=None, engine: st
 
             try:
                 results = list(pool.map(functools.partial(_identity_part, **task, digests=False), parts))
-            except (DpiwError, BrokenProcessPool):
-                # a bad row (refused with the line one pass gives: its counts are by chunk across the files, not
-                # by file), or a worker that died (killed for memory, say): measured in this process instead
+            except BrokenProcessPool:  # a worker that died (killed for memory, say): measured in this process
                 return measure(schema, path, secret, also=also, each=checks.add)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
-    partials = []
+    from dpiw.data.datasets import BadRows
+
+    partials, bad = [], None
     for partial, part_checks in results:
-        partials.append(partial)
         checks.merge(part_checks)
+        if isinstance(partial, BadRows):
+            bad = partial if bad is None else bad.plus(partial)
+        partials.append(partial)
+    if bad is not None:  # every file's bad rows, counted as one pass counts them
+        raise bad
     return combine(partials, secret, sets[0], drops)
 
 
