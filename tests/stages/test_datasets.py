@@ -278,6 +278,15 @@ def test_a_csv_cut_short_is_said_to_be(user_data, capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "the file looks cut short" in err and "comma" not in err, err
     assert not any(user_data.out.rglob("*"))
+    # a short line in the middle of a file without a final line end is not the last line: not "cut short"
+    lines = text.splitlines()
+    lines[3] = ",".join(lines[3].split(",")[:-1])
+    with open(data, "w") as f:
+        f.write("\n".join(lines))
+    with pytest.raises(SystemExit):
+        run(scale.main, _scale_args(schema, user_data.out))
+    err = capsys.readouterr().err
+    assert "1 line(s) have another number of fields" in err and "cut short" not in err, err
 
 
 def test_unquoted_thousands_separator_is_refused_not_shifted(user_data, capsys, tmp_path):

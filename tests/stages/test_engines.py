@@ -279,11 +279,12 @@ def test_bad_files_of_a_folder_get_the_same_line_on_every_engine(tmp_path, clust
     assert count_rows(one, str(folder)) == n + 10
 
 
-@pytest.mark.parametrize("case", ["readme", "notes", "truncated", "corrupt"])
+@pytest.mark.parametrize("case", ["readme", "notes", "truncated", "corrupt", "cast"])
 def test_an_unreadable_file_in_a_folder_is_named_on_every_engine(tmp_path, cluster, case):
-    """A file of a folder that is not parquet (a README first or last in path order), cut short (no footer) or
-    with a broken page (its footer whole: found only when the rows are read) is refused with one line naming the
-    file, by every reader of the folder: never a traceback."""
+    """A file of a folder that is not parquet (a README first or last in path order), cut short (no footer), with
+    a broken page (its footer whole: found only when the rows are read), or with a value its column's type in the
+    folder's first file cannot hold is refused with one line naming the file, by every reader of the folder:
+    never a traceback, and the same line in one pass as in worker processes or on Dask."""
     from dataclasses import replace
 
     import pyarrow.parquet as pq
@@ -300,8 +301,13 @@ def test_an_unreadable_file_in_a_folder_is_named_on_every_engine(tmp_path, clust
     folder = tmp_path / "t"
     folder.mkdir()
     for k, name in enumerate(("aa", "mm", "zz")):
-        flat.iloc[k * 1000:(k + 1) * 1000].to_parquet(folder / f"{name}.parquet", index=False)
-    if case in ("readme", "notes"):
+        part = flat.iloc[k * 1000:(k + 1) * 1000]
+        if case == "cast":  # integers in the first file, a fraction in another
+            part = part.astype({"visits": int}) if name == "aa" else part.assign(visits=part.visits + 0.5)
+        part.to_parquet(folder / f"{name}.parquet", index=False)
+    if case == "cast":
+        bad = folder / "mm.parquet"
+    elif case in ("readme", "notes"):
         bad = folder / ("README.txt" if case == "readme" else "zz_notes.txt")
         bad.write_text("rows of the ward table, one file a month\n")
     else:
@@ -314,15 +320,21 @@ def test_an_unreadable_file_in_a_folder_is_named_on_every_engine(tmp_path, clust
             data[off:off + 64] = b"\xff" * 64
         bad.write_bytes(bytes(data))
     line = f"file {bad.resolve()} cannot be read as parquet"
+    if case == "cast":
+        line = f"column 'visits' of file {bad.resolve()} holds values its type in the folder's first file (int64)"
     readers = {"rows": lambda: list(iter_table(schema, str(folder), chunk_rows=700))}
-    if case != "corrupt":  # a broken page is not seen in the footers
+    if case not in ("corrupt", "cast"):  # a broken page or a value is not seen in the footers
         readers["count"] = lambda: count_rows(schema, str(folder))
     for engine in ENGINES:
         readers[engine] = lambda engine=engine: measure_table(schema, folder, "3c" * 32, engine=engine)
+    lines = set()
     for name, read in readers.items():
         with pytest.raises(DpiwError) as exc:
             read()
         assert line in str(exc.value) and "\n" not in str(exc.value), (name, str(exc.value))
+        if name != "count":
+            lines.add(str(exc.value))
+    assert len(lines) == 1, lines
 
 
 @pytest.mark.parametrize("typed", ["same type", "other type"])
@@ -350,3 +362,28 @@ def test_a_partition_column_also_in_its_file_is_refused(tmp_path, cluster, typed
         with pytest.raises(DpiwError, match=r"file region=e/part.parquet holds column\(s\) \['region'\] that its "
                                             r"folder's name gives too \(region=e\)"):
             read()
+
+
+def test_a_file_with_bad_rows_sends_back_digests_not_values(tmp_path, monkeypatch):
+    """A Dask task whose file has a bad row after its first chunk returns its counts and its row checks' distinct
+    values as keyed digests: never a value of the table (the checks of the chunks before the bad one included)."""
+    import functools
+
+    from dpiw.data import datasets
+    from dpiw.data.datasets import BadRows, RowChecks
+    from dpiw.privacy.identity import RowKeys, column_sets
+
+    n = 1000
+    i = np.arange(n)
+    flat = pd.DataFrame({"age": i % 90 + 1.0, "kappa": i / 100, "visits": i % 7 * 1.0, "region": "n",
+                         "ill": np.where(i == n - 1, "maybe", np.where(i % 5 == 0, "yes", "no"))})
+    flat.to_parquet(tmp_path / "part.parquet", index=False)
+    monkeypatch.setattr(datasets, "iter_fragment", functools.partial(datasets.iter_fragment, chunk_rows=100))
+    sets, drops = column_sets(SCHEMA, (), n)
+    checks = RowChecks(SCHEMA, out_of_bounds="clip")
+    bad, mine = engines._identity_part((str(tmp_path / "part.parquet"), {}), schema=SCHEMA,
+                                       keys=RowKeys.of("3c" * 32, SCHEMA, sets), sets=sets, drops=drops,
+                                       checks=checks, where="w", arrow_schema=None)
+    assert isinstance(bad, BadRows) and bad.counts == {("outside", "ill"): 1}
+    assert mine.rows == 900 and all(len(v) == 2 for k, v in mine.seen.items() if k != "region")
+    assert all(isinstance(d, bytes) and len(d) == 16 for v in mine.seen.values() for d in v), mine.seen

@@ -57,12 +57,16 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
         elif path.suffix == ".parquet":
             frame = pd.read_parquet(path)
         else:
-            frame = pd.read_csv(path, encoding="utf-8")
+            frame = pd.read_csv(path, encoding="utf-8", low_memory=False)
     except UnicodeDecodeError:
         raise DpiwError(f"{path}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except pd.errors.EmptyDataError:
         raise DpiwError(f"{path}: the file is empty; a schema is drafted from a header and rows") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
+        if folder is not None:  # which file (read again: for the message only)
+            from dpiw.data.datasets import find_unreadable
+
+            find_unreadable(folder, None, str(path))
         raise DpiwError(f"{path}: cannot be read as {'parquet' if path.suffix == '.parquet' or folder else 'CSV'} "
                         f"({type(exc).__name__}); check the file's format") from None
     if frame.empty:

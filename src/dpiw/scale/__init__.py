@@ -191,7 +191,7 @@ def _scaled_part(part: tuple[str, dict, list[int]], schema: Schema, bounds, out_
     path, constants, groups = part
     mine = RowChecks(schema, out_of_bounds=out_of_bounds, clip_fix=clip_fix)
     frames = []
-    try:
+    try:  # after a bad row (BadRows, or an empty or infinite value) only counted: its frames would be dropped
         for frame in iter_fragment(schema, path, constants, where, arrow_schema=arrow_schema, chunk_rows=chunk_rows,
                                    row_groups=groups):
             mine.add(frame)
@@ -254,7 +254,7 @@ def iter_scaled(schema: Schema, path, checks, bounds: dict[str, tuple[float, flo
             checks.merge(mine)
             if isinstance(frames, BadRows):
                 bad = frames if bad is None else bad.plus(frames)
-            if bad is not None:  # every task's bad rows counted, nothing more yielded
+            if bad is not None or checks.bad:  # every task's bad rows counted, nothing more scaled or yielded
                 continue
             held += [f for f in frames if len(f)]
             rows += sum(len(f) for f in frames)

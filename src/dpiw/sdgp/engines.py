@@ -398,7 +398,7 @@ def _identity_part(part: tuple[str, dict], schema: Schema, keys, sets, drops, ch
     try:
         partial = measure_frames(schema, frames, keys, sets, drops, each=mine.add)
     except BadRows as bad:  # a result, not an error: the driver adds every file's counts (one pass's line)
-        return bad, mine
+        partial = bad
     if digests:
         mine.seen = {name: {keys.seen(v) for v in values} for name, values in mine.seen.items()}
     return partial, mine
