@@ -11,10 +11,9 @@ tests/privacy/test_rowhash.py checks it against hashlib on rows of 1 to 40 words
 
 from __future__ import annotations
 
-import os
-
-import numba
 import numpy as np
+
+from dpiw.compiled import njit
 
 IV = np.array([0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
                0x510E527FADE682D1, 0x9B05688C2B3E6C1F, 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179], dtype=np.uint64)
@@ -36,23 +35,6 @@ G = np.array([[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15],
               [0, 5, 10, 15], [1, 6, 11, 12], [2, 7, 8, 13], [3, 4, 9, 14]], dtype=np.int64)
 BLOCK_WORDS = 16
 DIGEST_BYTES = 16
-
-
-if not numba.config.CACHE_DIR:  # not set by the user (NUMBA_CACHE_DIR): dpiw's user cache folder, not the source's
-    import platformdirs
-
-    numba.config.CACHE_DIR = os.path.join(platformdirs.user_cache_dir("dpiw"), "numba")
-
-
-def njit(**options):
-    """numba's ``njit`` with its compiled code kept on disk, or compiled in every process where no cache folder
-    can be written (numba refuses ``cache=True`` then)."""
-    def wrap(f):
-        try:
-            return numba.njit(cache=True, **options)(f)
-        except RuntimeError:
-            return numba.njit(**options)(f)
-    return wrap
 
 
 @njit(nogil=True)

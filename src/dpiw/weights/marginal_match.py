@@ -281,27 +281,25 @@ class MarginalMatch:
             _, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
             groups = cells[first]
             c = counts * (self.rows_.n / len(synth))
-        index = [np.ravel_multi_index(tuple(groups[:, j] for j in cl), tuple(cards[j] for j in cl))
-                 for cl, _, _ in measured]
+        by_column = np.ascontiguousarray(groups.T)
+        index = [np.ravel_multi_index(tuple(by_column[j] for j in cl), tuple(cards[j] for j in cl))
+                 for cl, _, _ in measured]  # each group's cell in each marginal
         ys = [np.asarray(y, float) for _, y, _ in measured]
-        offsets = np.cumsum([0] + [y.size for y in ys[:-1]])
-        cell_of = np.stack([o + idx for o, idx in zip(offsets, index, strict=True)])  # (marginals, groups)
         y_all = np.concatenate(ys)
         s2 = np.concatenate([np.full(y.size, float(sd) ** 2) for y, (_, _, sd) in zip(ys, measured, strict=True)])
         n_cells = int(y_all.size)
-        # A (measured cells x groups, one 1 per marginal in each group's column) as sparse matrices: a product
-        # costs one pass over its nonzeros (most of a fit's time is these products)
-        from scipy import sparse
+        # A (measured cells x groups, one 1 per marginal in each group's column): most of a fit's time is its
+        # products, compiled (dpiw.weights.indicators)
+        from dpiw.weights.indicators import Indicators
 
-        a = sparse.csr_matrix((np.ones(cell_of.size), (cell_of.ravel(), np.tile(np.arange(len(c)), len(ys)))),
-                              shape=(n_cells, len(c)))
-        a_t = a.T.tocsr()
+        a = Indicators(index, [y.size for y in ys])
+        del index
 
         def weights_at(lam, tau):  # u = -A^T lambda / tau: the primal solution at the dual point lambda
-            return -(a_t @ lam) / tau
+            return -a.tdot(lam) / tau
 
         def marginals(v):  # A v: the weighted synthetic mass in every measured cell
-            return a @ v
+            return a.dot(v)
 
         def dual(lam, tau):  # minus the dual function and its gradient (strongly convex: sigma^2 I + ...)
             v = c * np.exp(np.minimum(weights_at(lam, tau), 50.0))

@@ -1,0 +1,135 @@
+"""The indicator matrix A of marginal matching (dpiw.weights.marginal_match): one row per measured cell, one
+column per group of synthetic rows, a 1 where the group falls in the cell (one per marginal in every column). A
+fit spends most of its time in the products A v (the weighted synthetic mass in every measured cell) and A^T l
+(a dual point's log weight per group), a few hundred of each.
+
+A is kept as each group's cell in each marginal (16 bits a cell where every marginal has at most 65,536), and its
+products are compiled loops (numba) on a few threads that add in the order scipy's sparse products add: the same
+numbers to the last bit, so a fit's weights do not depend on the machine. At 1e6 groups and 95 marginals (a
+16-column table): 0.07 s against 0.46 for A v and 0.05 against 0.44 for A^T l on 2 cores, in 0.2 GB instead of
+2.3 GB of CSR copies (bench/README.md). Without numba (the analysts' install: it is in the ``pipeline`` extra)
+the products are scipy's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+try:
+    from dpiw.compiled import njit
+except ImportError:  # no numba: scipy's sparse products
+    njit = None
+
+#: groups per block of the compiled loops (a block's values stay in cache while every marginal is read)
+BLOCK = 8192
+#: at most this many threads share a product; none below WORK cells of A (a thread costs more than it saves)
+MAX_THREADS, WORK = 4, 1 << 21
+
+
+def _mass(cells, offsets, v, out, k0, k1):
+    """out[offsets[k] + cells[k, g]] += v[g] for the marginals k0 <= k < k1 (their cells are their own range of
+    ``out``: two threads never write the same cell), each cell's terms in the order of g."""
+    n = cells.shape[1]
+    for lo in range(0, n, BLOCK):
+        hi = min(n, lo + BLOCK)
+        for k in range(k0, k1):
+            o = offsets[k]
+            for g in range(lo, hi):
+                out[o + cells[k, g]] += v[g]
+
+
+def _spread(cells, offsets, lam, out, g0, g1):
+    """out[g] = the sum over the marginals k, in their order, of lam[offsets[k] + cells[k, g]], for g0 <= g < g1."""
+    m = cells.shape[0]
+    for lo in range(g0, g1, BLOCK):
+        hi = min(g1, lo + BLOCK)
+        for g in range(lo, hi):
+            out[g] = 0.0
+        for k in range(m):
+            o = offsets[k]
+            for g in range(lo, hi):
+                out[g] += lam[o + cells[k, g]]
+
+
+if njit is not None:
+    _mass, _spread = njit(nogil=True)(_mass), njit(nogil=True)(_spread)
+
+_POOL = None
+
+
+def _pool(threads: int):
+    """One thread pool per process for every product (the noise-aware bootstrap's chains share it)."""
+    global _POOL
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dpiw-indicators")
+    return _POOL
+
+
+def threads() -> int:
+    """The process's cores, at most :data:`MAX_THREADS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_THREADS))
+
+
+class Indicators:
+    """A from ``index`` (for each marginal, each group's cell in it, numbered from 0) and ``sizes`` (each
+    marginal's cells; A's rows are the marginals' cells one marginal after the other): :meth:`dot` is A v,
+    :meth:`tdot` is A^T l.
+
+    >>> a = Indicators([np.array([0, 1, 1]), np.array([0, 0, 1])], [2, 2])
+    >>> a.dot(np.array([1.0, 2.0, 4.0])).tolist(), a.tdot(np.array([1.0, 10.0, 100.0, 1000.0])).tolist()
+    ([1.0, 6.0, 3.0, 4.0], [101.0, 110.0, 1010.0])
+    """
+
+    def __init__(self, index, sizes, *, compiled: bool | None = None, n_threads: int | None = None):
+        self.sizes = [int(s) for s in sizes]
+        self.n_cells, self.groups = sum(self.sizes), int(len(index[0]))
+        self.offsets = np.cumsum([0] + self.sizes[:-1]).astype(np.int64)
+        self.compiled = njit is not None if compiled is None else compiled
+        work = len(self.sizes) * self.groups
+        self.n_threads = 1 if work < WORK else min(n_threads or threads(), len(self.sizes))
+        if self.compiled:
+            dtype = np.uint16 if max(self.sizes) <= 1 << 16 else np.int64 if self.n_cells >= 2**31 else np.int32
+            self.cells = np.empty((len(self.sizes), self.groups), dtype=dtype)
+            for k, idx in enumerate(index):
+                self.cells[k] = idx
+        else:
+            from scipy import sparse
+
+            rows = np.concatenate([o + np.asarray(idx) for o, idx in zip(self.offsets, index, strict=True)])
+            cols = np.tile(np.arange(self.groups), len(self.sizes))
+            self.a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.n_cells, self.groups))
+            self.a_t = self.a.T.tocsr()
+
+    def _run(self, kernel, parts, *args) -> None:
+        if len(parts) == 1:
+            kernel(self.cells, self.offsets, *args, *parts[0])
+        else:
+            for f in [_pool(self.n_threads).submit(kernel, self.cells, self.offsets, *args, *p) for p in parts]:
+                f.result()
+
+    def dot(self, v: np.ndarray) -> np.ndarray:
+        """A v: the mass of ``v`` (one value per group) in every measured cell."""
+        if not self.compiled:
+            return self.a @ v
+        out = np.zeros(self.n_cells)
+        m, t = len(self.sizes), self.n_threads
+        cuts = [round(i * m / t) for i in range(t + 1)]
+        self._run(_mass, list(zip(cuts[:-1], cuts[1:], strict=True)), np.ascontiguousarray(v, dtype=float), out)
+        return out
+
+    def tdot(self, lam: np.ndarray) -> np.ndarray:
+        """A^T l: each group's sum of ``lam`` over its measured cells."""
+        if not self.compiled:
+            return self.a_t @ lam
+        out = np.empty(self.groups)
+        n, t = self.groups, self.n_threads
+        cuts = [min(n, math.ceil(i * n / t / BLOCK) * BLOCK) for i in range(t + 1)]
+        self._run(_spread, list(zip(cuts[:-1], cuts[1:], strict=True)), np.ascontiguousarray(lam, dtype=float),
+                  out)
+        return out
