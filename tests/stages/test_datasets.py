@@ -156,6 +156,31 @@ def test_bad_rows_are_counted_over_the_whole_table(user_data):
         checks.finish()
 
 
+def test_a_category_spelled_like_an_empty_marker_is_a_value(user_data):
+    """'NA' (Namibia's code) or 'None' declared as categories are read as values from a CSV, as from parquet;
+    pandas' markers still mean empty in the other columns ('NA' in a numeric column is refused as empty)."""
+    from dpiw import DpiwError
+    from dpiw.data.datasets import iter_table
+
+    frame = user_data.frame.astype({"region": object})
+    frame.loc[[3, 250], "region"] = "NA"
+    frame.loc[[7], "region"] = "None"
+    spec = dict(user_data.schema)
+    spec["columns"] = [dict(c, categories=[*c["categories"], "NA", "None"]) if c["name"] == "region" else c
+                       for c in spec["columns"]]
+    rows = {}
+    for suffix in (".csv", ".parquet"):
+        schema = load_schema(user_data(frame, spec, suffix=suffix))
+        rows[suffix] = pd.concat(iter_table(schema, schema.source["path"]))
+    assert rows[".csv"]["region"].tolist() == rows[".parquet"]["region"].tolist()
+    assert (rows[".csv"]["region"] == "NA").sum() == 2 and (rows[".csv"]["region"] == "None").sum() == 1
+    empty = frame.astype({"bmi": object})
+    empty.loc[5, "bmi"] = "NA"
+    schema = load_schema(user_data(empty, spec))
+    with pytest.raises(DpiwError, match=r"column 'bmi' \(1 empty\) has empty values"):
+        list(iter_table(schema, schema.source["path"]))
+
+
 def test_missing_file_and_wrong_column_count(user_data, capsys, tmp_path):
     schema = user_data()
     spec = yaml.safe_load(schema.read_text())

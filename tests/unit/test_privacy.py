@@ -172,3 +172,30 @@ def test_weights_without_signal_are_released_as_unit_weights(tmp_path):
 
         said = "\n".join(describe(m))
         assert ("indistinguishable from their noise" in said) is (not signal)
+
+
+@pytest.mark.parametrize("signal", [True, False])
+def test_weights_without_signal_are_not_refused_for_their_noisy_k_hat(signal):
+    """Weights indistinguishable from their noise are released as unit weights: the noisy weights' k-hat (which
+    would refuse them) does not refuse the release; weights with signal are refused by it."""
+    import numpy as np
+
+    seeding = {"mode": "release", "source": "os_entropy", "streams": ["a1"]}
+    check = {"signal": signal, "fired": ["own"] if signal else [], "rule": "chi^2"}
+    heavy = np.random.default_rng(0).exponential(3, 2000)  # log weights whose k-hat is 3: far above 0.7
+    records = [no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=100, mode="release"),
+               rec("synthesize", 0.7, seeding=seeding),
+               rec("fit_weights", 0.3, 1e-4, seeding=seeding, details={"signal": check}), post_record(heavy)]
+    m = build_manifest(records, epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
+    assert m["release"]["weights"]["unit"] is (not signal)
+    assert m["release"]["fit_to_release"] is (not signal) and m["release"]["pareto_k_ok"] is (not signal)
+    assert ("k-hat" in " ".join(m["release"]["reasons"])) and (
+        ("unit weights (no k-hat to check)" in m["release"]["reasons"][0]) is (not signal))
+
+
+def test_a_refused_release_is_an_error_naming_the_reasons():
+    from dpiw.commands.release import refused
+
+    err = refused({"release": {"reasons": ["k-hat 0.764 > 0.697: importance-sampling estimates are unreliable"]}})
+    assert isinstance(err, DpiwError) and str(err).startswith("NOT fit to release (k-hat 0.764 > 0.697")
+    assert "nothing is published and nothing is charged" in str(err)

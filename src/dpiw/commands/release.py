@@ -493,3 +493,11 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
               "release of this table (`dpiw ledger show`)")
     else:
         print(f"\nno bundle to publish: {os.path.relpath(bundle, args.origin)}/ holds the reasons")
+        raise refused(manifest)
+
+
+def refused(manifest: dict) -> DpiwError:
+    """The error of a release the gate refused (a non-zero exit: a script's next step, publishing, must not run)."""
+    return DpiwError("NOT fit to release (" + "; ".join(manifest["release"]["reasons"]) + "): nothing is published "
+                     "and nothing is charged to the ledger; the same command gives the same verdict (its noise is "
+                     "drawn once), so change the release (another --weights or --post, say) to try again")

@@ -365,7 +365,8 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
         header = schema.source.get("header", True)
         # low_memory=False: a chunk's column typed as a whole (no DtypeWarning on a mixed one: the checks name it)
         reader = pd.read_csv(path, header=0 if header else None, skipinitialspace=True, index_col=False,
-                             chunksize=chunk_rows, low_memory=False)
+                             chunksize=chunk_rows, low_memory=False, keep_default_na=False,
+                             na_values=_empty_markers(schema, path, header))
         for df in [reader] if chunk_rows is None else reader:
             if not header:
                 if df.shape[1] != len(schema.file_names):
@@ -381,6 +382,32 @@ def _frames(schema: Schema, file, chunk_rows: int | None):
         kind = "parquet" if path.suffix == ".parquet" or path.is_dir() else "CSV"
         raise DpiwError(f"{where}: cannot be read as {kind} "
                         f"({type(exc).__name__}); check the file's format") from None
+
+
+#: what pandas reads as an empty value in a CSV by default ("NA", "null", "None", ...)
+try:
+    from pandas._libs.parsers import STR_NA_VALUES as EMPTY_MARKERS
+except ImportError:  # another pandas: its documented list
+    EMPTY_MARKERS = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>",
+                     "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+
+
+def _empty_markers(schema: Schema, path, header: bool) -> dict:
+    """Each column's text read as an empty value (keyed as pandas names the CSV's columns: by the header's names,
+    or by position without one): pandas' markers, but never a category the schema declares (a category "NA",
+    Namibia's code, or "None" is a value, as it is in a parquet file)."""
+    import csv
+
+    names = schema.file_names
+    if header:
+        with open(path, newline="", encoding="utf-8-sig", errors="replace") as f:
+            names = next(csv.reader(f, skipinitialspace=True), [])
+    out = {}
+    for i, name in enumerate(names):
+        c = next((c for c in schema.columns if c.name == name.strip()), None)
+        out[name if header else i] = set(EMPTY_MARKERS) - (
+            {str(v) for v in c.categories} if c is not None and not c.is_numeric else set())
+    return out
 
 
 def _exact_chunks(batches, rows: int):

@@ -131,14 +131,16 @@ def noise_seeds(records: list[PrivacySpend]) -> dict:
 def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "benchmark", seeds: dict | None = None
                     ) -> dict:
     """Fit to release: release mode, noise nobody can regenerate, DP, and the raw weights' Pareto k-hat at
-    most min(1 - 1/log10 S, 0.7) (PSIS gate, from the post-processing record)."""
+    most min(1 - 1/log10 S, 0.7) (PSIS gate, from the post-processing record), unless the weights carry no
+    signal beyond their noise: the bundle then holds unit weights, whatever the noisy ones' k-hat."""
     post = [r for r in records if r.stage == "postprocess_weights"]
     gate = post[0].details.get("release_gate") if post else None
     if gate is None:
         raise DpiwError("the run's post-processing record carries no release gate (k-hat): rerun postprocess_weights")
     seeds = seeds if seeds is not None else noise_seeds(records)
+    signal = weights_signal(records)
     reasons = [] if dp else ["not differentially private"]
-    if not gate["fit_to_release"]:
+    if not gate["fit_to_release"] and not signal["unit"]:  # unit weights are released: their k-hat is moot
         reasons.append(gate["note"])
     if mode != "release":
         reasons.append("benchmark mode: a train/test split of the data and public seeds - NOT fit to release "
@@ -146,10 +148,11 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
     elif seeds["regenerable"]:
         reasons.append(seeds["note"])
     fit = not reasons
-    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]), "pareto_k": gate["pareto_k"],
-            "pareto_k_threshold": gate["pareto_k_threshold"], "weights": weights_signal(records),
+    checked = gate["pareto_k"] is not None and not signal["unit"]
+    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"] or signal["unit"]),
+            "pareto_k": gate["pareto_k"], "pareto_k_threshold": gate["pareto_k_threshold"], "weights": signal,
             "reasons": reasons or ["release mode, secret noise, DP and " + (
-                "k-hat within the threshold" if gate["pareto_k"] is not None else "unit weights (no k-hat to check)")]}
+                "k-hat within the threshold" if checked else "unit weights (no k-hat to check)")]}
 
 
 def weights_signal(records: list[PrivacySpend]) -> dict:
