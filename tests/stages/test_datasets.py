@@ -77,7 +77,8 @@ BAD = {
     "missing_column": (lambda df: df.drop(columns="bmi"), None, "column(s) ['bmi'] of the schema are missing", ()),
     "nan": (_broken("bmi", np.nan), None, "column 'bmi' (1 empty) has empty values; say in the schema what an "
             "empty value is", ("row 5", "(nan)")),
-    "inf": (_broken("age", np.inf), None, "column 'age' (1 missing or infinite)", ("row 5", "(inf)")),
+    "inf": (_broken("age", np.inf), None, "column 'age' has 1 infinite value(s); replace them with numbers inside its "
+            "public bounds [18, 90]", ("row 5", "(inf)")),
     "wrong_type": (_broken("age", "forty-seven"), None, "column 'age' is declared numeric but 1 row(s) hold text",
                    ("forty-seven", "row 5")),
     "unknown_category": (_broken("region", "mars-colony"), None,
@@ -152,7 +153,7 @@ def test_bad_rows_are_counted_over_the_whole_table(user_data):
     checks = RowChecks(schema, out_of_bounds="clip")
     for chunk in iter_table(schema, schema.source["path"], chunk_rows=50):
         checks.add(chunk)
-    with pytest.raises(DpiwError, match=r"column 'age' \(2 missing or infinite\) has empty values"):
+    with pytest.raises(DpiwError, match=r"column 'age' has 2 infinite value\(s\)"):
         checks.finish()
 
 
@@ -311,7 +312,7 @@ def test_a_csv_cut_short_is_said_to_be(user_data, capsys):
     with pytest.raises(SystemExit):
         run(scale.main, _scale_args(schema, user_data.out))
     err = capsys.readouterr().err
-    assert "1 line(s) have another number of fields" in err and "cut short" not in err, err
+    assert "1 line(s) have fewer fields than the header's" in err and "cut short" not in err, err
 
 
 def test_unquoted_thousands_separator_is_refused_not_shifted(user_data, capsys, tmp_path):

@@ -199,7 +199,7 @@ def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
         with pytest.raises(DpiwError) as refused:
             checks.finish()
         lines.append(str(refused.value))
-    assert lines[0] == lines[1] and "'kappa' (2 missing or infinite)" in lines[0]
+    assert lines[0] == lines[1] and "column 'kappa' has 2 infinite value(s)" in lines[0]
     with pytest.raises(DpiwError, match="no rows"):  # a folder of files without rows
         (tmp_path / "none").mkdir()
         raw.iloc[:0].to_parquet(tmp_path / "none" / "part-0.parquet", index=False)

@@ -83,4 +83,4 @@ print(json.dumps(out))
     assert out["pool"]["sizes"] == [100] * 12 and out["pool"]["rows"] == 1200
     assert "'bmi' has 1 value(s) outside its public bounds" in out["pool"]["bounds"]
     assert "column 'smoker' has 3 row(s) outside its declared categories" in out["pool"]["labels"]
-    assert "column 'bmi' (2 missing or infinite) has empty values" in out["pool"]["inf"]
+    assert "column 'bmi' has 2 infinite value(s)" in out["pool"]["inf"]

@@ -175,10 +175,13 @@ def check_field_counts(path, where: str) -> int:
     if bad == short == 1 and _last_line_unended(path) == last:
         raise DpiwError(f"{where}: the last line has fewer fields than the header's {len(header)} and no line end: "
                         "the file looks cut short (copied or written only in part); copy or export it again")
+    if bad and short == bad:
+        raise DpiwError(f"{where}: {bad} line(s) have fewer fields than the header's {len(header)}; a value or a "
+                        "separator is missing there - fix those lines")
     if bad:
-        raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)}; "
-                        "a value with an unquoted comma (a thousands separator such as 76,246?) - quote it or "
-                        "drop the separator")
+        raise DpiwError(f"{where}: {bad} line(s) have another number of fields than the header's {len(header)} "
+                        f"({bad - short} more, {short} fewer); a value with an unquoted comma (a thousands separator "
+                        "such as 76,246?) - quote it or drop the separator")
     return rows
 
 
@@ -650,6 +653,7 @@ class RowChecks:
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
         self.empty: dict[str, int] = {}  # NaN or inf (numeric), empty (the rest), by column
+        self.infinite = {c.name: 0 for c in schema.columns if c.is_numeric}  # of those, inf
         self.numeric: set[str] = set()
 
     @property
@@ -671,6 +675,7 @@ class RowChecks:
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
+                self.infinite[c.name] += int(np.isinf(x).sum())
         self.rows += len(df)
 
     def merge(self, other: RowChecks) -> None:
@@ -678,6 +683,8 @@ class RowChecks:
         self.rows += other.rows
         for col, n in other.empty.items():
             self.empty[col] = self.empty.get(col, 0) + n
+        for col, n in other.infinite.items():
+            self.infinite[col] += n
         self.numeric |= other.numeric
         for name, seen in other.seen.items():
             self.seen[name] = set(list(self.seen[name] | seen)[:2]) if len(self.seen[name]) < 2 else self.seen[name]
@@ -692,7 +699,13 @@ class RowChecks:
 
         schema, where = self.schema, f"dataset '{self.schema.name}'"
         if self.bad:
-            raise empty_values_error(self.empty, where=where, numeric=self.numeric)
+            inf = [f"column '{c.name}' has {self.infinite[c.name]} infinite value(s); replace them with numbers inside "
+                   f"its public bounds [{c.lower:g}, {c.upper:g}] (an infinite value is not a missing one)"
+                   for c in schema.columns if c.is_numeric and self.infinite[c.name]]
+            rest = {col: n - self.infinite.get(col, 0) for col, n in self.empty.items()}
+            lines = inf + ([str(empty_values_error(rest, where=where, numeric=self.numeric)).split(": ", 1)[1]]
+                           if any(rest.values()) else [])
+            raise DpiwError(f"{where}: " + "; ".join(lines))
         wide = [f"'{c.name}' has {self.outside[c.name]} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]"
                 for c in schema.columns if c.is_numeric and self.outside[c.name]]
         if wide and self.out_of_bounds == "fail":
