@@ -97,11 +97,11 @@ def describe(m: dict) -> list[str]:
             lines.append(f"caution    epsilon {_num(tight['epsilon'])} is a weak guarantee: above {HIGH_EPSILON:g}, "
                          "what the release lets anyone learn of one person is barely bounded")
         shares = _shares(m["records"], tight["epsilon"], tight["delta"])
-        own = [r["epsilon"] for r in m["records"] if r["stage"] in shares]
-        lines.append("stages     each stage's share of the budget" + (
-            f" (their own epsilons, {' and '.join(_num(e) for e in own)}, add up to more than the guarantee: "
-            "composed together they cost less than their sum)" if len(own) > 1 and sum(own) > tight["epsilon"] * 1.001
-            else ""))
+        own = [(r["stage"], r["epsilon"]) for r in m["records"] if r["stage"] in shares]
+        lines.append(f"stages     each stage's share of the guarantee's epsilon {_num(tight['epsilon'])}" + (
+            " (alone, " + " and ".join(f"{stage} would cost epsilon {_num(e)}" for stage, e in own) +
+            ": their own epsilons add up to more than the guarantee, because composed together they cost less than "
+            "their sum)" if len(own) > 1 and sum(e for _, e in own) > tight["epsilon"] * 1.001 else ""))
         for r in m["records"]:
             if r["stage"] in shares:
                 share = "all" if len(shares) == 1 else f"{shares[r['stage']]:.2g}"
