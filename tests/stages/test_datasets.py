@@ -150,10 +150,18 @@ def test_bad_rows_are_counted_over_the_whole_table(user_data):
     inf = user_data.frame.astype({"age": float})
     inf.loc[[7, 300], "age"] = np.inf
     schema = load_schema(user_data(inf))
-    checks = RowChecks(schema, out_of_bounds="clip")
-    for chunk in iter_table(schema, schema.source["path"], chunk_rows=50):
-        checks.add(chunk)
     with pytest.raises(DpiwError, match=r"column 'age' has 2 infinite value\(s\)"):
+        list(iter_table(schema, schema.source["path"], chunk_rows=50))
+    both = inf.astype({"region": object})
+    both.loc[11, "region"] = "mars"
+    schema = load_schema(user_data(both))
+    with pytest.raises(DpiwError) as exc:  # every kind of bad value in one line, not one after the other
+        list(iter_table(schema, schema.source["path"], chunk_rows=50))
+    assert "column 'age' has 2 infinite value(s)" in str(exc.value) and "'region' has 1 row(s)" in str(exc.value)
+    checks = RowChecks(schema, out_of_bounds="clip")  # rows not read from a file (a built-in data set's) are
+    for chunk in (inf.iloc[:200], inf.iloc[200:]):    # counted by the row checks
+        checks.add(chunk)
+    with pytest.raises(DpiwError, match=r"column 'age' has 2 infinite value\(s\); replace them"):
         checks.finish()
 
 

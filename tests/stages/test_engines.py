@@ -187,19 +187,7 @@ def test_the_table_identity_on_dask_is_the_csvs(tmp_path, cluster):
     assert str(dask.value).split(":", 1)[1] == str(csv.value).split(":", 1)[1]  # the same line but the path
     assert "'visits' is declared numeric but 2 row(s) hold text" in str(dask.value)
     assert "'ill' has 3 row(s) outside its declared categories" in str(dask.value)
-    inf = bad.assign(ill=raw.ill, visits=raw.visits)  # only the infs: refused by the checks, counted over the files
-    ds.write_dataset(pa.Table.from_pandas(inf, preserve_index=False), tmp_path / "inf", format="parquet",
-                     partitioning=ds.partitioning(pa.schema([("region", pa.string())]), flavor="hive"),
-                     max_rows_per_file=30_000, max_rows_per_group=30_000)
-    inf.to_csv(tmp_path / "inf.csv", index=False)
-    lines = []
-    for table, engine in ((tmp_path / "inf.csv", "local"), (tmp_path / "inf", "dask")):
-        checks = RowChecks(SCHEMA, out_of_bounds="clip")
-        measure_table(schema, table, secret, checks=checks, engine=engine)
-        with pytest.raises(DpiwError) as refused:
-            checks.finish()
-        lines.append(str(refused.value))
-    assert lines[0] == lines[1] and "column 'kappa' has 2 infinite value(s)" in lines[0]
+    assert "column 'kappa' has 2 infinite value(s)" in str(dask.value)
     with pytest.raises(DpiwError, match="no rows"):  # a folder of files without rows
         (tmp_path / "none").mkdir()
         raw.iloc[:0].to_parquet(tmp_path / "none" / "part-0.parquet", index=False)

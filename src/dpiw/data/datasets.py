@@ -457,7 +457,8 @@ def public_list(values, *, at_most: int = 12) -> str:
 
 class BadRows(DpiwError):
     """Rows whose values the schema refuses, counted by column: text in a numeric column (``text``), a label
-    outside a column's categories (``outside``), an empty cell the schema says nothing of (``empty``). The counts
+    outside a column's categories (``outside``), an infinite number (``infinite``), an empty cell the schema says
+    nothing of (``empty``). The counts
     of a table's parts add up (:meth:`plus`), so a table read in one pass, a file per process or a file per Dask
     worker is refused with the same line, counting every bad row of the table."""
 
@@ -483,6 +484,8 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
             problems.append(f"column '{c.name}' has {counts['outside', c.name]} row(s) outside its declared categories "
                             f"{public_list(c.categories)}; add the missing categories to the schema (a public list) or "
                             "fix the rows")
+        if counts.get(("infinite", c.name)):
+            problems.append(infinite_message(c, counts["infinite", c.name]))
     empty = [f"'{c.name}' ({counts['empty', c.name]} empty)" for c in schema.columns if counts.get(("empty", c.name))]
     if empty:
         problems.append(f"column{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
@@ -490,6 +493,11 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
                         "is (`missing: category` for a categorical column, `missing: indicator` for a numeric one), "
                         "or remove them")
     return f"{where}: " + "; ".join(problems)
+
+
+def infinite_message(c, n: int) -> str:
+    return (f"column '{c.name}' has {n} infinite value(s); replace them with numbers inside its public bounds "
+            f"[{c.lower:g}, {c.upper:g}] (an infinite value is not a missing one)")
 
 
 def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
@@ -512,6 +520,9 @@ def _typed(df: pd.DataFrame, schema: Schema, where: str) -> pd.DataFrame:
             bad = num.isna() & col.notna()
             if bad.any():
                 counts["text", c.name] = int(bad.sum())
+            infinite = int(np.isinf(num.to_numpy(float, na_value=np.nan)).sum())
+            if infinite:
+                counts["infinite", c.name] = infinite
             df[c.name] = num
         else:
             def label(v):
@@ -699,9 +710,8 @@ class RowChecks:
 
         schema, where = self.schema, f"dataset '{self.schema.name}'"
         if self.bad:
-            inf = [f"column '{c.name}' has {self.infinite[c.name]} infinite value(s); replace them with numbers inside "
-                   f"its public bounds [{c.lower:g}, {c.upper:g}] (an infinite value is not a missing one)"
-                   for c in schema.columns if c.is_numeric and self.infinite[c.name]]
+            inf = [infinite_message(c, self.infinite[c.name]) for c in schema.columns
+                   if c.is_numeric and self.infinite[c.name]]
             rest = {col: n - self.infinite.get(col, 0) for col, n in self.empty.items()}
             lines = inf + ([str(empty_values_error(rest, where=where, numeric=self.numeric)).split(": ", 1)[1]]
                            if any(rest.values()) else [])
