@@ -203,12 +203,16 @@ def nonfinite_counts(df: pd.DataFrame) -> tuple[dict[str, int], set[str]]:
 def empty_values_error(counts: dict, *, where: str, numeric) -> DpiwError:
     """:func:`check_finite`'s error from each column's count of empty values (``numeric``: the columns where
     inf counts too), wherever they were counted (DuckDB: dpiw.sdgp.engines)."""
+    return DpiwError(f"{where}: {empty_values_text(counts, numeric=numeric)}")
+
+
+def empty_values_text(counts: dict, *, numeric) -> str:
+    """:func:`empty_values_error`'s line without its place."""
     found = [f"'{col}' ({n} {'missing or infinite' if col in numeric else 'missing'})"
              for col, n in counts.items() if n]
-    return DpiwError(f"{where}: column{'s' if len(found) > 1 else ''} {', '.join(found)} "
-                     f"{'have' if len(found) > 1 else 'has'} empty values; say in the schema what an empty "
-                     "value is (`missing: category` for a categorical column, `missing: indicator` for a numeric "
-                     "one), or remove them")
+    return (f"column{'s' if len(found) > 1 else ''} {', '.join(found)} {'have' if len(found) > 1 else 'has'} empty "
+            "values; say in the schema what an empty value is (`missing: category` for a categorical column, "
+            "`missing: indicator` for a numeric one), or remove them")
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

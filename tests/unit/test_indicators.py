@@ -51,3 +51,21 @@ def test_marginal_match_weights_are_the_same_with_and_without_numba(monkeypatch)
                                                      rng=np.random.default_rng(1))
         fits.append(mm.reweight(synth))
     assert fits[0].tau_ < float("inf") and np.array_equal(fits[0].log_ratio_, fits[1].log_ratio_)
+
+
+def test_no_thread_outlives_a_product_and_bad_cells_are_refused():
+    """A process that ran a fit keeps no thread of it (a process with threads is not forked for the row checks);
+    a cell past its marginal's size is refused before a compiled loop (which checks no bound) could write there."""
+    import threading
+
+    from dpiw import DpiwError
+
+    rng = np.random.default_rng(1)
+    index, sizes = [rng.integers(0, 50, 5000) for _ in range(4)], [50] * 4
+    before = threading.active_count()
+    a = Indicators(index, sizes, compiled=True, n_threads=3)
+    a.n_threads = 3
+    a.dot(np.ones(5000)), a.tdot(np.ones(200))
+    assert threading.active_count() == before
+    with pytest.raises(DpiwError, match="marginal 1's cells are not those of a table of 50 cells"):
+        Indicators([index[0], index[1] + 1, index[2], index[3]], sizes)

@@ -188,7 +188,11 @@ def test_weights_without_signal_are_not_refused_for_their_noisy_k_hat(signal):
                rec("fit_weights", 0.3, 1e-4, seeding=seeding, details={"signal": check}), post_record(heavy)]
     m = build_manifest(records, epsilon=1.0, delta="paper", allow_non_dp=False, run_id="r")
     assert m["release"]["weights"]["unit"] is (not signal)
-    assert m["release"]["fit_to_release"] is (not signal) and m["release"]["pareto_k_ok"] is (not signal)
+    assert m["release"]["fit_to_release"] is (not signal) and m["release"]["pareto_k_ok"] is False
+    assert (m["release"]["pareto_k"] is None) is (not signal)  # the released weights' k-hat: none for unit weights
+    from dpiw.privacy.release import releasable
+
+    assert releasable(m)[0] is (not signal)
     assert ("k-hat" in " ".join(m["release"]["reasons"])) and (
         ("unit weights (no k-hat to check)" in m["release"]["reasons"][0]) is (not signal))
 

@@ -706,15 +706,14 @@ class RowChecks:
         """Refuse the table: values outside the bounds under ``fail`` (every column, counted over all the rows,
         in one message: the same line however the rows were split), a constant column, a single class; first, an
         empty or infinite value anywhere (each column's count over all the rows)."""
-        from dpiw.io import empty_values_error
+        from dpiw.io import empty_values_text
 
         schema, where = self.schema, f"dataset '{self.schema.name}'"
         if self.bad:
             inf = [infinite_message(c, self.infinite[c.name]) for c in schema.columns
                    if c.is_numeric and self.infinite[c.name]]
-            rest = {col: n - self.infinite.get(col, 0) for col, n in self.empty.items()}
-            lines = inf + ([str(empty_values_error(rest, where=where, numeric=self.numeric)).split(": ", 1)[1]]
-                           if any(rest.values()) else [])
+            rest = {col: n - self.infinite.get(col, 0) for col, n in self.empty.items()}  # NaN, or empty
+            lines = inf + ([empty_values_text(rest, numeric=set())] if any(rest.values()) else [])
             raise DpiwError(f"{where}: " + "; ".join(lines))
         wide = [f"'{c.name}' has {self.outside[c.name]} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]"
                 for c in schema.columns if c.is_numeric and self.outside[c.name]]

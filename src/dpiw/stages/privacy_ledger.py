@@ -149,8 +149,12 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
         reasons.append(seeds["note"])
     fit = not reasons
     checked = gate["pareto_k"] is not None and not signal["unit"]
-    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"] or signal["unit"]),
-            "pareto_k": gate["pareto_k"], "pareto_k_threshold": gate["pareto_k_threshold"], "weights": signal,
+    # pareto_k_ok: the gate alone, on the weights the run computed (the benchmark tables' mark); pareto_k: the
+    # released weights' (none for unit weights; the noisy ones' is kept beside it)
+    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]),
+            "pareto_k": None if signal["unit"] else gate["pareto_k"],
+            **({"pareto_k_noisy_weights": gate["pareto_k"]} if signal["unit"] else {}),
+            "pareto_k_threshold": gate["pareto_k_threshold"], "weights": signal,
             "reasons": reasons or ["release mode, secret noise, DP and " + (
                 "k-hat within the threshold" if checked else "unit weights (no k-hat to check)")]}
 

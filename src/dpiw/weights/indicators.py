@@ -3,12 +3,12 @@ column per group of synthetic rows, a 1 where the group falls in the cell (one p
 fit spends most of its time in the products A v (the weighted synthetic mass in every measured cell) and A^T l
 (a dual point's log weight per group), a few hundred of each.
 
-A is kept as each group's cell in each marginal (16 bits a cell where every marginal has at most 65,536), and its
-products are compiled loops (numba) on a few threads that add in the order scipy's sparse products add: the same
-numbers to the last bit, so a fit's weights do not depend on the machine. At 1e6 groups and 95 marginals (a
-16-column table): 0.07 s against 0.46 for A v and 0.05 against 0.44 for A^T l on 2 cores, in 0.2 GB instead of
-2.3 GB of CSR copies (bench/README.md). Without numba (the analysts' install: it is in the ``pipeline`` extra)
-the products are scipy's.
+A is kept as each group's cell in each marginal (16 bits a cell where every marginal has at most 65,536), and
+its products are compiled loops (numba) on a few threads (started and joined in each product) that add in the
+order scipy's sparse products add: the same numbers to the last bit, so a fit's weights do not depend on the
+machine. At 1e6 groups and 95 marginals (a 16-column table): 0.07 s against 0.46 for A v and 0.05 against 0.44
+for A^T l on 2 cores, in 0.2 GB instead of 2.3 GB of CSR copies (bench/README.md). Without numba (the analysts'
+install: it is in the ``pipeline`` extra) the products are scipy's.
 """
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ import os
 
 import numpy as np
 
+from dpiw import DpiwError
+
 try:
     from dpiw.compiled import njit
-except ImportError:  # no numba: scipy's sparse products
+except ModuleNotFoundError as exc:  # no numba (a broken one is an error): scipy's sparse products
+    if exc.name != "numba":
+        raise
     njit = None
 
 #: groups per block of the compiled loops (a block's values stay in cache while every marginal is read)
@@ -57,17 +61,28 @@ def _spread(cells, offsets, lam, out, g0, g1):
 if njit is not None:
     _mass, _spread = njit(nogil=True)(_mass), njit(nogil=True)(_spread)
 
-_POOL = None
+def _in_threads(kernel, parts, *args) -> None:
+    """``kernel(*args, *part)`` for every part, the first in this thread and each other in a thread of its own,
+    started and joined here: no thread outlives a product (a process with live threads is not forked,
+    dpiw.privacy.identity._fork_context, and a pool's threads would not survive a fork)."""
+    import threading
 
+    errors = []
 
-def _pool(threads: int):
-    """One thread pool per process for every product (the noise-aware bootstrap's chains share it)."""
-    global _POOL
-    if _POOL is None:
-        from concurrent.futures import ThreadPoolExecutor
+    def run(part):
+        try:
+            kernel(*args, *part)
+        except BaseException as exc:  # raised in the caller's thread below
+            errors.append(exc)
 
-        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="dpiw-indicators")
-    return _POOL
+    others = [threading.Thread(target=run, args=(p,), name="dpiw-indicators") for p in parts[1:]]
+    for t in others:
+        t.start()
+    run(parts[0])
+    for t in others:
+        t.join()
+    if errors:
+        raise errors[0]
 
 
 def threads() -> int:
@@ -92,7 +107,11 @@ class Indicators:
         self.offsets = np.cumsum([0] + self.sizes[:-1]).astype(np.int64)
         self.compiled = njit is not None if compiled is None else compiled
         work = len(self.sizes) * self.groups
-        self.n_threads = 1 if work < WORK else min(n_threads or threads(), len(self.sizes))
+        self.n_threads = 1 if work < WORK else (n_threads or threads())
+        for k, (idx, size) in enumerate(zip(index, self.sizes, strict=True)):  # the loops do not check bounds
+            if len(idx) != self.groups or (len(idx) and not (0 <= idx.min() and idx.max() < size)):
+                raise DpiwError(f"marginal matching: marginal {k}'s cells are not those of a table of {size} cells "
+                                "(a measurement that does not fit the schema's bins?)")
         if self.compiled:
             dtype = np.uint16 if max(self.sizes) <= 1 << 16 else np.int64 if self.n_cells >= 2**31 else np.int32
             self.cells = np.empty((len(self.sizes), self.groups), dtype=dtype)
@@ -106,21 +125,16 @@ class Indicators:
             self.a = sparse.csr_matrix((np.ones(rows.size), (rows, cols)), shape=(self.n_cells, self.groups))
             self.a_t = self.a.T.tocsr()
 
-    def _run(self, kernel, parts, *args) -> None:
-        if len(parts) == 1:
-            kernel(self.cells, self.offsets, *args, *parts[0])
-        else:
-            for f in [_pool(self.n_threads).submit(kernel, self.cells, self.offsets, *args, *p) for p in parts]:
-                f.result()
-
     def dot(self, v: np.ndarray) -> np.ndarray:
         """A v: the mass of ``v`` (one value per group) in every measured cell."""
         if not self.compiled:
             return self.a @ v
         out = np.zeros(self.n_cells)
-        m, t = len(self.sizes), self.n_threads
+        m = len(self.sizes)
+        t = min(self.n_threads, m)
         cuts = [round(i * m / t) for i in range(t + 1)]
-        self._run(_mass, list(zip(cuts[:-1], cuts[1:], strict=True)), np.ascontiguousarray(v, dtype=float), out)
+        _in_threads(_mass, list(zip(cuts[:-1], cuts[1:], strict=True)), self.cells, self.offsets,
+                    np.ascontiguousarray(v, dtype=float), out)
         return out
 
     def tdot(self, lam: np.ndarray) -> np.ndarray:
@@ -130,6 +144,6 @@ class Indicators:
         out = np.empty(self.groups)
         n, t = self.groups, self.n_threads
         cuts = [min(n, math.ceil(i * n / t / BLOCK) * BLOCK) for i in range(t + 1)]
-        self._run(_spread, list(zip(cuts[:-1], cuts[1:], strict=True)), np.ascontiguousarray(lam, dtype=float),
-                  out)
+        _in_threads(_spread, list(zip(cuts[:-1], cuts[1:], strict=True)), self.cells, self.offsets,
+                    np.ascontiguousarray(lam, dtype=float), out)
         return out
