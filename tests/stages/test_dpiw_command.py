@@ -73,20 +73,22 @@ def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fi
     n = 40
     data = tmp_path / "flchain.csv"  # R's write.csv: a row-name column first, then the data
     pd.DataFrame({"rownames": np.arange(1, n + 1), "age": rng.integers(50, 90, n),
-                  "kappa": rng.lognormal(0, 0.5, n), "sex": rng.choice(["F", "M"], n),
-                  "death": rng.choice([0, 1], n)}).to_csv(data, index=False)
+                  "kappa": rng.lognormal(0, 0.5, n), "minutes": rng.integers(20, 400, n) * 1.0,  # "151.0"
+                  "sex": rng.choice(["F", "M"], n), "death": rng.choice([0, 1], n)}).to_csv(data, index=False)
     out = tmp_path / "data" / "schemas" / "flchain.yaml"  # the folder does not exist yet
     main(["schema", "infer", str(data), "--target", "death", "--out", str(out)])
     err = capsys.readouterr().err
     text = out.read_text()
     assert "name: rownames" not in text and "left out rownames: they number the rows" in err
     assert "{name: age, type: numeric, lower: FILL IN, upper: FILL IN, integer: true}" in text
+    assert "{name: minutes, type: numeric, lower: FILL IN, upper: FILL IN, integer: true}" in text
+    assert "{name: kappa, type: numeric, lower: FILL IN, upper: FILL IN}" in text
     import yaml
 
     with pytest.raises(DpiwError) as exc:  # every column still to fill, in one message
         parse_schema(yaml.safe_load(text))
     msg = str(exc.value)
-    assert "4 column(s) still say FILL IN (bounds: age, kappa; categories: sex, death)" in msg
+    assert "5 column(s) still say FILL IN (bounds: age, kappa, minutes; categories: sex, death)" in msg
 
 
 def test_schema_infer_drafts_a_folder_of_parquet_files_with_its_partition_column(tmp_path):

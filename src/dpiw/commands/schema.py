@@ -153,12 +153,12 @@ MAX_CODES = 10
 
 
 def _whole(s) -> bool:
-    """Whole numbers: an integer dtype, or floats that are all whole (a column with empty values reads as float)."""
+    """Whole numbers: an integer dtype, or floats that are all whole (a column with empty values reads as float,
+    and a file written from one holds 151.0 where 151 is meant)."""
     import pandas as pd
 
     values = s.dropna()
-    return pd.api.types.is_integer_dtype(s) or (len(values) > 0 and bool((values == values.round()).all())
-                                                 and s.isna().any())
+    return pd.api.types.is_integer_dtype(s) or (len(values) > 0 and bool((values == values.round()).all()))
 
 
 def _looks_like_codes(s) -> bool:
