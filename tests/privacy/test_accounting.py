@@ -8,15 +8,17 @@ import pytest
 from dp_accounting import rdp as dp_rdp
 from opacus.accountants.analysis.rdp import compute_rdp
 
+from dpiw import DpiwError
 from dpiw.privacy import accounting as A
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.stages.privacy_ledger import build_manifest
 
-ORDERS = list(A.ORDERS)
+ORDERS = list(A.ORDERS)  # a computed curve's (DP-SGD)
+ALL = list(A.ALL_ORDERS)  # the composed curve's: ORDERS and larger ones, for small epsilons
 
 
 def reference(event) -> np.ndarray:
-    acc = dp_rdp.RdpAccountant(orders=ORDERS)
+    acc = dp_rdp.RdpAccountant(orders=ALL)
     acc.compose(event)
     return np.asarray(acc._rdp)
 
@@ -86,7 +88,7 @@ def test_replace_one_curve_bounds_the_exact_unsampled_case():
     curve is a (2)^2 / (2 z^2) per step. The weak-triangle bound must lie above it, within a factor 2 from
     order 2 on (its (a - 1/2)/(a - 1) factor loosens it near 1)."""
     z, steps = 2.0, 5
-    exact = steps * A.gaussian_rdp(z / 2.0)
+    exact = steps * A.gaussian_rdp(z / 2.0, ORDERS)
     bound = np.asarray(A.poisson_gaussian_replace_one(1.0, z, steps))
     assert np.all(bound >= exact * (1 - 1e-9))
     assert np.all((bound <= 2 * exact)[np.asarray(ORDERS) >= 2])
@@ -127,7 +129,7 @@ def test_many_exponential_mechanisms_compose_below_the_sum():
     no larger than dp-accounting's zCDP result."""
     events = [{"kind": "pure", "epsilon": 0.01, "count": 100}]
     eps, _ = A.rdp_to_dp(A.compose(events), 1e-5)
-    acc = dp_rdp.RdpAccountant(orders=ORDERS)
+    acc = dp_rdp.RdpAccountant(orders=ALL)
     acc.compose(dp_accounting.ZCDpEvent(100 * 0.01**2 / 2))
     assert eps <= acc.get_epsilon(1e-5) + 1e-12 and eps < 0.6
 
@@ -161,3 +163,29 @@ def test_rdp_to_dp_rejects_bad_delta():
     with pytest.raises(Exception, match="0 < delta < 1"):
         A.rdp_to_dp(A.laplace_rdp(1.0), 0.0)
     assert math.isfinite(A.rdp_to_dp(A.laplace_rdp(1.0), 1e-9)[0])
+
+
+@pytest.mark.parametrize("eps, delta", [(0.02, 9.5e-8), (0.05, 1e-9), (0.005, 1e-6), (1.0, 1e-7)])
+def test_a_small_epsilon_gets_a_rho_that_converts_back_to_it(eps, delta):
+    """Up to order 256 alone no rho > 0 converts to an epsilon under about log(1/delta) / 255 (0.063 at delta
+    9.5e-8: a release at epsilon 0.02 failed); with the larger orders rho is the largest that converts to at most
+    epsilon, as dp-accounting converts it on the same orders, and no smaller than the closed form
+    (sqrt(eps + log 1/delta) - sqrt(log 1/delta))^2 (Bun and Steinke 2016, Prop. 1.3)."""
+    rho = A.zcdp_rho(eps, delta)
+    acc = dp_rdp.RdpAccountant(orders=ALL)
+    acc.compose(dp_accounting.ZCDpEvent(rho))
+    assert acc.get_epsilon(delta) == pytest.approx(eps, rel=1e-6) and A.zcdp_to_dp(rho, delta) <= eps
+    log = math.log(1 / delta)
+    assert rho >= (math.sqrt(eps + log) - math.sqrt(log)) ** 2
+    with pytest.raises(DpiwError, match="below what a zCDP mechanism"):  # past the largest order: said, not 0
+        A.zcdp_rho(1e-5, 1e-9)
+
+
+def test_a_computed_curve_counts_as_unbounded_past_its_orders():
+    """A DP-SGD curve known on ORDERS composes with closed-form events on all the orders: at the larger ones it
+    claims nothing (infinite), so the conversion uses the orders where every event is known."""
+    sgd = A.curve_event(compute_rdp(q=0.01, noise_multiplier=1.0, steps=500, orders=ORDERS), ORDERS)
+    curve = A.compose([sgd, {"kind": "zcdp", "rho": 0.01}])
+    assert np.isfinite(curve[:len(ORDERS)]).all() and np.isinf(curve[len(ORDERS):]).all()
+    eps, order = A.rdp_to_dp(curve, 1e-5)
+    assert order <= 256 and eps == pytest.approx(A.rdp_to_dp(curve[:len(ORDERS)], 1e-5, ORDERS)[0])

@@ -12,7 +12,7 @@ import pytest
 from dpiw import DpiwError
 from dpiw.privacy import ledger as L
 from dpiw.privacy import witness
-from dpiw.privacy.accounting import ORDERS, zcdp_rho
+from dpiw.privacy.accounting import ALL_ORDERS, zcdp_rho
 from dpiw.privacy.store import Store
 
 N_CLINIC = 400
@@ -37,7 +37,7 @@ def manifest(eps: float, run: str, *, delta: float = DELTA, relation: str = "rep
             "budget": {"epsilon": eps, "delta": delta}, "spent": {"epsilon": eps, "delta": delta}}
 
 
-def composed_rho(rhos, delta, orders=ORDERS) -> float:
+def composed_rho(rhos, delta, orders=ALL_ORDERS) -> float:
     """zCDP mechanisms of these rhos composed and converted at ``delta`` by Google's dp-accounting, not by the
     ledger's own accounting; on the ledger's grid of RDP orders (a choice, not a computation: on a finer grid the
     epsilon is at most 0.5% lower, test_the_order_grid_costs_little)."""

@@ -36,12 +36,18 @@ import numpy as np
 
 from dpiw import DpiwError
 
-#: Orders of the composed curve: dense near 1, geometric up to 256 (as opacus / dp-accounting).
+#: Orders of a curve computed where its mechanism ran (DP-SGD's): dense near 1, geometric up to 256 (as opacus /
+#: dp-accounting).
 ORDERS: tuple[float, ...] = tuple([1 + x / 10.0 for x in range(1, 100)] + list(range(11, 64))
                                   + [round(64 * 2 ** (k / 4)) for k in range(9)])
+#: Orders of the composed curve: ORDERS, then geometric up to 16,384. A small epsilon's best order is large (about
+#: 2 log(1/delta) / epsilon: 1,600 at epsilon 0.02 and delta 1e-7), and up to 256 alone no rho > 0 converts to an
+#: epsilon under about log(1/delta) / 255. The closed-form curves (Laplace, Gaussian, pure, zCDP) are evaluated on
+#: all of them; a computed curve is known on ORDERS only and counts as unbounded at the larger orders.
+ALL_ORDERS: tuple[float, ...] = ORDERS + tuple(round(256 * 2 ** (k / 4)) for k in range(1, 25))
 
 
-def laplace_rdp(epsilon: float, orders: Sequence[float] = ORDERS) -> np.ndarray:
+def laplace_rdp(epsilon: float, orders: Sequence[float] = ALL_ORDERS) -> np.ndarray:
     """RDP of one Laplace mechanism with sensitivity / scale = epsilon (Mironov 2017, Prop. 6).
 
     >>> float(laplace_rdp(1.0, [2.0])[0]) == math.log(2 / 3 * math.e + 1 / 3 * math.exp(-2))
@@ -57,7 +63,7 @@ def laplace_rdp(epsilon: float, orders: Sequence[float] = ORDERS) -> np.ndarray:
     return np.logaddexp(t1, t2) / (a - 1)
 
 
-def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = ORDERS) -> np.ndarray:
+def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = ALL_ORDERS) -> np.ndarray:
     """RDP of one Gaussian mechanism, std = noise_multiplier * L2 sensitivity: a / (2 z^2)."""
     z = float(noise_multiplier)
     if not z > 0:
@@ -65,7 +71,7 @@ def gaussian_rdp(noise_multiplier: float, orders: Sequence[float] = ORDERS) -> n
     return np.asarray(orders, dtype=float) / (2.0 * z * z)
 
 
-def pure_rdp(epsilon: float, orders: Sequence[float] = ORDERS) -> np.ndarray:
+def pure_rdp(epsilon: float, orders: Sequence[float] = ALL_ORDERS) -> np.ndarray:
     """RDP of an epsilon-DP mechanism known only by its epsilon: min(epsilon, a epsilon^2 / 2)."""
     a = np.asarray(orders, dtype=float)
     e = float(epsilon)
@@ -114,7 +120,7 @@ def curve_event(curve: Sequence[float], orders: Sequence[float] = ORDERS, **abou
     return {"kind": "rdp_curve", "orders": [float(o) for o in orders], "rdp": [float(v) for v in curve], **about}
 
 
-def event_rdp(event: dict, orders: Sequence[float] = ORDERS) -> np.ndarray:
+def event_rdp(event: dict, orders: Sequence[float] = ALL_ORDERS) -> np.ndarray:
     """The RDP curve of one event on ``orders``."""
     kind = event.get("kind")
     count = int(event.get("count", 1))
@@ -134,16 +140,22 @@ def event_rdp(event: dict, orders: Sequence[float] = ORDERS) -> np.ndarray:
         if not (0 <= event["probability"] < 1):
             raise DpiwError(f"RDP event {event}: probability must be in [0, 1)")
         return np.zeros(len(orders))
-    if kind == "rdp_curve":
+    if kind == "rdp_curve":  # known on its own orders; unbounded (no claim) at any other
         own = np.asarray(event["orders"], dtype=float)
+        values = np.asarray(event["rdp"], dtype=float)
         want = np.asarray(orders, dtype=float)
-        if own.shape != want.shape or not np.allclose(own, want):
+        out = np.full(len(want), np.inf)
+        for i, a in enumerate(want):
+            j = np.flatnonzero(np.isclose(own, a, rtol=1e-9, atol=0))
+            if j.size:
+                out[i] = values[j[0]]
+        if not np.isfinite(out).any():
             raise DpiwError("an rdp_curve event was computed on other orders than dpiw.privacy.accounting.ORDERS")
-        return count * np.asarray(event["rdp"], dtype=float)
+        return count * out
     raise DpiwError(f"unknown RDP event kind {kind!r} (laplace, gaussian, pure, zcdp, rdp_curve, failure)")
 
 
-def compose(events: Iterable[dict], orders: Sequence[float] = ORDERS) -> np.ndarray:
+def compose(events: Iterable[dict], orders: Sequence[float] = ALL_ORDERS) -> np.ndarray:
     """RDP curve of the sequential composition of ``events`` (sum over events, order by order)."""
     total = np.zeros(len(orders))
     for ev in events:
@@ -151,7 +163,7 @@ def compose(events: Iterable[dict], orders: Sequence[float] = ORDERS) -> np.ndar
     return total
 
 
-def rdp_to_dp(curve: Sequence[float], delta: float, orders: Sequence[float] = ORDERS) -> tuple[float, float]:
+def rdp_to_dp(curve: Sequence[float], delta: float, orders: Sequence[float] = ALL_ORDERS) -> tuple[float, float]:
     """(epsilon, optimal order) at ``delta`` (Balle et al. 2020, Prop. 12; as dp-accounting and opacus)."""
     if not 0 < delta < 1:
         raise DpiwError(f"RDP conversion needs 0 < delta < 1, got {delta}")
@@ -192,7 +204,7 @@ def composed_spend(records, delta: float) -> dict:
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
     """epsilon at ``delta`` of rho-zCDP: its RDP curve alpha * rho converted as the ledger converts."""
-    return rdp_to_dp(rho * np.asarray(ORDERS), delta)[0]
+    return rdp_to_dp(rho * np.asarray(ALL_ORDERS), delta)[0]
 
 
 @functools.lru_cache(maxsize=256)
@@ -214,4 +226,9 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
             hi = mid
         if hi - lo <= 1e-9 * hi:
             break
+    if lo <= 0:
+        floor = rdp_to_dp(1e-300 * np.asarray(ALL_ORDERS), delta)[0]
+        raise DpiwError(f"epsilon {epsilon:.4g} at delta {delta:.3g} is below what a zCDP mechanism (MST, AIM, "
+                        f"marginal_match) can be accounted for here (about {floor:.2g} at least): raise the epsilon "
+                        "(or its share) or the delta")
     return lo
