@@ -220,9 +220,7 @@ def parquet_folder(path):
             try:
                 names = pq.read_schema(f).names
             except (ValueError, OSError) as why:
-                raise DpiwError(f"{path}: file {f.resolve()} cannot be read as parquet ({type(why).__name__}); a "
-                                "folder given as a table holds parquet files only: rewrite it, or move it out of "
-                                "the folder") from None
+                raise unreadable_file(str(path), f, why) from None
             keys = dict(part.split("=", 1) for part in rel.parts[:-1] if "=" in part)
             both = {c: keys[c] for c in keys if c in names}
             if both:
