@@ -206,9 +206,10 @@ def empty_values_error(counts: dict, *, where: str, numeric) -> DpiwError:
     return DpiwError(f"{where}: {empty_values_text(counts, numeric=numeric)}")
 
 
-def empty_values_text(counts: dict, *, numeric) -> str:
-    """:func:`empty_values_error`'s line without its place."""
-    found = [f"'{col}' ({n} {'missing or infinite' if col in numeric else 'missing'})"
+def empty_values_text(counts: dict, *, numeric, kind: str | None = None) -> str:
+    """:func:`empty_values_error`'s line without its place (``kind``: what every count is called, else "missing
+    or infinite" in a ``numeric`` column and "missing" elsewhere)."""
+    found = [f"'{col}' ({n} {kind or ('missing or infinite' if col in numeric else 'missing')})"
              for col, n in counts.items() if n]
     return (f"column{'s' if len(found) > 1 else ''} {', '.join(found)} {'have' if len(found) > 1 else 'has'} empty "
             "values; say in the schema what an empty value is (`missing: category` for a categorical column, "

@@ -201,8 +201,6 @@ def _last_line_unended(path) -> str | None:
 def parquet_folder(path):
     """The parquet dataset of a folder of parquet files (hive-partitioned or not, as Spark, Dask or DuckDB write
     them), or None when ``path`` is not such a folder."""
-    from pathlib import Path
-
     path = Path(path)
     if not path.is_dir() or next(path.rglob("*.parquet"), None) is None:
         return None
@@ -237,16 +235,12 @@ def _clash(where: str, rel: str, both: dict) -> DpiwError:
 
 def is_table(path) -> bool:
     """A file, or a folder of parquet files: what a table's source may be."""
-    from pathlib import Path
-
     return Path(path).is_file() or parquet_folder(path) is not None
 
 
 def repeated_columns(path) -> list[str]:
     """The column names a CSV's header (or a parquet file) holds more than once: pandas would rename a repeated
     "age" to "age.1" and go on."""
-    from pathlib import Path
-
     if Path(path).is_dir():
         header = list(parquet_folder(path).schema.names)
     elif Path(path).suffix == ".parquet":
@@ -266,16 +260,12 @@ CHUNK_ROWS = 1 << 22
 
 
 def _where(schema: Schema, file) -> str:
-    from pathlib import Path
-
     return f"dataset '{schema.name}' ({Path(file)})"
 
 
 def _open_checked(schema: Schema, file) -> None:
     """What is checked of a file before its rows are read: it exists, every CSV line has the header's field
     count, and no column name is repeated."""
-    from pathlib import Path
-
     path, where = Path(file), _where(schema, file)
     if not is_table(path):
         raise DpiwError(f"{where}: file not found; paths in data/schemas/{schema.name}.yaml are relative to "
@@ -341,8 +331,6 @@ def check_folder(schema: Schema, dataset, path, where: str) -> None:
 
 def _frames(schema: Schema, file, chunk_rows: int | None):
     """The file's rows as pandas frames, untyped: one frame (``chunk_rows`` None) or chunks of that many rows."""
-    from pathlib import Path
-
     path, where = Path(file), _where(schema, file)
     folder = names = None
     try:
@@ -484,12 +472,11 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
                             "fix the rows")
         if counts.get(("infinite", c.name)):
             problems.append(infinite_message(c, counts["infinite", c.name]))
-    empty = [f"'{c.name}' ({counts['empty', c.name]} empty)" for c in schema.columns if counts.get(("empty", c.name))]
+    empty = {c.name: counts["empty", c.name] for c in schema.columns if counts.get(("empty", c.name))}
     if empty:
-        problems.append(f"column{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
-                        f"{'have' if len(empty) > 1 else 'has'} empty values; say in the schema what an empty value "
-                        "is (`missing: category` for a categorical column, `missing: indicator` for a numeric one), "
-                        "or remove them")
+        from dpiw.io import empty_values_text
+
+        problems.append(empty_values_text(empty, numeric=(), kind="empty"))
     return f"{where}: " + "; ".join(problems)
 
 
@@ -737,8 +724,6 @@ def count_rows(schema: Schema, file: str) -> int:
     """The rows of a table, from what is cheap to read: a CSV's field counts (Arrow, one pass) and header, a
     parquet file's footer; the schema's columns must all be there. The values are checked where they are read
     (the scale stage, :func:`iter_table`)."""
-    from pathlib import Path
-
     path, where = Path(file), _where(schema, file)
     if not is_table(path):
         raise DpiwError(f"{where}: file not found")
