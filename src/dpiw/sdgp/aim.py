@@ -22,8 +22,8 @@
    junction tree is small, :class:`PGMEstimator`). If the new model
    moved the pick's marginal by less than the noise's expected L1 size, sqrt(2/pi) sigma |r|, sigma halves and
    eps_em doubles (budget annealing): later rounds are fewer and sharper.
-6. Private-PGM's final model samples N_G rows (mbi's randomised rounding); a numeric cell maps back to a uniform
-   value inside its bin.
+6. Private-PGM's final model samples N_G rows (mbi's randomised rounding; in numpy for a numpy model); a numeric
+   cell maps back to a value inside its bin (from the fine histogram where there is one, else uniform).
 
 Every choice after a measurement reads only noisy measurements and public quantities (post-processing). The
 record lists every round's std and eps_em and the zCDP parts as RDP events, summing to rho.
@@ -46,7 +46,7 @@ from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.binning import Binning, check_fine, fine_details, fine_events, fine_first, fine_noise
 from dpiw.sdgp.counting import Clique, Counter, InProcessCounter
-from dpiw.sdgp.pgm import domain, estimate, mbi_module, sample_rows
+from dpiw.sdgp.pgm import NUMPY_CELLS, estimate_model, mbi_module, model_size_mb, sample_rows
 
 #: the share of each round's rho that goes to its measurement (the rest to its selection), as in the paper
 MEASURE_SHARE = 0.9
@@ -258,45 +258,21 @@ class AIM:
 
     @shared_doc(SDGP_SAMPLE)
     def sample(self, n: int, *, rng: np.random.Generator) -> pd.DataFrame:
-        from dpiw.sdgp import mirror_descent as md
-
-        return sample_rows(md.as_mbi(mbi_module(), self.model_.model), self.schema_, self.binning_, n, rng)
-
-
-#: a model whose junction tree holds at most this many cells is estimated in numpy (dpiw.sdgp.mirror_descent,
-#: nothing compiled), a larger one by mbi (an XLA program per set of cliques, faster per step): numpy's steps
-#: cost as much as mbi's compilation and steps of a round at about 260,000 cells (bench/aim_rounds.py)
-NUMPY_CELLS = 200_000
+        return sample_rows(self.model_.model, self.schema_, self.binning_, n, rng)
 
 
 class PGMEstimator:
     """Private-PGM's mirror descent from the measurements with the known total, warm-started from the last
     model; :meth:`PGMModel.marginal` answers any clique (by variable elimination outside the model's cliques).
     A model of at most ``numpy_cells`` junction-tree cells is estimated in numpy (:mod:`dpiw.sdgp.mirror_descent`,
-    the same steps without compiling one program per round), a larger one by mbi."""
+    the same steps without compiling one program per round), a larger one by mbi (:func:`estimate_model`)."""
 
     def __init__(self, iters: int, numpy_cells: int = NUMPY_CELLS):
         self.iters, self.numpy_cells = iters, numpy_cells
 
     def __call__(self, measured, cards, n, warm):
-        from dpiw.sdgp import mirror_descent as md
-
-        mbi = mbi_module()
-        cliques = md.potential_cliques(measured)
-        if model_size_mb(cards, cliques) * 2**20 / 8 <= self.numpy_cells:
-            prior = None if warm is None else md.as_numpy(warm.model)
-            return PGMModel(md.estimate(mbi, cards, measured, total=n, iters=self.iters, warm=prior))
-        prior = None if warm is None else md.as_mbi(mbi, warm.model)
-        return PGMModel(estimate(mbi, cards, measured, total=n, iters=self.iters, warm_start=prior))
-
-
-def model_size_mb(cards: list[int], cliques: list[Clique]) -> float:
-    """The size in MB of the junction tree of a model over ``cliques`` (its maximal cliques' cells x 8 bytes)."""
-    from mbi import junction_tree
-
-    mbi = mbi_module()
-    return junction_tree.hypothetical_model_size(domain(mbi, cards), [tuple(map(str, cl)) for cl in
-                                                                       dict.fromkeys(cliques)])
+        return PGMModel(estimate_model(mbi_module(), cards, measured, total=n, iters=self.iters,
+                                       warm=None if warm is None else warm.model, max_numpy_cells=self.numpy_cells))
 
 
 def _logsumexp(a: np.ndarray, axis=None) -> np.ndarray:

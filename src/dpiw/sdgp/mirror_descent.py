@@ -87,9 +87,11 @@ class Tree:
         from dpiw.sdgp.pgm import domain
 
         self.cards = cards
-        jt = junction_tree.make_junction_tree(domain(mbi, cards), [tuple(map(str, c)) for c in cliques])[0]
+        jt, order = junction_tree.make_junction_tree(domain(mbi, cards), [tuple(map(str, c)) for c in cliques])
         to_int = {n: tuple(int(a) for a in n) for n in jt.nodes}
         self.nodes = [to_int[n] for n in junction_tree.maximal_cliques(jt)]
+        self.node_order = [to_int[n] for n in jt.nodes]  # the order mbi's sampling looks cliques up in
+        self.elimination_order = [int(a) for a in order]
         self.order = [(to_int[a], to_int[b]) for a, b in junction_tree.message_passing_order(jt)]
         self.neighbours = {to_int[n]: [to_int[k] for k in jt.neighbors(n)] for n in jt.nodes}
         # each potential's clique goes to the smallest tree clique that holds it (mbi's clique_mapping)
@@ -99,6 +101,11 @@ class Tree:
     def marginals(self, theta: dict, total: float) -> dict:
         """mu(theta) on the potentials' cliques: Shafer-Shenoy in log space, each tree clique normalised to
         ``total``."""
+        out = self.node_marginals(theta, total)
+        return {c: Factor(self.home[c], out[self.home[c]]).summed(c) for c in self.cliques}
+
+    def node_marginals(self, theta: dict, total: float) -> dict:
+        """mu(theta) on the tree's own cliques (:meth:`marginals` sums them down)."""
         cards = self.cards
         belief = {n: np.zeros([cards[v] for v in n]) for n in self.nodes}
         for c in self.cliques:
@@ -124,7 +131,7 @@ class Tree:
                 b = b + msg[(k, n)]
             b = b - _lse(b, tuple(range(b.ndim))) + log_total
             out[n] = np.exp(b)
-        return {c: Factor(self.home[c], out[self.home[c]]).summed(c) for c in self.cliques}
+        return out
 
 
 class Loss:

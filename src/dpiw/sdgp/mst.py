@@ -18,8 +18,10 @@ Private-PGM (the `mbi` package, JAX on the CPU), for replace-one (default) or ad
    eps-DP exponential mechanism is (eps^2 / 8)-zCDP (bounded range: Cesar and Rogers 2021).
 5. Private-PGM estimates a graphical model from all the measurements with the total N_D (public under
    replace-one neighbours; the stage's noisy count under add/remove, which the tree's prediction uses too)
-   and samples N_G rows from it (mbi's randomised rounding); a numeric cell
-   maps back to a uniform value inside its bin.
+   and samples N_G rows from it (mbi's randomised rounding); a numeric cell maps back to a value inside its
+   bin (from the fine histogram where there is one, else uniform). A tree of at most
+   :func:`dpiw.sdgp.pgm.numpy_cells` cells is estimated and sampled in numpy (the same steps and draws as
+   mbi's, without compiling a program per tree).
 
 MST's domain compression of rare one-way values is left out (the bins are coarse already). The release is
 (eps', delta)-DP with eps' <= eps; the record lists its zCDP parts as RDP events for the run's ledger.
@@ -50,7 +52,7 @@ from dpiw.sdgp.binning import (
     with_fine,
 )
 from dpiw.sdgp.counting import Counter, InProcessCounter
-from dpiw.sdgp.pgm import estimate, mbi_module, sample_rows
+from dpiw.sdgp.pgm import estimate_model, mbi_module, numpy_cells, sample_rows
 
 
 def simplex_projection(y: np.ndarray, total: float) -> np.ndarray:
@@ -165,7 +167,8 @@ class MST:
         """:meth:`fit` from a counter (dpiw.sdgp.counting): MST reads the private rows only through their marginal
         counts, so a table counted part by part (a partitioned parquet dataset) fits the same model."""
         self.measure_counts(counter, schema, epsilon=epsilon, delta=delta, rng=rng, rows=rows)
-        self.model_ = estimate(mbi_module(), self.cards_, self.measurements_, total=self.n_, iters=self.iters)
+        self.model_ = estimate_model(mbi_module(), self.cards_, self.measurements_, total=self.n_, iters=self.iters,
+                                     max_numpy_cells=numpy_cells(self.iters))
         return self
 
     def measure(self, train: pd.DataFrame, schema: Schema, *, epsilon: float, delta: float,

@@ -85,6 +85,43 @@ def estimate(mbi, cards: list[int], measurements, *, total: float, iters: int, w
                                                    known_total=float(total), iters=iters, warm_start=warm_start)
 
 
+#: a model whose junction tree holds at most this many cells is estimated in numpy (dpiw.sdgp.mirror_descent,
+#: nothing compiled), a larger one by mbi (an XLA program per set of cliques, faster per step): numpy's steps
+#: cost as much as mbi's compilation and steps of a 500-step estimate at about 260,000 cells (bench/aim_rounds.py)
+NUMPY_CELLS = 200_000
+
+
+def numpy_cells(iters: int) -> float:
+    """The :data:`NUMPY_CELLS` of an estimate of ``iters`` steps (numpy's cost grows with the steps, mbi's is
+    mostly its compilation): 200,000 cells at AIM's 500 steps a round, 100,000 at MST's 1,000."""
+    return NUMPY_CELLS * 500 / max(int(iters), 1)
+
+
+def model_size_mb(cards: list[int], cliques) -> float:
+    """The size in MB of the junction tree of a model over ``cliques`` (its maximal cliques' cells x 8 bytes)."""
+    from mbi import junction_tree
+
+    mbi = mbi_module()
+    return junction_tree.hypothetical_model_size(domain(mbi, cards), [tuple(map(str, cl)) for cl in
+                                                                       dict.fromkeys(cliques)])
+
+
+def estimate_model(mbi, cards: list[int], measurements, *, total: float, iters: int, warm=None,
+                   max_numpy_cells: float = NUMPY_CELLS):
+    """Private-PGM's estimate in numpy (:mod:`dpiw.sdgp.mirror_descent`, a :class:`~dpiw.sdgp.mirror_descent.Model`)
+    while its junction tree holds at most ``max_numpy_cells`` cells, else by mbi (:func:`estimate`, an mbi model):
+    the same steps, without compiling a program for every new set of cliques. ``warm``: an earlier model of
+    either kind."""
+    from dpiw.sdgp import mirror_descent as md
+
+    cliques = md.potential_cliques(measurements)
+    if model_size_mb(cards, cliques) * 2**20 / 8 <= max_numpy_cells:
+        prior = None if warm is None else md.as_numpy(warm)
+        return md.estimate(mbi, cards, measurements, total=total, iters=iters, warm=prior)
+    prior = None if warm is None else md.as_mbi(mbi, warm)
+    return estimate(mbi, cards, measurements, total=total, iters=iters, warm_start=prior)
+
+
 def domain(mbi, cards: list[int]):
     """The model's domain: column j of the schema is attribute ``str(j)`` with ``cards[j]`` cells."""
     return mbi.Domain([str(j) for j in range(len(cards))], cards)
@@ -97,17 +134,24 @@ def linear_measurements(mbi, measurements) -> list:
 
 
 def sample_rows(model, schema: Schema, bins, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    """``n`` scaled rows from an mbi model (its randomised rounding): a numeric cell maps back to a value inside its
+    """``n`` scaled rows from a Private-PGM model (mbi's randomised rounding; a numpy model's by
+    :mod:`dpiw.sdgp.pgm_sampling`, the same draws without compiling): a numeric cell maps back to a value inside its
     bin (``bins``: equal-width bins with uniform values, or a :class:`dpiw.sdgp.binning.Binning`, whose values
     follow its fine histogram), a category to its code."""
+    from dpiw.sdgp import mirror_descent as md
+    from dpiw.sdgp import pgm_sampling
     from dpiw.sdgp.binning import as_binning
 
     # mbi draws from numpy's global generator: seed it from ours, and put the global state back
     state = np.random.get_state()  # noqa: NPY002 - mbi samples from the legacy global generator
     np.random.seed(int(rng.integers(2**32)))  # noqa: NPY002
     try:
-        synth = model.synthetic_data(rows=n)
+        if isinstance(model, md.Model):
+            codes = pgm_sampling.synthetic_data(mbi_module(), model, n)
+        else:
+            synth = model.synthetic_data(rows=n)
+            codes = {j: synth.data[str(j)] for j in range(len(schema.columns))}
     finally:
         np.random.set_state(state)  # noqa: NPY002
-    cells = {c.name: np.asarray(synth.data[str(j)], dtype=np.int64) for j, c in enumerate(schema.columns)}
+    cells = {c.name: np.asarray(codes[j], dtype=np.int64) for j, c in enumerate(schema.columns)}
     return as_binning(schema, bins).rows(cells, rng)
