@@ -33,13 +33,26 @@ def rows(tmp_path_factory, root):
     return {"dir": d, "schema": schema}
 
 
-def _evaluate(rows, log_weights: str, *, sdgp: str, weights: str, post: str, eps: str, out: str) -> dict:
+def _evaluate(rows, log_weights: str, *, sdgp: str, weights: str, post: str, eps: str, out: str,
+              bayes: str = "run") -> dict:
     d = rows["dir"]
     evaluate.main(["--synth", str(d / "synth.parquet"), "--log-weights", str(d / log_weights), "--test",
                    str(d / "test.parquet"), "--schema", rows["schema"], "--dataset", "iris", "--eps", eps,
                    "--seed", "4", "--sdgp", sdgp, "--weights", weights, "--post", post, "--out", str(d / out),
-                   "--privacy-out", str(d / f"{out}.privacy.json")])
+                   "--privacy-out", str(d / f"{out}.privacy.json"), "--bayes", bayes])
     return json.loads((d / out).read_text())
+
+
+def test_skipping_the_bayesian_metric_leaves_every_other_metric_as_it_was(rows):
+    """evaluation.skip_bayes: the chain's stream is its own, so the other metrics do not move."""
+    a = _evaluate(rows, "other.parquet", sdgp="marginals", weights="beta_noised", post="none", eps="3",
+                  out="with.json")
+    b = _evaluate(rows, "other.parquet", sdgp="marginals", weights="beta_noised", post="none", eps="3",
+                  out="without.json", bayes="skip")
+    assert a["bayes_auc"] == a["bayes_auc"] and b["bayes_auc"] != b["bayes_auc"]  # a number, then NaN
+    assert b["bayes_note"] == evaluate.BAYES_SKIPPED and "bayes_accept_rate" not in b
+    for key in sorted(set(a) - {"bayes_auc", "bayes_accept_rate"}):
+        assert a[key] == b[key] or (a[key] != a[key] and b[key] != b[key]), key
 
 
 def test_unit_weights_under_two_names_give_identical_metrics(rows):

@@ -26,6 +26,8 @@ def test_default_params_are_valid(params, check):
 @pytest.mark.parametrize("mutate, message", [
     (lambda p: p["weights"]["beta"].update(lambdaa=1.0), "unknown key 'lambdaa' (did you mean 'lambda'?)"),
     (lambda p: p["grid"].update(datasets=["toy", "irs"]), "unknown dataset 'irs' (did you mean 'iris'?)"),
+    (lambda p: p["evaluation"].update(skip_bayes=["digit"]),
+     "evaluation.skip_bayes: unknown dataset 'digit' (did you mean 'digits'?)"),
     (lambda p: p["grid"].update(epsilons=[-1]), "grid.epsilons.0 = -1"),
     (lambda p: p["grid"].update(weights=["betadebiased"]), "grid.weights.0 = 'betadebiased' is not one of"),
     (lambda p: p["post"]["temper"].update(alpha=1.5), "post.temper.alpha = 1.5"),
@@ -117,6 +119,26 @@ def test_evaluation_against_picks_the_rows_the_evaluate_tasks_read(params, again
         compared = t["argv"][t["argv"].index("--test") + 1]
         assert compared.endswith(rows) and compared in t["inputs"]
         assert t["argv"][t["argv"].index("--against") + 1] == against
+
+
+def test_skip_bayes_reaches_the_evaluate_tasks_of_its_datasets_only(root, params, check):
+    """configs/paper.yaml skips the Bayesian metric on digits (a 620-parameter posterior), nowhere else."""
+    from dpiw.planning import grid
+
+    cfg = copy.deepcopy(params)
+    paper = load_yaml(root / "configs/paper.yaml")
+    cfg["grid"].update(paper["grid"], seeds=[0])
+    cfg["evaluation"].update(paper["evaluation"])
+    check(cfg)
+    seen = {}
+    for cell in grid.cells(cfg):
+        for t in grid.plan(cfg, "evaluate", cell, "results/x"):
+            seen.setdefault(cell.dataset, set()).add(t["argv"][t["argv"].index("--bayes") + 1])
+    assert seen.pop("digits") == {"skip"}
+    assert seen and all(v == {"run"} for v in seen.values())
+    del cfg["evaluation"]["skip_bayes"]  # a project's params.yaml from before the key: every run has the metric
+    cell = next(c for c in grid.cells(cfg) if c.dataset == "digits")
+    assert {t["argv"][t["argv"].index("--bayes") + 1] for t in grid.plan(cfg, "evaluate", cell, "results/x")} == {"run"}
 
 
 def test_configuration_page_is_generated_from_the_schema_and_params(root):

@@ -92,12 +92,14 @@ def validate_params(params: Any, schema: dict, *, schema_dir: str | Path, params
         raise _schema_error(errors[0], params_name)
     schema_dir = Path(schema_dir)
     known = sorted(p.stem for p in schema_dir.glob("*.yaml"))
-    for name in params["grid"]["datasets"]:
-        if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
-            raise DpiwError(f"{params_name}: grid.datasets: unknown dataset '{name}'"
-                            + (f" (did you mean '{close[0]}'?)" if close else "")
-                            + f"; known: {known} (one schema each in {schema_dir}/)")
+    for key, names in (("grid.datasets", params["grid"]["datasets"]),
+                       ("evaluation.skip_bayes", params["evaluation"].get("skip_bayes") or [])):
+        for name in names:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                raise DpiwError(f"{params_name}: {key}: unknown dataset '{name}'"
+                                + (f" (did you mean '{close[0]}'?)" if close else "")
+                                + f"; known: {known} (one schema each in {schema_dir}/)")
     _check_exclude(params, known, params_name)
     calibrates = any("calibrate" in str(p).split("+") for p in params["grid"]["posts"])
     if params["mode"] == "release":

@@ -359,7 +359,16 @@ def postprocess_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
 
 def evaluate_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
     return ["--dataset", run.dataset, "--eps", run.eps, "--seed", str(run.seed), "--sdgp", run.sdgp,
-            "--weights", run.weights, "--post", run.post, "--against", str(lookup("evaluation.against"))]
+            "--weights", run.weights, "--post", run.post, "--against", str(lookup("evaluation.against")),
+            "--bayes", "skip" if run.dataset in skip_bayes(lookup) else "run"]
+
+
+def skip_bayes(lookup: Lookup) -> list[str]:
+    """evaluation.skip_bayes (absent from a project's params.yaml copied before the key existed: none)."""
+    try:
+        return list(lookup("evaluation.skip_bayes") or ())
+    except KeyError:
+        return []
 
 
 #: the real rows the metrics compare with (evaluation.against)

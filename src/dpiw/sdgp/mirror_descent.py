@@ -35,9 +35,9 @@ def _lse(a: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """log sum exp over ``axes`` (kept as size-1 axes)."""
     if not axes:
         return a
-    m = np.max(a, axis=axes, keepdims=True)
+    m = np.maximum.reduce(a, axis=axes, keepdims=True)  # ndarray.max and .sum without numpy's wrappers
     m = np.where(np.isfinite(m), m, 0.0)
-    return np.log(np.sum(np.exp(a - m), axis=axes, keepdims=True)) + m
+    return np.log(np.add.reduce(np.exp(a - m), axis=axes, keepdims=True)) + m
 
 
 def smallest_holding(c: tuple[int, ...], cliques, cards: list[int]) -> tuple[int, ...]:
@@ -78,6 +78,34 @@ class Factor:
         return np.transpose(a, [kept.index(v) for v in to])
 
 
+class Aligned:
+    """:meth:`Factor.aligned` from ``vars_`` onto ``to`` worked out once: a step of the mirror descent aligns the
+    same tables thousands of times, and the axes' bookkeeping cost more than the numpy call."""
+
+    __slots__ = ("order", "shape")
+
+    def __init__(self, vars_: tuple[int, ...], to: tuple[int, ...], cards: list[int]):
+        self.order = sorted(range(len(vars_)), key=lambda i: to.index(vars_[i]))
+        self.shape = [cards[v] if v in vars_ else 1 for v in to]
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        return values.transpose(self.order).reshape(self.shape)
+
+
+class Summed:
+    """:meth:`Factor.summed` from ``vars_`` down to ``to``, worked out once (see :class:`Aligned`)."""
+
+    __slots__ = ("axes", "order")
+
+    def __init__(self, vars_: tuple[int, ...], to: tuple[int, ...]):
+        self.axes = tuple(i for i, v in enumerate(vars_) if v not in to)
+        kept = [v for v in vars_ if v in to]
+        self.order = [kept.index(v) for v in to]
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        return np.add.reduce(values, axis=self.axes).transpose(self.order)
+
+
 class Tree:
     """The junction tree of a set of cliques with what message passing needs, built once per set of cliques."""
 
@@ -97,32 +125,37 @@ class Tree:
         # each potential's clique goes to the smallest tree clique that holds it (mbi's clique_mapping)
         self.home = {c: smallest_holding(c, self.nodes, cards) for c in cliques}
         self.cliques = list(cliques)
+        # every table's moves, worked out once: the potentials onto their tree cliques, each message (its
+        # incoming messages, the axes it sums out, onto the receiver's axes), the tree cliques down to the
+        # potentials'
+        self._onto = [(c, self.home[c], Aligned(c, self.home[c], cards)) for c in self.cliques]
+        self._messages = []
+        for i, j in self.order:
+            sep = set(i) & set(j)
+            kept = tuple(v for v in i if v in sep)
+            self._messages.append((i, j, [k for k in self.neighbours[i] if k != j],
+                                   tuple(a for a, v in enumerate(i) if v not in sep), [cards[v] for v in kept],
+                                   Aligned(kept, j, cards)))
+        self._down = [(c, self.home[c], Summed(self.home[c], c)) for c in self.cliques]
 
     def marginals(self, theta: dict, total: float) -> dict:
         """mu(theta) on the potentials' cliques: Shafer-Shenoy in log space, each tree clique normalised to
         ``total``."""
         out = self.node_marginals(theta, total)
-        return {c: Factor(self.home[c], out[self.home[c]]).summed(c) for c in self.cliques}
+        return {c: down(out[home]) for c, home, down in self._down}
 
     def node_marginals(self, theta: dict, total: float) -> dict:
         """mu(theta) on the tree's own cliques (:meth:`marginals` sums them down)."""
         cards = self.cards
         belief = {n: np.zeros([cards[v] for v in n]) for n in self.nodes}
-        for c in self.cliques:
-            n = self.home[c]
-            belief[n] = belief[n] + Factor(c, theta[c]).aligned(n, cards)
+        for c, n, onto in self._onto:
+            belief[n] = belief[n] + onto(theta[c])
         msg = {}
-        for i, j in self.order:
+        for i, j, incoming, axes, kept_shape, onto in self._messages:
             tau = belief[i]
-            for k in self.neighbours[i]:
-                if k != j:
-                    tau = tau + msg[(k, i)]
-            sep = set(i) & set(j)
-            lse = _lse(tau, tuple(a for a, v in enumerate(i) if v not in sep))
-            # the message on j's axes
-            kept = [v for v in i if v in sep]
-            m = lse.reshape([cards[v] for v in kept])
-            msg[(i, j)] = Factor(tuple(kept), m).aligned(j, cards)
+            for k in incoming:
+                tau = tau + msg[(k, i)]
+            msg[(i, j)] = onto(_lse(tau, axes).reshape(kept_shape))  # the message on j's axes
         out = {}
         log_total = math.log(total) if total > 0 else -np.inf
         for n in self.nodes:
@@ -146,24 +179,25 @@ class Loss:
             cl = tuple(cl)
             home = smallest_holding(cl, cliques, cards)
             sd = max(float(sd), 1e-12)
-            self.terms.append((cl, home, np.asarray(y, float).reshape([cards[v] for v in cl]), sd))
+            self.terms.append((cl, home, np.asarray(y, float).reshape([cards[v] for v in cl]), sd, Summed(home, cl),
+                               Aligned(cl, home, cards)))
             blocks[home] = blocks.get(home, 0.0) + math.prod(cards[v] for v in home) / (
                 math.prod(cards[v] for v in cl) * sd**2)
         self.lipschitz = max(blocks.values()) if blocks else 1.0
 
     def value(self, mu: dict) -> float:
         out = 0.0
-        for cl, home, y, sd in self.terms:
-            d = (Factor(home, mu[home]).summed(cl) - y) / sd
+        for _, home, y, sd, down, _ in self.terms:
+            d = (down(mu[home]) - y) / sd
             out += 0.5 * float(np.vdot(d, d))
         return out
 
     def value_and_grad(self, mu: dict) -> tuple[float, dict]:
         out, grad = 0.0, {c: np.zeros_like(v) for c, v in mu.items()}
-        for cl, home, y, sd in self.terms:
-            d = (Factor(home, mu[home]).summed(cl) - y) / sd
+        for _, home, y, sd, down, onto in self.terms:
+            d = (down(mu[home]) - y) / sd
             out += 0.5 * float(np.vdot(d, d))
-            grad[home] = grad[home] + Factor(cl, d / sd).aligned(home, self.cards)
+            grad[home] = grad[home] + onto(d / sd)
         return out, grad
 
 

@@ -1,8 +1,8 @@
 """Stage `evaluate`: the paper's metrics of the weighted synthetic rows against the held-out real test
 split: WST, beta-MSE, MLP ROC-AUC (or MSE), the importance-weighted Bayesian posterior's predictive
-ROC-AUC (or MSE), pMSE, the effective sample sizes (Kish; Eq. 16 of Supplement B.5.1), the Pareto
-k-hat and, where the cell has non-private LogReg weights on the same rows, the MSE of the log weights
-against them. The metrics are the curator's benchmark, not part of the release.
+ROC-AUC (or MSE; not on the datasets of evaluation.skip_bayes), pMSE, the effective sample sizes (Kish;
+Eq. 16 of Supplement B.5.1), the Pareto k-hat and, where the cell has non-private LogReg weights on the same
+rows, the MSE of the log weights against them. The metrics are the curator's benchmark, not part of the release.
 
 Common random numbers: every random draw of a metric (the MLP's initial parameters and batches, the HMC
 chain of the Bayesian metric) comes from a stream keyed by the run's seed, dataset and evaluation split
@@ -37,6 +37,8 @@ def parse_args(argv):
     p.add_argument("--against", choices=["test", "public"], default="test",
                    help="which rows --test holds (evaluation.against), for the records")
     p.add_argument("--schema", required=True)
+    p.add_argument("--bayes", choices=["run", "skip"], default="run",
+                   help="skip: no Bayesian metric (its HMC chain) for this run (evaluation.skip_bayes)")
     p.add_argument("--reference-log-ratios", help="the cell's non-private logreg log ratios (same synthetic rows)")
     for key in ("dataset", "eps", "sdgp", "weights", "post"):
         p.add_argument(f"--{key}", required=True)
@@ -61,8 +63,12 @@ def metric_rngs(seed: int, dataset: str, against: str) -> dict[str, np.random.Ge
     return {purpose: rng_for(seed, "evaluate", dataset, against, purpose) for purpose in RANDOM_METRICS}
 
 
+#: what a run that skips the Bayesian metric records in its place
+BAYES_SKIPPED = "not computed: the dataset is in evaluation.skip_bayes"
+
+
 def evaluate(synth, log_w, test, schema, *, rngs: dict[str, np.random.Generator] | None = None,
-             reference=None) -> dict:
+             reference=None, bayes: bool = True) -> dict:
     rngs = metric_rngs(0, schema.name, "test") if rngs is None else rngs
     w = np.exp(log_w - np.max(log_w))  # rescaling is harmless: every metric normalises the weights
     X_s, X_t = encode(synth, schema), encode(test, schema)
@@ -80,7 +86,11 @@ def evaluate(synth, log_w, test, schema, *, rngs: dict[str, np.random.Generator]
             raise DpiwError(f"the weighted synthetic data hold only classes {np.unique(ys[keep]).tolist()} "
                             f"of {schema.n_classes}")
         out.update(mlp_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rngs["mlp"], **task))
-        out.update(bayes_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rngs["bayes"], **task))
+        if bayes:
+            out.update(bayes_metric(Xs[keep], ys[keep], w[keep], Xt, yt, rng=rngs["bayes"], **task))
+        else:
+            out["bayes_auc" if schema.task == "classification" else "bayes_mse"] = math.nan
+            out["bayes_note"] = BAYES_SKIPPED
         out["downstream_note"] = ""
     except DpiwError as exc:
         for key in (("mlp_auc", "bayes_auc") if schema.task == "classification" else ("mlp_mse", "bayes_mse")):
@@ -113,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
         if reference.size != log_w.size:
             raise DpiwError(f"{args.reference_log_ratios}: {reference.size} reference weights for {log_w.size} rows")
     rngs = metric_rngs(args.seed, args.dataset, args.against)
-    metrics = evaluate(synth, log_w, test, schema, rngs=rngs, reference=reference)
+    metrics = evaluate(synth, log_w, test, schema, rngs=rngs, reference=reference, bayes=args.bayes == "run")
     metrics.update(run={"dataset": args.dataset, "eps": args.eps, "seed": args.seed, "sdgp": args.sdgp,
                         "weights": args.weights, "post": args.post}, against=args.against)
     write_json(metrics, args.out)
