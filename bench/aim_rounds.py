@@ -4,7 +4,8 @@ program per set of cliques, compiled in the round), by the size of the model's j
 The models are chains of triples (0, 1, 2), (1, 2, 3), ... over columns of k cells, measured with Gaussian
 noise from a random table, with each triple's one-way marginals; every estimate runs ``--iters`` steps from
 scratch in a fresh set of cliques (mbi compiles, as in an AIM round whose pick is new). Printed per size: the
-seconds of each and the largest gap between their marginals. This set dpiw.sdgp.aim.NUMPY_CELLS.
+seconds of each and the largest gap between their marginals. This set dpiw.sdgp.pgm.NUMPY_CELLS (at 500 steps;
+pgm.numpy_cells scales it to a fit's steps).
 
     python bench/aim_rounds.py [--iters 500] [--sizes 4:6 8:6 16:8 24:10 32:10]
 """

@@ -187,6 +187,27 @@ def test_figures_are_written(tmp_path):
         assert (tmp_path / f).read_bytes()[:4] == b"\x89PNG"
 
 
+def test_figure_2_has_no_panel_for_a_dataset_without_the_bayesian_metric(tmp_path, monkeypatch):
+    """evaluation.skip_bayes (digits in the paper grid): its runs' Bayesian columns are NaN, and Figure 2 shows
+    the datasets that have them, not an empty panel with a regression's axis label."""
+    import dpiw.evaluate.figures as figures
+
+    saved = []
+    monkeypatch.setattr(figures, "_save", lambda fig, out: saved.append(fig))
+    rng = np.random.default_rng(3)
+    runs = pd.DataFrame({"dataset": np.repeat(["iris", "digits", "housing"], 6), "eps": 1, "post": "none",
+                         "seed": np.tile([0, 1, 2], 6), "sdgp": "privbayes",
+                         "weights": np.tile(np.repeat(["none", "beta_debiased"], 3), 3),
+                         "bayes_auc": np.r_[rng.uniform(0.8, 1, 6), np.full(12, np.nan)],
+                         "bayes_mse": np.r_[np.full(12, np.nan), rng.uniform(0.01, 0.05, 6)]})
+    figures.figure_bayes_boxplots(runs, tmp_path / "f.png")
+    titles = [ax.get_title() for ax in saved[0].axes if ax.get_title()]
+    assert [t.split(",")[0] for t in titles] == ["housing", "iris"]
+    labels = {t.split(",")[0]: ax.get_ylabel() for t, ax in zip(titles, [a for a in saved[0].axes if a.get_title()],
+                                                                   strict=True)}
+    assert labels == {"housing": "posterior predictive MSE ↓", "iris": "posterior predictive ROC-AUC ↑"}
+
+
 def test_wasserstein_on_a_large_synthetic_set_is_quantised_closely(monkeypatch):
     """Above WST_MAX_SUPPORT rows the weighted synthetic measure is quantised to that many atoms: the
     distance stays within 0.01 of the exact one (here with the cap lowered to 400 of 4000 rows)."""

@@ -1,5 +1,5 @@
 """dpiw.sdgp.pgm_sampling against mbi's own randomised rounding: the same rows from the same model and the same
-state of numpy's global generator, on a chain (a tree: MST's case), on a model whose junction tree joins triples
+state of numpy's global generator, on a tree (MST's case), on a model whose junction tree joins triples
 (AIM's case) and with more rows than the model's total; and the rows' histograms are the model's marginals
 rounded (the rounding's own property, whoever draws them)."""
 
@@ -26,7 +26,7 @@ def model(cliques, seed: int) -> md.Model:
 
 
 @pytest.mark.parametrize("cliques", [TREE, TRIPLES], ids=["tree", "triples"])
-@pytest.mark.parametrize("rows", [3_000, 4_321])
+@pytest.mark.parametrize("rows", [3_000, 4_321, 0])  # 0: the model's total, as mbi
 def test_the_rows_are_mbis(cliques, rows):
     mbi = mbi_module()
     m = model(cliques, seed=len(cliques) + rows)

@@ -95,10 +95,17 @@ def figure_bayes_boxplots(runs: pd.DataFrame, out: str | Path) -> None:
     per SDGP."""
     plt = _plt()
     df = runs[runs["post"] == "none"].copy()
+    # a panel per (dataset, eps) that has a Bayesian metric: not one where it failed in every run or was skipped
+    # (evaluation.skip_bayes)
+    scored = np.zeros(len(df), bool)
+    for m in ("bayes_auc", "bayes_mse"):
+        if m in df:
+            scored |= np.isfinite(df[m].to_numpy(float))
+    df = df[scored]
     cells = sorted({(d, float(e)) for d, e in zip(df["dataset"], df["eps"], strict=True)})
     if not cells:
         fig, ax = plt.subplots(figsize=(4, 2))
-        ax.text(0.5, 0.5, "no untempered runs (post = none) to plot", ha="center")
+        ax.text(0.5, 0.5, "no untempered runs (post = none) with the Bayesian metric to plot", ha="center")
         ax.axis("off")
         _save(fig, out)
         return

@@ -46,7 +46,8 @@ from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
 from dpiw.sdgp.binning import Binning, check_fine, fine_details, fine_events, fine_first, fine_noise
 from dpiw.sdgp.counting import Clique, Counter, InProcessCounter
-from dpiw.sdgp.pgm import NUMPY_CELLS, estimate_model, mbi_module, model_size_mb, sample_rows
+from dpiw.sdgp.pgm import estimate_model, mbi_module, model_size_mb, sample_rows
+from dpiw.sdgp.pgm import numpy_cells as pgm_numpy_cells
 
 #: the share of each round's rho that goes to its measurement (the rest to its selection), as in the paper
 MEASURE_SHARE = 0.9
@@ -267,8 +268,9 @@ class PGMEstimator:
     A model of at most ``numpy_cells`` junction-tree cells is estimated in numpy (:mod:`dpiw.sdgp.mirror_descent`,
     the same steps without compiling one program per round), a larger one by mbi (:func:`estimate_model`)."""
 
-    def __init__(self, iters: int, numpy_cells: int = NUMPY_CELLS):
-        self.iters, self.numpy_cells = iters, numpy_cells
+    def __init__(self, iters: int, numpy_cells: float | None = None):
+        self.iters = iters
+        self.numpy_cells = pgm_numpy_cells(iters) if numpy_cells is None else numpy_cells  # 200,000 at 500 steps
 
     def __call__(self, measured, cards, n, warm):
         return PGMModel(estimate_model(mbi_module(), cards, measured, total=n, iters=self.iters,

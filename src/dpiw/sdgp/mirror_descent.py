@@ -18,7 +18,7 @@ Here nothing is compiled:
   (each added to the new potential that holds its clique, as mbi's ``CliqueVector.expand``).
 
 The result agrees with mbi's to rounding (tests/unit/test_mirror_descent.py). :func:`to_mbi` makes an mbi model
-of it, for mbi's sampling.
+of it (a warm start for mbi's estimate); its rows are drawn in numpy (:mod:`dpiw.sdgp.pgm_sampling`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """MST (McKenna, Miklau and Sheldon 2021), the winner of NIST's 2018 DP synthetic data challenge, on
-Private-PGM (the `mbi` package, JAX on the CPU), for replace-one (default) or add/remove neighbours.
+Private-PGM (the `mbi` package; small trees in numpy, :mod:`dpiw.sdgp.mirror_descent`), for replace-one (default)
+or add/remove neighbours.
 
 1. Discretise every scaled column into public cells: ``bins`` equal-width bins on [0, 1] for a numeric
    column, the categories of a categorical one.

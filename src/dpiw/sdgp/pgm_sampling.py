@@ -43,9 +43,10 @@ def _rounded(counts: np.ndarray, total: int) -> np.ndarray:
     return vals
 
 
-def synthetic_data(mbi, model: Model, rows: int) -> dict[int, np.ndarray]:
-    """``rows`` rows of ``model`` as {column index: codes}, drawn from numpy's global generator as mbi draws them."""
-    cards, total = model.cards, max(1, int(rows))
+def synthetic_data(mbi, model: Model, rows: int | None) -> dict[int, np.ndarray]:
+    """``rows`` rows of ``model`` (0 or None: the model's total, as mbi) as {column index: codes}, drawn from numpy's
+    global generator as mbi draws them."""
+    cards, total = model.cards, max(1, int(rows or model.total))
     tree = Tree(mbi, cards, list(model.theta))
     nodes = tree.node_order
     marginals = tree.node_marginals(model.theta, model.total)
