@@ -66,16 +66,11 @@ class Factor:
 
     def aligned(self, to: tuple[int, ...], cards: list[int]) -> np.ndarray:
         """The values broadcast onto the axes of ``to`` (a superset of ``vars``)."""
-        order = sorted(range(len(self.vars)), key=lambda i: to.index(self.vars[i]))
-        a = np.transpose(self.values, order)
-        shape = [cards[v] if v in self.vars else 1 for v in to]
-        return a.reshape(shape)
+        return Aligned(self.vars, to, cards)(self.values)
 
     def summed(self, to: tuple[int, ...]) -> np.ndarray:
         """The values summed down to ``to`` (a subset of ``vars``), axes in ``to``'s order."""
-        a = self.values.sum(axis=tuple(i for i, v in enumerate(self.vars) if v not in to))
-        kept = [v for v in self.vars if v in to]
-        return np.transpose(a, [kept.index(v) for v in to])
+        return Summed(self.vars, to)(self.values)
 
 
 class Aligned:
