@@ -1,7 +1,7 @@
 """How many bins a numeric column gets: fixed counts against the grown rule (sdgp.mst.max_bins).
 
-On bench/coverage.py's simulated populations (clinic; skewed: a lognormal-like and an integer column), at each N
-and ``--releases`` releases, the default release (MST with its fine histograms, the advisor's weights, epsilon 1)
+On bench/interval_coverage.py's simulated populations (clinic; skewed: a lognormal-like and an integer column), at
+each N and ``--releases`` releases, the default release (MST with its fine histograms, the advisor's weights, epsilon 1)
 is made once per arm with the same private table and the same random streams: ``bins`` fixed at 8, 16 and 32
 (max_bins = bins) and ``auto`` (params.yaml: bins 8 grown towards max_bins while a two-way cell of two numeric
 columns holds BIN_SNR noise sds). Printed per estimand: the point estimate's mean error and its sd over the
@@ -35,7 +35,7 @@ def one(job: tuple[str, int, int, str]) -> list[dict]:
 
     os.environ["DPIW_CACHE"] = "off"
     sys.path.insert(0, str(ROOT / "src"))
-    import coverage as cv
+    import interval_coverage as cv
 
     pop, n, r, arm = job
     schema, draw_rows, _, estimands = cv.population(pop)
@@ -54,7 +54,7 @@ def one(job: tuple[str, int, int, str]) -> list[dict]:
 
 def oracle(pop: str, n: int, bins: int) -> float:
     """The within-class mean's error from the bins alone, on one private table of ``n`` rows."""
-    import coverage as cv
+    import interval_coverage as cv
 
     from dpiw.scale import column_bounds, scale_frame
     from dpiw.sdgp.binning import measure_fine
@@ -83,7 +83,7 @@ def main() -> None:
     p.add_argument("--csv", help="write every estimate here")
     args = p.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    import coverage as cv
+    import interval_coverage as cv
 
     t0 = time.perf_counter()
     jobs = [(pop, n, r, arm) for pop in WITHIN for n in args.rows for r in range(args.releases) for arm in ARMS]

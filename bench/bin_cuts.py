@@ -1,6 +1,6 @@
 """How a numeric column's coarse bins are cut from its fine DP histogram, and what each rule does to its means.
 
-Simulated populations only (bench/coverage.py's: the skewed one, whose target depends on a lognormal-like
+Simulated populations only (bench/interval_coverage.py's: the skewed one, whose target depends on a lognormal-like
 column, and clinic's jittered rows). Each release is the default `dpiw release` in process (MST, the advisor's
 weights, delta N^-1.5, epsilon 1) with one rule for the cut points, the same random streams for every rule:
 
@@ -55,7 +55,7 @@ def one(job: tuple) -> list[dict]:
     pop, n, r, arm = job
     sys.path.insert(0, str(ROOT / "bench"))
     sys.path.insert(0, str(ROOT / "src"))
-    import coverage
+    import interval_coverage as coverage
 
     import dpiw.sdgp.binning as binning
 
@@ -74,7 +74,7 @@ def one(job: tuple) -> list[dict]:
 
 def truths() -> dict:
     sys.path.insert(0, str(ROOT / "bench"))
-    import coverage
+    import interval_coverage as coverage
 
     out = {("skewed", k): v for k, v in coverage.skewed_truth().items()}
     out.update({("clinic", k): v for k, v in coverage.truth().items()})

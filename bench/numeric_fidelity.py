@@ -79,7 +79,7 @@ def one(job) -> list[dict]:
     os.environ["DPIW_CACHE"] = "off"
     sys.path[:0] = [str(ROOT / "src"), str(ROOT / "bench")]
     os.chdir(ROOT)
-    from coverage import default_release
+    from interval_coverage import default_release
 
     from dpiw.evaluate.analyst import analyst_targets
     from dpiw.scale import decode_frame

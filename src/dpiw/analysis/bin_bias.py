@@ -17,7 +17,7 @@ defined by the column itself (``mean x where x > 5``) has a step inside a bin: n
 within-bin values then decide who is in S. Not covered: a `missing: indicator` column's empty rows sit at its
 lower bound in the fine histogram, a spike the estimate takes as part of the column's shape.
 
-On bench/coverage.py's skewed population at 200,000 rows (mean kappa among the deaths, 13-14 bins) it finds
+On bench/interval_coverage.py's skewed population at 200,000 rows (mean kappa among the deaths, 13-14 bins) it finds
 -0.010 of a -0.013 error, which the noise-aware interval did not see before (84% covered, now 90%).
 """
 

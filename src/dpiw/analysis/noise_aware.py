@@ -26,19 +26,19 @@ corrected and the replicates above, which re-aim at the same measurements, do no
 bootstrap measures it (:meth:`NoiseBootstrap.bias_set`): in the world the release describes (the released
 model's rows with the release's weights), the weights refitted to that world's marginals with fresh noise fall
 back towards the generator by about as much as the release fell short of D (``Estimate.bias``); the interval
-reaches the estimate corrected by it. On bench/coverage.py's clinic population at 20,000 rows it took the
+reaches the estimate corrected by it. On bench/interval_coverage.py's clinic population at 20,000 rows it took the
 coverage of the mean bmi among the ill from 86% to 100% (its interval 0.83 of the calibrated width).
 
 A numeric mean within a subgroup has one more bias the replicates share: inside a bin, values are drawn from
 the column's own histogram whatever the row's other columns, so a subgroup whose share grows with the column sits
 too low in every bin. :mod:`dpiw.analysis.bin_bias` estimates it from the released rows, and the interval reaches
-the estimate corrected for it too (``Estimate.biases``). On bench/coverage.py's skewed population at 200,000 rows
-it took the mean kappa among the deaths from 84% to 90% of releases covered (1.07 times the calibrated width).
+the estimate corrected for it too (``Estimate.biases``). On bench/interval_coverage.py's skewed population at 200,000
+rows it took the mean kappa among the deaths from 84% to 90% of releases covered (1.07 times the calibrated width).
 
 Not covered: the generator's bias (what its model cannot express: a spanning tree's missing interactions;
 without fine histograms, equal-width bins with uniform values inside each; with them, the rows of a tail cut
 by the threshold), the exponential mechanisms' choices (the tree or the rounds' picks are kept fixed), and the
-weights' do-no-harm decision beyond what each replicate decides again. bench/coverage.py measures what the
+weights' do-no-harm decision beyond what each replicate decides again. bench/interval_coverage.py measures what the
 interval covers.
 """
 

@@ -12,7 +12,7 @@ synthetic rows alone (interval="sampling", what dpiw gave before).
 The skewed population (``--populations skewed``): a lognormal-like column (bounds 0 to 50, 98% below 5), an
 integer age, a sex and an outcome that depends on both; its values known by a Monte Carlo of 4e6 draws.
 
-    python bench/coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
+    python bench/interval_coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
 """
 
 from __future__ import annotations
