@@ -49,11 +49,11 @@ THRESHOLD = 1.0
 
 #: every coarse bin holds at least MIN_BIN_SHARE / bins of the rows (an eighth of an equal-mass bin's share), so its
 #: counts stay above the generator's noise: set among floors of 0, 1%, 1.6%, 2% and 6.25% of the rows and equal
-#: mass, on the simulated populations of bench/coverage.py (bench/README.md)
+#: mass, on the simulated populations of bench/interval_coverage.py (bench/README.md)
 MIN_BIN_SHARE = 1 / 8
 #: a zCDP generator's numeric columns get more than ``bins`` bins (up to ``max_bins``) where the rows allow it: as many
 #: as keep a cell of a two-way marginal of two numeric columns at BIN_SNR times the generator's noise sd or more.
-#: Set on bench/coverage.py's simulated populations (bench/README.md): at 200,000 rows and epsilon 1, 16 bins
+#: Set on bench/interval_coverage.py's simulated populations (bench/README.md): at 200,000 rows and epsilon 1, 16 bins
 #: (a cell at 26 sds) cut the bias of a numeric mean within a class four-fold, 32 (7 sds) and 16 at 20,000 rows
 #: (3 sds) made it worse
 BIN_SNR = 25.0
