@@ -41,7 +41,9 @@ def write_bundle(folder, n=2000, seed=0, weights=None):
 
 def test_an_estimate_prints_as_a_sentence():
     assert str(Estimate(65.54, 0.21, 100)) == "65.5 (95% interval 65.1 to 66.0)"
-    assert str(Estimate(0.2345, 0.0123, 10)) == "0.23 (95% interval 0.21 to 0.26)"
+    assert str(Estimate(0.2345, 0.0123, 10)) == "0.234 (95% interval 0.210 to 0.259)"  # half-width 0.024: two
+    assert str(Estimate(2.5887, 0.52, 10)) == "2.6 (95% interval 1.6 to 3.6)"  # not "3 (2 to 4)"
+    assert str(Estimate(5.0, 0.4949, 10)) == "5.0 (95% interval 4.0 to 6.0)"  # 0.97 rounds to 1.0
 
 
 def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):

@@ -111,10 +111,16 @@ class Estimate:
         return lo, hi
 
     def __str__(self) -> str:
-        """``65.5 (95% interval 65.1 to 66.0)``: as many decimals as the interval's half-width has its first digit
-        at."""
+        """``65.5 (95% interval 65.1 to 66.0)``: the interval's half-width to one significant digit, or to two
+        where its leading digits are below 355 (the Particle Data Group's rule: ``2.6 (95% interval 1.4 to
+        3.6)``, not ``3 (1 to 4)``), and the value and limits to the same decimal."""
         lo, hi = self.ci(0.95)
-        digits = max(0, -math.floor(math.log10((hi - lo) / 2))) if hi > lo else 3
+        digits = 3
+        if hi > lo:
+            half = (hi - lo) / 2
+            first = math.floor(math.log10(half))
+            lead = half / 10.0**first  # in [1, 10)
+            digits = max(0, -first + (1 if lead < 3.55 else 0))  # 950-999 round up to 1.0: two digits too
         return f"{self.value:.{digits}f} (95% interval {lo:.{digits}f} to {hi:.{digits}f})"
 
 
