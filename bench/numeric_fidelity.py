@@ -113,11 +113,11 @@ def one(job) -> list[dict]:
     return rows
 
 
-def summarise(df: pd.DataFrame, arm: str = "fine") -> None:
+def summarise(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width") -> None:
     order = ["numeric means", "within-class numeric means", "means and shares", "subgroups", "3-way cells",
              "regression"]
-    print(f"\n| table | family | median error, {arm} | median error, equal-width | ratio | paired mean difference "
-          f"({arm} - equal-width) ± SE | verdict |")
+    print(f"\n| table | family | median error, {arm} | median error, {control} | ratio | paired mean difference "
+          f"({arm} - {control}) ± SE | verdict |")
     print("|---|---|---|---|---|---|---|")
     for table in df.table.unique():
         for fam in order:
@@ -125,8 +125,8 @@ def summarise(df: pd.DataFrame, arm: str = "fine") -> None:
             if g.empty:
                 continue
             piv = g.pivot_table(index=["rows", "eps", "seed", "target"], columns="arm", values="error")
-            med_f, med_e = piv[arm].median(), piv["equal_width"].median()
-            per_release = (piv[arm] - piv["equal_width"]).groupby(level=["rows", "eps", "seed"]).mean()
+            med_f, med_e = piv[arm].median(), piv[control].median()
+            per_release = (piv[arm] - piv[control]).groupby(level=["rows", "eps", "seed"]).mean()
             diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
             verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
                        else "no clear difference")
@@ -141,6 +141,8 @@ def main() -> None:
     p.add_argument("--tables", nargs="+", default=list(TABLES))
     p.add_argument("--bins", type=int, nargs="*", default=[],
                    help="also the fine histograms with this many bins per numeric column (arm fine_<bins>)")
+    p.add_argument("--fractions", type=float, nargs="*", default=[],
+                   help="also the fine histograms with this share of MST's rho (arm fine_share_<fraction>)")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -148,7 +150,8 @@ def main() -> None:
     if args.from_csv:
         df = pd.read_csv(args.from_csv)
     else:
-        arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins}}
+        arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins},
+                **{f"fine_share_{f:g}": {"fine_fraction": f} for f in args.fractions}}
         jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
         with mp.get_context("spawn").Pool(args.jobs) as pool:
             df = pd.DataFrame([r for part in pool.imap_unordered(one, jobs) for r in part])
@@ -159,6 +162,9 @@ def main() -> None:
     for arm in sorted(set(df.arm) - {"equal_width"}):
         print(f"\n{arm} against equal_width:")
         summarise(df, arm)
+    for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
+        print(f"\nfine (params.yaml) against {arm}:")
+        summarise(df, "fine", arm)
 
 
 if __name__ == "__main__":
