@@ -65,6 +65,16 @@ def _same_bytes(new: Path, old: Path) -> bool:
     return filecmp.cmp(new, old, shallow=False)  # block by block: an artifact may be larger than memory
 
 
+def write_table(df: pd.DataFrame, path: str | Path) -> None:
+    """``df`` as a CSV (no index) or a parquet file by ``path``'s suffix, written atomically with the usual
+    permissions (a file meant to be shared: ``dpiw export``)."""
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        _atomic(path, lambda tmp: df.to_csv(tmp, index=False))
+    else:
+        _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+
+
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:
     """Write ``df`` to parquet atomically (no index, deterministic bytes for equal frames)."""
     _atomic(Path(path), lambda tmp: df.to_parquet(tmp, index=False, engine="pyarrow"))

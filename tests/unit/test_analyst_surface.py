@@ -4,6 +4,7 @@ reads back, labels declared as numbers staying numbers, a subgroup label that is
 integer columns as integers."""
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from dpiw import DpiwError
 from dpiw.analysis import Estimate, load_bundle
+from dpiw.analysis.fit import Fit
 from dpiw.data.schema import parse_schema
 
 SCHEMA = {"name": "t", "task": "regression", "target": "y", "columns": [
@@ -44,6 +46,12 @@ def test_an_estimate_prints_as_a_sentence():
     assert str(Estimate(0.2345, 0.0123, 10)) == "0.234 (95% interval 0.210 to 0.259)"  # half-width 0.024: two
     assert str(Estimate(2.5887, 0.52, 10)) == "2.6 (95% interval 1.6 to 3.6)"  # not "3 (2 to 4)"
     assert str(Estimate(5.0, 0.4949, 10)) == "5.0 (95% interval 4.0 to 6.0)"  # 0.97 rounds to 1.0
+    assert str(Estimate(-0.0004, 0.05, 10)) == "0.00 (95% interval -0.10 to 0.10)"  # no "-0.00"
+    table = pd.DataFrame({"value": [0.1184, -4.56, -0.001], "lo": [-0.02826, -5.18, -0.17], "hi": [0.41, -4.02, 0.18]},
+                         index=["sex=M", "(intercept)", "plan=b"])
+    lines = [ln.split() for ln in str(Fit(None, table, "x")).splitlines()[1:4]]
+    assert lines == [["sex=M", "0.12", "-0.03", "to", "0.41"], ["(intercept)", "-4.6", "-5.2", "to", "-4.0"],
+                     ["plan=b", "0.00", "-0.17", "to", "0.18"]]
 
 
 def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
@@ -53,6 +61,8 @@ def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
     assert b.rate("g", 1).value == pytest.approx((b.data.g == 1).mean())
     with pytest.raises(DpiwError, match="'yes' is not a category of 'g'"):
         b.mean("x", where={"g": "yes"})
+    with pytest.raises(DpiwError, match="rate: 'x' is numeric.*b.mean"):  # not a share of 0 with no width
+        b.rate("x", 1.0)
 
 
 def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
@@ -84,6 +94,9 @@ def test_export_reads_back_as_csv_and_parquet(tmp_path):
         np.testing.assert_allclose(back.weight, w * len(w) / w.sum())
         np.testing.assert_allclose(np.average(back.x, weights=back.weight), b.mean("x").value)
         assert back.n.dtype.kind == "i"
+        mask = os.umask(0o022)
+        os.umask(mask)
+        assert out.stat().st_mode & 0o777 == 0o666 & ~mask  # a file to share, not mkstemp's 0600
     with pytest.raises(DpiwError, match="exists"):
         export(folder, tmp_path / "rows.csv")
     with pytest.raises(DpiwError, match=r"\.csv or \.parquet"):

@@ -169,7 +169,10 @@ class Bundle:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all
         rows (``where`` and ``interval`` as for :meth:`mean`)."""
         col = self._column(column)
-        if isinstance(col.dtype, pd.CategoricalDtype) and label not in col.cat.categories:
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            raise DpiwError(f"rate: {column!r} is numeric; a rate is the share of one label of a categorical "
+                            f"column (its mean: b.mean({column!r}))")
+        if label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
         return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
                        limits=(0.0, 1.0))

@@ -55,6 +55,28 @@ NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametr
                "measurements), the synthetic rows' sampling, how far the weights fall short of the private rows' "
                "marginals and, for a numeric mean within a subgroup, how far the values drawn inside each bin put "
                "it off (the interval reaches the estimate corrected for both); NOT the generator's bias")
+#: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
+NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
+                   "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
+                   "rows' marginals (the interval reaches the estimate corrected for it); NOT the generator's bias, "
+                   "nor how far the values drawn inside each numeric bin put a coefficient off")
+
+
+def interval_digits(lo: float, hi: float) -> int:
+    """The decimals to print an interval and its estimate with: its half-width to one significant digit, or to
+    two where its leading digits are below 355 (the Particle Data Group's rule); 3 for an interval of no width."""
+    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+        return 3
+    half = (hi - lo) / 2
+    first = math.floor(math.log10(half))
+    lead = half / 10.0**first  # in [1, 10)
+    return max(0, -first + (1 if lead < 3.55 else 0))  # 950-999 round up to 1.0: two digits too
+
+
+def fixed(value: float, digits: int) -> str:
+    """``value`` to ``digits`` decimals, without the sign of a value that rounds to zero ("0.00", not "-0.00")."""
+    text = f"{value:.{digits}f}"
+    return text.lstrip("-") if text.startswith("-") and float(text) == 0 else text
 
 
 @dataclass(frozen=True)
@@ -115,13 +137,8 @@ class Estimate:
         where its leading digits are below 355 (the Particle Data Group's rule: ``2.6 (95% interval 1.4 to
         3.6)``, not ``3 (1 to 4)``), and the value and limits to the same decimal."""
         lo, hi = self.ci(0.95)
-        digits = 3
-        if hi > lo:
-            half = (hi - lo) / 2
-            first = math.floor(math.log10(half))
-            lead = half / 10.0**first  # in [1, 10)
-            digits = max(0, -first + (1 if lead < 3.55 else 0))  # 950-999 round up to 1.0: two digits too
-        return f"{self.value:.{digits}f} (95% interval {lo:.{digits}f} to {hi:.{digits}f})"
+        digits = interval_digits(lo, hi)
+        return f"{fixed(self.value, digits)} (95% interval {fixed(lo, digits)} to {fixed(hi, digits)})"
 
 
 def weighted_mean(values, weights) -> Estimate:

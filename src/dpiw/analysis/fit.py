@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dpiw.analysis.estimates import NOISE_AWARE, SAMPLING_ONLY, kish_ess
+from dpiw.analysis.estimates import NOISE_AWARE_FIT, SAMPLING_ONLY, fixed, interval_digits, kish_ess
 
 #: the resamples of the synthetic rows for the sampling part of a coefficient's variance
 SAMPLING_RESAMPLES = 30
@@ -56,8 +56,9 @@ class Fit:
         if self.table is None:
             return f"{self.estimator!r} (no coefficients: no interval)"
         lines = [f"{'':<28} {'estimate':>11} {'95% interval':>26}"]
-        for name, r in self.table.iterrows():
-            lines.append(f"{name[:28]:<28} {r.value:>11.4g}   {r.lo:>11.4g} to {r.hi:<11.4g}")
+        for name, r in self.table.iterrows():  # each row to its own interval's precision, as an Estimate prints
+            d = interval_digits(r.lo, r.hi)
+            lines.append(f"{name[:28]:<28} {fixed(r.value, d):>11}   {fixed(r.lo, d):>11} to {fixed(r.hi, d):<11}")
         return "\n".join(lines) + f"\n(intervals cover {self.covers})"
 
 
@@ -65,6 +66,7 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
     """Fit ``estimator`` on the bundle's weighted rows; intervals for a linear model's coefficients
     (``interval``: "auto" / "noise" as for a mean, "sampling" for the synthetic rows' part only)."""
     from sklearn.base import clone
+    from threadpoolctl import threadpool_limits
 
     def fit_on(data: pd.DataFrame, w: np.ndarray):
         keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
@@ -72,7 +74,11 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
         x = bundle.design(features, data)
         y = data[target]
         y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
-        return clone(estimator).fit(x, y, sample_weight=w)
+        # one BLAS thread: scipy >= 1.15's L-BFGS-B (LogisticRegression's solver) calls BLAS on vectors of a few
+        # coefficients, and on a busy machine its threads wait for a core (a 6,000-row, 12-coefficient logistic
+        # fit and its 72 refits: bench/README.md)
+        with threadpool_limits(limits=1, user_api="blas"):
+            return clone(estimator).fit(x, y, sample_weight=w)
 
     model = fit_on(bundle.data, bundle.weights)
     try:
@@ -102,7 +108,7 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
             from dpiw.analysis.noise_aware import shortfall
 
             bias = pd.Series(shortfall(refits.mean(axis=1) - at_base, at_base - at_gen), index=at_base.index)
-        covers = NOISE_AWARE
+        covers = NOISE_AWARE_FIT
     se = np.sqrt(sum(var.values()))
     z = 1.959963984540054
     corrected = point - bias

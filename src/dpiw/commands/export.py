@@ -10,9 +10,7 @@ post-processing of the release: it costs no privacy.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from dpiw import DpiwError
@@ -30,6 +28,7 @@ def export(bundle_path: str | Path, out: str | Path, *, force: bool = False) -> 
     """The rows and weights of a bundle, written atomically to ``out`` (.csv or .parquet)."""
     from dpiw.analysis import load_bundle
     from dpiw.commands.show import find_manifest
+    from dpiw.io import write_table
 
     out = Path(out)
     if out.suffix.lower() not in FORMATS:
@@ -45,17 +44,7 @@ def export(bundle_path: str | Path, out: str | Path, *, force: bool = False) -> 
     if "weight" in b.data.columns:
         raise DpiwError(f"{folder}: the table has a column named 'weight'; the export's weight column would clash")
     frame = b.data.assign(weight=b.weights * len(b.weights) / b.weights.sum())
-    fd, tmp = tempfile.mkstemp(dir=out.parent if str(out.parent) else ".", suffix=out.suffix + ".tmp")
-    os.close(fd)
-    try:
-        if out.suffix.lower() == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_table(frame, out)  # atomic, and readable as the user's other files are (the umask), not 0600
     return out
 
 

@@ -45,9 +45,11 @@ def project_params(folder: str | Path) -> Path:
     return own if own.is_file() else repository() / "params.yaml"
 
 
-def enter(folder: str | Path) -> Path:
+def enter(folder: str | Path, *, announce: bool = True) -> Path:
     """Make ``folder`` the working directory, creating the project on first use; returns its absolute path.
-    Paths the user gave on the command line must be made absolute before this is called."""
+    Paths the user gave on the command line must be made absolute before this is called. ``announce=False``:
+    the caller says :func:`new_project_line` itself once the project is kept (:func:`discard_new_project`
+    otherwise)."""
     path = Path(folder).expanduser().resolve()
     if path.exists() and not path.is_dir():
         raise DpiwError(f"--project {folder}: not a folder")
@@ -60,18 +62,42 @@ def enter(folder: str | Path) -> Path:
         (path / "data" / "schemas").mkdir(parents=True, exist_ok=True)
         (path / "configs").mkdir(exist_ok=True)
         if created:
-            from dpiw.planning.config import load_yaml
-
             shutil.copyfile(repo / "params.yaml", path / "params.yaml")
-            names = load_yaml(repo / "params.yaml")["grid"]["datasets"]  # what `dpiw run` there runs
-            for name in names:
+            for name in grid_names(repo / "params.yaml"):  # what `dpiw run` there runs
                 target = path / "data" / "schemas" / f"{name}.yaml"
                 if not target.exists():
                     shutil.copyfile(repo / "data" / "schemas" / f"{name}.yaml", target)
-            print(f"dpiw: a new project in {path} (params.yaml and the schemas of its grid, {', '.join(names)}, "
-                  f"copied from {repo})")
+            if announce:
+                print(new_project_line(path))
     os.chdir(path)
     return path
+
+
+def grid_names(params: Path) -> list[str]:
+    from dpiw.planning.config import load_yaml
+
+    return list(load_yaml(params)["grid"]["datasets"])
+
+
+def new_project_line(path: Path) -> str:
+    return (f"dpiw: a new project in {path} (params.yaml and the schemas of its grid, "
+            f"{', '.join(grid_names(path / 'params.yaml'))}, copied from {repository()})")
+
+
+def discard_new_project(path: Path, existed: bool, origin: Path) -> None:
+    """Undo what :func:`enter` created in a new project (params.yaml, its grid's schemas, the empty folders) when
+    the command that created it is refused before writing anything else: a refused command leaves nothing."""
+    os.chdir(origin)
+    for name in grid_names(path / "params.yaml"):
+        schema, shipped = (root / "data" / "schemas" / f"{name}.yaml" for root in (path, repository()))
+        if schema.is_file() and schema.read_bytes() == shipped.read_bytes():  # the copy, untouched
+            schema.unlink()
+    (path / "params.yaml").unlink(missing_ok=True)
+    for folder in (path / "data" / "schemas", path / "data", path / "configs", *([path] if not existed else [])):
+        try:
+            folder.rmdir()  # only when empty: nothing the user put there is removed
+        except OSError:
+            pass
 
 
 def snakefile_args() -> list[str]:

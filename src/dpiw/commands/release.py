@@ -5,8 +5,9 @@ store printed first: --ledger, else $DPIW_LEDGER_URL, else privacy.ledger, else 
 folder) by the table's rows, whatever its file, name or project folder, and refuses, before anything runs, a
 release that would take the table past its lifetime budget. Then it runs the workflow in a folder of its own,
 releases/<name>/<release>/ in the project folder (--project, default the current directory), which no other
-release shares or overwrites: the config, the schema and the private working files beside the bundle. A release
-that fails or is refused leaves only its log (logs/releases/<name>/<release>.log) and one line on the terminal;
+release shares or overwrites: the config, the schema and the private working files beside the bundle. Bad input
+(a flag, the schema, a row) is refused with one line before anything is written, a new project folder included; a
+release that fails or is refused after that leaves only its log (logs/releases/<name>/<release>.log) and one line;
 a release that was killed resumes when the same command runs again; the same command after its release was
 admitted prints the existing bundle and spends nothing (--new-release makes another one). One release of a
 population runs at a time. The noise is fresh OS entropy, or derived from DPIW_SECRET_KEY when it is set (the same
@@ -195,10 +196,7 @@ def _finite_positive(flag: str, value: float | None) -> None:
 
 
 def main(args) -> None:
-    from dpiw.commands.project import enter, project_params
-    from dpiw.data.schema import load_schema
-    from dpiw.planning.config import load_yaml
-    from dpiw.privacy.store import Store, store_url
+    from dpiw.commands.project import discard_new_project, enter, new_project_line, project_params
 
     data, schema_path = Path(args.data), Path(args.schema)
     from dpiw.data.datasets import is_table
@@ -219,7 +217,28 @@ def main(args) -> None:
         raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
     _check_choices(args)
     n_rows = _preflight(args, data, schema_path, delta, project_params(args.project))
-    root = enter(args.project)  # the project folder (created now): what follows reads and writes there
+    folder = Path(args.project).expanduser().resolve()
+    fresh, existed = not (folder / "params.yaml").exists(), folder.exists()
+    root = enter(args.project, announce=False)  # the project folder (created now): what follows works there
+    try:
+        table, schema, url = _admit_rows(args, root, data, schema_path)
+    except BaseException:  # refused before anything ran: a new project is taken back, not left half made
+        if fresh:
+            discard_new_project(root, existed, args.origin)
+        raise
+    if fresh:
+        print(new_project_line(root))
+    with one_release_at_a_time(table.target, schema.name):
+        _release(args, root, data, schema, url, table, delta, n_rows)
+
+
+def _admit_rows(args, root: Path, data: Path, schema_path: Path):
+    """The ledger store, and the one pass over the rows (the table's identity and every check of the scale
+    stage): bad input is refused here, before anything is written. Returns (table, schema, store url)."""
+    from dpiw.data.schema import load_schema
+    from dpiw.planning.config import load_yaml
+    from dpiw.privacy.store import Store, store_url
+
     schema = load_schema(schema_path)
     url = store_url(args.ledger, load_yaml(root / "params.yaml")["privacy"].get("ledger"))
     print(f"dpiw release: ledger store {_where(url, args.origin)}")
@@ -249,8 +268,7 @@ def main(args) -> None:
             f"{name} {share_text(share)} of its values" for name, share in clipped.items()))
     if schema.missing_note():
         print(f"dpiw release: empty values: {schema.missing_note()}")
-    with one_release_at_a_time(table.target, schema.name):
-        _release(args, root, data, schema, url, table, delta, n_rows)
+    return table, schema, url
 
 
 def _resolve(store, schema, new_population, checks, engine):

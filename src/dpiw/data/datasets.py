@@ -468,7 +468,7 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
                             "the values or declare the column categorical")
         if counts.get(("outside", c.name)):
             problems.append(f"column '{c.name}' has {counts['outside', c.name]} row(s) outside its declared categories "
-                            f"{public_list(c.categories)}; add the missing categories to the schema (a public list) or "
+                            f"{public_list(c.labels)}; add the missing categories to the schema (a public list) or "
                             "fix the rows")
         if counts.get(("infinite", c.name)):
             problems.append(infinite_message(c, counts["infinite", c.name]))
@@ -648,6 +648,7 @@ class RowChecks:
         self.schema, self.out_of_bounds, self.rows, self.clip_fix = schema, out_of_bounds, 0, clip_fix
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+        self.fractional = {c.name: 0 for c in schema.columns if c.integer}  # values that are not whole numbers
         self.empty: dict[str, int] = {}  # NaN or inf (numeric), empty (the rest), by column
         self.infinite = {c.name: 0 for c in schema.columns if c.is_numeric}  # of those, inf
         self.numeric: set[str] = set()
@@ -672,11 +673,15 @@ class RowChecks:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
+                if c.integer:  # a whole-number column holding 45.5: the schema or the file is wrong
+                    self.fractional[c.name] += int((np.isfinite(x) & (x != np.rint(x))).sum())
         self.rows += len(df)
 
     def merge(self, other: RowChecks) -> None:
         """Add the checks of other rows of the same table (a Dask worker's part)."""
         self.rows += other.rows
+        for name, n in other.fractional.items():
+            self.fractional[name] += n
         for col, n in other.empty.items():
             self.empty[col] = self.empty.get(col, 0) + n
         for col, n in other.infinite.items():
@@ -705,6 +710,11 @@ class RowChecks:
         if wide and self.out_of_bounds == "fail":
             raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
                             f"knowledge only) or {self.clip_fix}")
+        fractional = [f"'{name}' is declared integer: true but has {n} value(s) that are not whole numbers"
+                      for name, n in self.fractional.items() if n]
+        if fractional:
+            raise DpiwError(f"{where}: column {'; column '.join(fractional)}; round them in the file, or remove "
+                            "'integer: true' from the schema")
         constant = [c.name for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
         if constant:
             raise DpiwError(f"{where}: column(s) {constant} hold one value in every row; they carry no information: "

@@ -124,9 +124,15 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
     where = f"columns[{i}]"
     if not isinstance(c, dict) or "name" not in c or "type" not in c:
         raise DpiwError(f"{where} needs 'name' and 'type'")
-    extra = set(c) - {"name", "type", "lower", "upper", "categories", "description", "integer", "missing"}
+    known = ("name", "type", "lower", "upper", "categories", "description", "integer", "missing")
+    extra = sorted(map(str, set(c) - set(known)))
     if extra:
-        raise DpiwError(f"{where} ('{c['name']}'): unknown key(s) {sorted(extra)}")
+        import difflib
+
+        hints = [f"'{key}'" + (f" (did you mean '{close[0]}'?)" if (close := difflib.get_close_matches(key, known, n=1))
+                               else "") for key in extra]
+        raise DpiwError(f"{where} ('{c['name']}'): unknown key(s) {', '.join(hints)}; a column's keys are "
+                        f"{', '.join(known)}")
     name = str(c["name"])
     if name in seen:
         raise DpiwError(f"{where}: duplicate column name '{name}'")

@@ -143,7 +143,7 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
             codes = np.array([lookup.get(str(v), -1) for v in uniques], dtype=np.int64)[which]
             if (codes < 0).any():
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((codes < 0).sum())} value(s) "
-                                f"outside its declared categories {public_list(c.categories)}")
+                                f"outside its declared categories {public_list(c.labels)}")
             out[c.name] = codes
     return pd.DataFrame(out)[schema.names]
 
