@@ -9,6 +9,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from dpiw import DpiwError
@@ -79,6 +80,11 @@ def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
     assert fit.coef_.shape == (2,) and "95% interval" in str(fit)  # the estimator's attributes pass through
     logit = b.fit(LogisticRegression(), ["x"], "g")
     assert list(logit.table.index) == ["(intercept)", "x"] and logit.predict(b.design(["x"])).shape == (400,)
+    # an estimator's warning comes once, with how many of the 31 fits (the point and 30 resamples) gave it
+    with pytest.warns(ConvergenceWarning) as caught:
+        b.fit(LogisticRegression(max_iter=1), ["x"], "g")
+    said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert len(said) == 1 and "(b.fit: 31 of the 31 fits" in said[0], said
 
 
 def test_export_reads_back_as_csv_and_parquet(tmp_path):

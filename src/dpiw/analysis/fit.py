@@ -64,11 +64,27 @@ class Fit:
 
 def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str) -> Fit:
     """Fit ``estimator`` on the bundle's weighted rows; intervals for a linear model's coefficients
-    (``interval``: "auto" / "noise" as for a mean, "sampling" for the synthetic rows' part only)."""
+    (``interval``: "auto" / "noise" as for a mean, "sampling" for the synthetic rows' part only). A warning the
+    estimator gives (a ConvergenceWarning...) is shown once, with how many of the fits gave it, not once a fit."""
+    import warnings
+    from collections import Counter
+
+    fits = [0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = _fit_with_intervals(bundle, estimator, features, target, interval=interval, fits=fits)
+    for (category, message), k in Counter((w.category, str(w.message)) for w in caught).items():
+        warnings.warn(f"{message}\n(b.fit: {k} of the {fits[0]} fits behind the estimate and its interval gave this "
+                      "warning)", category, stacklevel=3)
+    return out
+
+
+def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str, fits: list) -> Fit:
     from sklearn.base import clone
     from threadpoolctl import threadpool_limits
 
     def fit_on(data: pd.DataFrame, w: np.ndarray):
+        fits[0] += 1
         keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
         data, w = data[keep], w[keep]
         x = bundle.design(features, data)
