@@ -176,9 +176,9 @@ def test_release_refuses_bad_input_before_running(tmp_path, monkeypatch, root):
 @pytest.mark.parametrize("edit, flags, message", [
     (lambda df: df.assign(age=df.age.where(df.index != 7, 131)), ["--out-of-bounds", "fail"],
      "column 'age' has 1 value(s) outside its public bounds [18, 90]"),
-    (lambda df: df.assign(age=df.age.astype(float).where(df.index != 7, 47.5)), [],
-     "column 'age' is declared integer: true but has 1 value(s) that are not whole numbers")],
-    ids=["out_of_bounds", "fraction_in_an_integer_column"])
+    (lambda df: df.assign(region=df.region.where(df.index != 7, "mars")), [],
+     "column 'region' has 1 row(s) outside its declared categories")],
+    ids=["out_of_bounds", "unknown_category"])
 def test_rows_refused_leave_no_new_project_behind(tmp_path, monkeypatch, root, capsys, project, edit, flags,
                                                    message):
     """A table refused for its rows (read after the project folder is entered: the ledger store is the

@@ -266,6 +266,12 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
 
         print("dpiw release: clipped to their public bounds: " + ", ".join(
             f"{name} {share_text(share)} of its values" for name, share in clipped.items()))
+    rounded = checks.rounded()
+    if rounded:  # said to the curator only, as the clipping is
+        from dpiw.scale import share_text
+
+        print("dpiw release: rounded to whole numbers (integer: true in the schema): " + ", ".join(
+            f"{name} {share_text(share)} of its values" for name, share in rounded.items()))
     if schema.missing_note():
         print(f"dpiw release: empty values: {schema.missing_note()}")
     return table, schema, url

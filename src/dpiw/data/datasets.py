@@ -673,7 +673,7 @@ class RowChecks:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
-                if c.integer:  # a whole-number column holding 45.5: the schema or the file is wrong
+                if c.integer:  # 45.5 in a whole-number column: rounded by scaling, and said (rounded())
                     self.fractional[c.name] += int((np.isfinite(x) & (x != np.rint(x))).sum())
         self.rows += len(df)
 
@@ -710,11 +710,6 @@ class RowChecks:
         if wide and self.out_of_bounds == "fail":
             raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
                             f"knowledge only) or {self.clip_fix}")
-        fractional = [f"'{name}' is declared integer: true but has {n} value(s) that are not whole numbers"
-                      for name, n in self.fractional.items() if n]
-        if fractional:
-            raise DpiwError(f"{where}: column {'; column '.join(fractional)}; round them in the file, or remove "
-                            "'integer: true' from the schema")
         constant = [c.name for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
         if constant:
             raise DpiwError(f"{where}: column(s) {constant} hold one value in every row; they carry no information: "
@@ -722,6 +717,11 @@ class RowChecks:
         if schema.task == "classification" and len(self.seen[schema.target]) < 2:
             raise DpiwError(f"{where}: target '{schema.target}' has a single class in the data; classification "
                             "needs at least two")
+
+    def rounded(self) -> dict[str, float]:
+        """The share of each ``integer: true`` column's values that are not whole numbers (scaling rounds them to
+        the nearest: to say to the curator, never into an artifact), for the columns that have any."""
+        return {name: n / max(self.rows, 1) for name, n in self.fractional.items() if n}
 
     def clipped(self, *, max_fraction: float) -> dict[str, float]:
         from dpiw.scale import clip_verdict

@@ -132,6 +132,8 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
             if not np.isfinite(v).all():
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((~np.isfinite(v)).sum())} "
                                 "missing, non-numeric or infinite value(s); remove or impute them")
+            if c.integer:  # a whole-number column: 45.5 is read as 46 (RowChecks.rounded() says how many)
+                v = np.rint(v)
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
             from dpiw.data.datasets import public_list

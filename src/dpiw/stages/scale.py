@@ -65,7 +65,10 @@ def main(argv: list[str] | None = None) -> None:
         n_train, test, public, design = stream_release(schema, args)  # writes the train split
     else:
         raw = load_raw(schema, n_rows=args.n_rows, data_seed=args.data_seed)
-        validate_rows(raw, schema, out_of_bounds=args.out_of_bounds)
+        checks = RowChecks(schema, out_of_bounds=args.out_of_bounds)  # validate_rows, keeping what it counted
+        checks.add(raw)
+        checks.finish()
+        log_rounding(checks.rounded())
         clipped = check_clipping(raw, schema, max_fraction=args.max_clip_fraction) if args.bounds == "schema" else {}
         log_clipping(clipped)
         if args.mode == "release":
@@ -96,6 +99,13 @@ def main(argv: list[str] | None = None) -> None:
           f"{len(public)} public rows, bounds={args.bounds}")
 
 
+def log_rounding(rounded: dict[str, float]) -> None:
+    from dpiw.scale import share_text
+
+    for name, frac in rounded.items():  # to the log only, as the clipping
+        print(f"scale: column '{name}': {share_text(frac)} of the values rounded to whole numbers (integer: true)")
+
+
 def log_clipping(clipped: dict[str, float]) -> None:
     from dpiw.scale import share_text
 
@@ -116,6 +126,7 @@ def stream_release(schema, args):
         yield from iter_scaled(schema, schema.source["path"], checks, bounds, chunk_rows=args.chunk_rows)
         checks.finish()
         log_clipping(checks.clipped(max_fraction=args.max_clip_fraction))
+        log_rounding(checks.rounded())
 
     n_train = write_parquet_chunks(scaled(), args.train_out)
     none = pd.DataFrame({c: [] for c in schema.names})
