@@ -22,7 +22,6 @@ within noise, so params.yaml keeps 0.2.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _jobs import rows_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EPSILONS = (0.3, 1.0, 3.0)
@@ -99,15 +99,9 @@ def main() -> None:
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
     t0 = time.perf_counter()
-    if args.from_csv:
-        df = pd.read_csv(args.from_csv)
-    else:
-        jobs = [(pop, n, e, r) for pop in ("clinic", "skewed") for n in args.rows for e in EPSILONS
-                for r in range(args.releases)]
-        with mp.get_context("spawn").Pool(args.jobs) as pool:
-            df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
-        if args.csv:
-            df.to_csv(args.csv, index=False)
+    jobs = [(pop, n, e, r) for pop in ("clinic", "skewed") for n in args.rows for e in EPSILONS
+            for r in range(args.releases)]
+    df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"{df.groupby(['population', 'rows', 'eps', 'release']).ngroups} paired releases, "
           f"{time.perf_counter() - t0:.0f} s")
     summarise(df)

@@ -20,7 +20,6 @@ histograms only beyond 2 SE.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _jobs import rows_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = ("cps1988", "fertility")
@@ -147,16 +147,10 @@ def main() -> None:
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
     t0 = time.perf_counter()
-    if args.from_csv:
-        df = pd.read_csv(args.from_csv)
-    else:
-        arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins},
-                **{f"fine_share_{f:g}": {"fine_fraction": f} for f in args.fractions}}
-        jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
-        with mp.get_context("spawn").Pool(args.jobs) as pool:
-            df = pd.DataFrame([r for part in pool.imap_unordered(one, jobs) for r in part])
-        if args.csv:
-            df.to_csv(args.csv, index=False)
+    arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins},
+            **{f"fine_share_{f:g}": {"fine_fraction": f} for f in args.fractions}}
+    jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
+    df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
           f"{time.perf_counter() - t0:.0f} s")
     for arm in sorted(set(df.arm) - {"equal_width"}):
