@@ -4,6 +4,7 @@ through it, the draft schema reading no private value, and `dpiw show` saying a 
 import argparse
 import json
 import re
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -194,6 +195,33 @@ def test_rows_refused_leave_no_new_project_behind(tmp_path, monkeypatch, root, c
     out, err = capsys.readouterr()
     assert exc.value.code == 2 and message in err and "new project" not in out, (out, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
+
+
+@pytest.mark.parametrize("project", [".", "proj", "new/nested/proj"])
+def test_a_refused_release_keeps_what_was_there_before(tmp_path, monkeypatch, root, capsys, project):
+    """The curator's own files and folders, even a schema byte-for-byte the shipped one (the --schema given) and
+    an empty configs/, stay; only what the refused command made goes (a nested new folder whole)."""
+    from dpiw.commands import entry
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / project
+    (folder / "data" / "schemas").mkdir(parents=True, exist_ok=project != "new/nested/proj")
+    shutil.copy(root / "data/schemas/iris.yaml", folder / "data/schemas/iris.yaml")
+    (folder / "configs").mkdir()
+    if project == "new/nested/proj":  # nothing of it was there: all of it goes
+        shutil.rmtree(tmp_path / "new")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    schema = folder / "data/schemas/iris.yaml" if project != "new/nested/proj" else root / "data/schemas/iris.yaml"
+    frame = pd.read_csv(root / "data/examples/clinic.csv")
+    frame.assign(region=frame.region.where(frame.index != 7, "mars")).to_csv(tmp_path / "t.csv", index=False)
+    monkeypatch.setattr("sys.argv", ["dpiw", "release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"),
+                                     "--epsilon", "1", "--project", project])
+    with pytest.raises(SystemExit) as exc:
+        entry()
+    assert exc.value.code == 2 and "outside its declared categories" in capsys.readouterr().err
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert after == sorted([*before, "t.csv"]), (before, after)
+    assert schema.is_file()
 
 
 #: a `dpiw` call a curator could get wrong -> the line that refuses it

@@ -45,11 +45,12 @@ def project_params(folder: str | Path) -> Path:
     return own if own.is_file() else repository() / "params.yaml"
 
 
-def enter(folder: str | Path, *, announce: bool = True) -> Path:
+def enter(folder: str | Path, *, announce: bool = True, made: list[Path] | None = None) -> Path:
     """Make ``folder`` the working directory, creating the project on first use; returns its absolute path.
-    Paths the user gave on the command line must be made absolute before this is called. ``announce=False``:
-    the caller says :func:`new_project_line` itself once the project is kept (:func:`discard_new_project`
-    otherwise)."""
+    Paths the user gave on the command line must be made absolute before this is called. ``made``: a list that
+    receives every folder and file this call created, in order (:func:`discard_new_project` takes back exactly
+    those); ``announce=False``: the caller says :func:`new_project_line` itself once the project is kept."""
+    made = [] if made is None else made
     path = Path(folder).expanduser().resolve()
     if path.exists() and not path.is_dir():
         raise DpiwError(f"--project {folder}: not a folder")
@@ -59,14 +60,17 @@ def enter(folder: str | Path, *, announce: bool = True) -> Path:
             raise DpiwError(f"--project {folder}: inside the dpiw checkout {repo}; use the checkout itself or a "
                             "folder outside it")
         created = not (path / "params.yaml").exists()
-        (path / "data" / "schemas").mkdir(parents=True, exist_ok=True)
-        (path / "configs").mkdir(exist_ok=True)
+        for new in (path / "data" / "schemas", path / "configs"):
+            made += [p for p in (*reversed(new.parents), new) if not p.exists()]
+            new.mkdir(parents=True, exist_ok=True)
         if created:
             shutil.copyfile(repo / "params.yaml", path / "params.yaml")
+            made.append(path / "params.yaml")
             for name in grid_names(repo / "params.yaml"):  # what `dpiw run` there runs
                 target = path / "data" / "schemas" / f"{name}.yaml"
                 if not target.exists():
                     shutil.copyfile(repo / "data" / "schemas" / f"{name}.yaml", target)
+                    made.append(target)
             if announce:
                 print(new_project_line(path))
     os.chdir(path)
@@ -84,18 +88,17 @@ def new_project_line(path: Path) -> str:
             f"{', '.join(grid_names(path / 'params.yaml'))}, copied from {repository()})")
 
 
-def discard_new_project(path: Path, existed: bool, origin: Path) -> None:
-    """Undo what :func:`enter` created in a new project (params.yaml, its grid's schemas, the empty folders) when
-    the command that created it is refused before writing anything else: a refused command leaves nothing."""
+def discard_new_project(made: list[Path], origin: Path) -> None:
+    """Take back what :func:`enter` created (its ``made`` list) when the command that created it is refused before
+    writing anything else: its files, then its folders where they are still empty (last made first). Nothing that
+    was there before is touched."""
     os.chdir(origin)
-    for name in grid_names(path / "params.yaml"):
-        schema, shipped = (root / "data" / "schemas" / f"{name}.yaml" for root in (path, repository()))
-        if schema.is_file() and schema.read_bytes() == shipped.read_bytes():  # the copy, untouched
-            schema.unlink()
-    (path / "params.yaml").unlink(missing_ok=True)
-    for folder in (path / "data" / "schemas", path / "data", path / "configs", *([path] if not existed else [])):
+    for p in reversed(made):
         try:
-            folder.rmdir()  # only when empty: nothing the user put there is removed
+            if p.is_dir() and not p.is_symlink():
+                p.rmdir()  # only when empty: what was put there since stays, and so does the folder
+            else:
+                p.unlink()
         except OSError:
             pass
 

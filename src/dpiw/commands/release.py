@@ -6,8 +6,9 @@ folder) by the table's rows, whatever its file, name or project folder, and refu
 release that would take the table past its lifetime budget. Then it runs the workflow in a folder of its own,
 releases/<name>/<release>/ in the project folder (--project, default the current directory), which no other
 release shares or overwrites: the config, the schema and the private working files beside the bundle. Bad input
-(a flag, the schema, a row) is refused with one line before anything is written, a new project folder included; a
-release that fails or is refused after that leaves only its log (logs/releases/<name>/<release>.log) and one line;
+(a flag, the schema, a row) is refused with one line before the release writes anything, and what it had made of a
+new project folder is taken back; a release that fails or is refused after that leaves only its log
+(logs/releases/<name>/<release>.log) and one line;
 a release that was killed resumes when the same command runs again; the same command after its release was
 admitted prints the existing bundle and spends nothing (--new-release makes another one). One release of a
 population runs at a time. The noise is fresh OS entropy, or derived from DPIW_SECRET_KEY when it is set (the same
@@ -217,16 +218,14 @@ def main(args) -> None:
         raise DpiwError(f"--delta must be 'auto', 'paper' or a number, got {args.delta!r}") from None
     _check_choices(args)
     n_rows = _preflight(args, data, schema_path, delta, project_params(args.project))
-    folder = Path(args.project).expanduser().resolve()
-    fresh, existed = not (folder / "params.yaml").exists(), folder.exists()
-    root = enter(args.project, announce=False)  # the project folder (created now): what follows works there
+    made: list[Path] = []
+    root = enter(args.project, announce=False, made=made)  # the project folder (made now): what follows works there
     try:
         table, schema, url = _admit_rows(args, root, data, schema_path)
-    except BaseException:  # refused before anything ran: a new project is taken back, not left half made
-        if fresh:
-            discard_new_project(root, existed, args.origin)
+    except BaseException:  # refused before anything ran: what enter made is taken back, not left half made
+        discard_new_project(made, args.origin)
         raise
-    if fresh:
+    if root / "params.yaml" in made:
         print(new_project_line(root))
     with one_release_at_a_time(table.target, schema.name):
         _release(args, root, data, schema, url, table, delta, n_rows)
