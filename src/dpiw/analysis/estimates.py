@@ -62,19 +62,23 @@ NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a para
                    "nor how far the values drawn inside each numeric bin put a coefficient off")
 
 
-def interval_digits(lo: float, hi: float) -> int:
+def interval_digits(lo: float, hi: float) -> int | None:
     """The decimals to print an interval and its estimate with: its half-width to one significant digit, or to
-    two where its leading digits are below 355 (the Particle Data Group's rule); 3 for an interval of no width."""
-    if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-        return 3
-    half = (hi - lo) / 2
+    two where its leading digits are below 355 (the Particle Data Group's rule), and no fewer than 0 decimals (a
+    half-width of 40 prints as a whole number); None for an interval of no width or not finite."""
+    half = hi / 2 - lo / 2  # no overflow at the largest floats
+    if not (np.isfinite(half) and half > 1e-300):
+        return None
     first = math.floor(math.log10(half))
     lead = half / 10.0**first  # in [1, 10)
-    return max(0, -first + (1 if lead < 3.55 else 0))  # 950-999 round up to 1.0: two digits too
+    return min(max(0, -first + (1 if lead < 3.55 else 0)), 300)  # 950-999 round up to 1.0: two digits too
 
 
-def fixed(value: float, digits: int) -> str:
-    """``value`` to ``digits`` decimals, without the sign of a value that rounds to zero ("0.00", not "-0.00")."""
+def fixed(value: float, digits: int | None) -> str:
+    """``value`` to ``digits`` decimals, without the sign of a value that rounds to zero ("0.00", not "-0.00");
+    four significant digits where there is no interval to set them (``digits`` None)."""
+    if digits is None:
+        return f"{value:.4g}"
     text = f"{value:.{digits}f}"
     return text.lstrip("-") if text.startswith("-") and float(text) == 0 else text
 

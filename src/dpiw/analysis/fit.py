@@ -65,26 +65,29 @@ class Fit:
 def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str) -> Fit:
     """Fit ``estimator`` on the bundle's weighted rows; intervals for a linear model's coefficients
     (``interval``: "auto" / "noise" as for a mean, "sampling" for the synthetic rows' part only). A warning the
-    estimator gives (a ConvergenceWarning...) is shown once, with how many of the fits gave it, not once a fit."""
+    estimator gives (a ConvergenceWarning...) is shown once, with how many of the fits gave it, not once a fit;
+    also when a fit fails."""
     import warnings
-    from collections import Counter
 
+    said: dict = {}  # (category, message with its numbers masked) -> [first message, fits that gave it]
     fits = [0]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = _fit_with_intervals(bundle, estimator, features, target, interval=interval, fits=fits)
-    for (category, message), k in Counter((w.category, str(w.message)) for w in caught).items():
-        warnings.warn(f"{message}\n(b.fit: {k} of the {fits[0]} fits behind the estimate and its interval gave this "
-                      "warning)", category, stacklevel=3)
-    return out
+    try:
+        return _fit_with_intervals(bundle, estimator, features, target, interval=interval, fits=fits, said=said)
+    finally:
+        for category, (message, k) in ((key[0], v) for key, v in said.items()):
+            warnings.warn(f"{message}\n(b.fit: {k} of the {fits[0]} fits behind the estimate and its interval gave "
+                          "this warning)", category, stacklevel=3)
 
 
-def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str, fits: list) -> Fit:
+def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str, fits: list,
+                        said: dict) -> Fit:
+    import re
+    import warnings
+
     from sklearn.base import clone
     from threadpoolctl import threadpool_limits
 
     def fit_on(data: pd.DataFrame, w: np.ndarray):
-        fits[0] += 1
         keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
         data, w = data[keep], w[keep]
         x = bundle.design(features, data)
@@ -93,8 +96,16 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
         # one BLAS thread: scipy >= 1.15's L-BFGS-B (LogisticRegression's solver) calls BLAS on vectors of a few
         # coefficients, and on a busy machine its threads wait for a core (a 6,000-row, 12-coefficient logistic
         # fit and its 72 refits: bench/README.md)
-        with threadpool_limits(limits=1, user_api="blas"):
-            return clone(estimator).fit(x, y, sample_weight=w)
+        fits[0] += 1
+        with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return clone(estimator).fit(x, y, sample_weight=w)
+            finally:  # each fit counted once per kind of warning, whatever numbers its text carries
+                kinds = {(c.category, re.sub(r"[-+]?\d[\d.eE+-]*", "#", str(c.message))): str(c.message)
+                         for c in caught}
+                for key, message in kinds.items():
+                    said.setdefault(key, [message, 0])[1] += 1
 
     model = fit_on(bundle.data, bundle.weights)
     try:
