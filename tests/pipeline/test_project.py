@@ -49,3 +49,41 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
     assert 12 <= bmi <= 60 and abs(bmi - real.bmi.mean()) < 5, bmi
     assert lines[1] == "['healthy', 'ill'] str"
     assert 0 < float(lines[2]) < 1
+
+
+def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bundle(tmp_path, root, monkeypatch,
+                                                                                    capsys):
+    """The schema's public part names the release: a corrected bound releases again (and spends), the same schema
+    finds its bundle, also one named as dpiw named releases before the schema was part of the name."""
+    import json
+
+    import yaml
+
+    import dpiw.commands.release as release
+    from dpiw.commands import main
+
+    curator = tmp_path / "curator"
+    curator.mkdir()
+    shutil.copy(root / "data/examples/clinic.csv", curator / "clinic.csv")
+    shutil.copy(root / "data/schemas/clinic.yaml", curator / "clinic.yaml")
+    monkeypatch.chdir(curator)
+    argv = ["release", str(curator / "clinic.csv"), "--schema", str(curator / "clinic.yaml"), "--epsilon", "1",
+            "--cores", "1", "--project", str(curator / "p")]  # absolute: the command changes into the project
+    named = release.release_name
+    monkeypatch.setattr(release, "release_name", lambda args, key, schema=None: named(args, key))  # the old name
+    main(argv)
+    monkeypatch.setattr(release, "release_name", named)
+    capsys.readouterr()
+    main(argv)
+    assert "this release was admitted before; nothing is spent" in capsys.readouterr().out
+    spec = yaml.safe_load((curator / "clinic.yaml").read_text())
+    spec["columns"] = [dict(c, upper=70) if c["name"] == "bmi" else c for c in spec["columns"]]
+    (curator / "clinic.yaml").write_text(yaml.safe_dump(spec))
+    main(argv)
+    out = capsys.readouterr().out
+    assert "admitted before" not in out and "over 2 release(s) of this table" in out, out
+    uppers = sorted(next(c["upper"] for c in json.loads(s.read_text())["schema"]["columns"] if c["name"] == "bmi")
+                    for s in (curator / "p/releases/clinic").glob("*/run/runs/**/release/schema.json"))
+    assert uppers == [60, 70]
+    main(argv)  # the corrected schema again: its own bundle, nothing spent
+    assert "this release was admitted before; nothing is spent" in capsys.readouterr().out

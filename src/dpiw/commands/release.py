@@ -10,7 +10,8 @@ release shares or overwrites: the config, the schema and the private working fil
 new project folder is taken back; a release that fails or is refused after that leaves only its log
 (logs/releases/<name>/<release>.log) and one line;
 a release that was killed resumes when the same command runs again; the same command after its release was
-admitted prints the existing bundle and spends nothing (--new-release makes another one). One release of a
+admitted prints the existing bundle and spends nothing (--new-release makes another one; a schema with other
+bounds, categories or target is another release, and spends). One release of a
 population runs at a time. The noise is fresh OS entropy, or derived from DPIW_SECRET_KEY when it is set (the same
 rows and weights again for whoever holds the key; keep it as secret as the data).
 
@@ -324,16 +325,29 @@ def delta_rule(delta, value: float, n_rows: int | None) -> str:
     return f"delta      {value:.3g}, set by {rule}"
 
 
-def release_name(args, table_key: str) -> str:
+def release_name(args, table_key: str, schema=None) -> str:
     """The release's folder name: the epsilon and a digest of the table's (keyed) identity and of every choice
-    that shapes the release, so that the same command finds the same release."""
+    that shapes the release, the schema's public part (bounds, categories, target) included, so that the same
+    command finds the same release and a corrected schema makes a new one. ``schema`` None: the name releases
+    had before the schema was part of it (:func:`_admitted_before` still finds them)."""
     from dpiw.planning.grid import eps_str
 
     choices = {"epsilon": eps_str(args.epsilon), "delta": str(args.delta), "sdgp": args.sdgp,
                "weights": args.weights, "post": args.post, "neighbours": args.neighbours,
                "out_of_bounds": args.out_of_bounds}
-    digest = hashlib.sha256((table_key + json.dumps(choices, sort_keys=True)).encode()).hexdigest()[:10]
+    if schema is not None:
+        choices["schema"] = schema.public_dict()
+    digest = hashlib.sha256((table_key + json.dumps(choices, sort_keys=True, default=str)).encode()).hexdigest()[:10]
     return f"eps={eps_str(args.epsilon)}-{digest}"
+
+
+def _same_schema(bundle: Path, schema) -> bool:
+    """Whether a bundle was released under this schema's public part (its schema.json)."""
+    try:
+        published = read_json(Path(bundle) / "schema.json")["schema"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return json.loads(json.dumps(published, default=str)) == json.loads(json.dumps(schema.public_dict(), default=str))
 
 
 def _bundle_dir(folder: Path, name: str, args) -> Path:
@@ -471,11 +485,15 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 
     store = Store(url)
     name = schema.name
-    base = release_name(args, table.key)
+    base, legacy = release_name(args, table.key, schema), release_name(args, table.key)
     release = base
     for k in range(2, 10_000):  # --new-release: the first name of this command's releases not admitted yet
         folder = root / "releases" / name / release
         done = _admitted(folder, store) or _elsewhere(url, name, release)
+        if not done:  # a release named before the schema was in the name: the same one if its schema is this one
+            old = f"{legacy}{release[len(base):]}"
+            done = next((b for b in (_admitted(root / "releases" / name / old, store), _elsewhere(url, name, old))
+                         if b and _same_schema(b, schema)), None)
         if not done:
             break
         if not args.new_release:
