@@ -648,6 +648,7 @@ class RowChecks:
         self.schema, self.out_of_bounds, self.rows, self.clip_fix = schema, out_of_bounds, 0, clip_fix
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+        self.present = {c.name: 0 for c in schema.columns if c.is_numeric}  # values there (an empty one is no value)
         self.fractional = {c.name: 0 for c in schema.columns if c.integer}  # values that are not whole numbers
         self.empty: dict[str, int] = {}  # NaN or inf (numeric), empty (the rest), by column
         self.infinite = {c.name: 0 for c in schema.columns if c.is_numeric}  # of those, inf
@@ -662,6 +663,7 @@ class RowChecks:
         from dpiw.io import nonfinite_counts
 
         schema = self.schema
+        flags = {c.indicator_of: c.name for c in schema.columns if c.indicator_of}  # `missing: indicator`
         counts, numeric = nonfinite_counts(df)
         for col, n in counts.items():
             self.empty[col] = self.empty.get(col, 0) + n
@@ -672,6 +674,10 @@ class RowChecks:
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
+                there = ~np.isnan(x)  # an empty cell under `missing: indicator` holds the lower bound: no value
+                if c.name in flags and flags[c.name] in df:
+                    there &= df[flags[c.name]].astype(str).to_numpy() != "1"
+                self.present[c.name] += int(there.sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
                 if c.integer:  # 45.5 in a whole-number column: rounded by scaling, and said (rounded())
                     self.fractional[c.name] += int((np.isfinite(x) & (x != np.rint(x))).sum())
@@ -691,6 +697,8 @@ class RowChecks:
             self.seen[name] = set(list(self.seen[name] | seen)[:2]) if len(self.seen[name]) < 2 else self.seen[name]
         for name, out in other.outside.items():
             self.outside[name] += out
+        for name, n in other.present.items():
+            self.present[name] += n
 
     def finish(self) -> None:
         """Refuse the table: values outside the bounds under ``fail`` (every column, counted over all the rows,
@@ -721,13 +729,14 @@ class RowChecks:
     def rounded(self) -> dict[str, float]:
         """The share of each ``integer: true`` column's values that are not whole numbers (scaling rounds them to
         the nearest: to say to the curator, never into an artifact), for the columns that have any."""
-        return {name: n / max(self.rows, 1) for name, n in self.fractional.items() if n}
+        return {name: n / max(self.present[name], 1) for name, n in self.fractional.items() if n}
 
     def clipped(self, *, max_fraction: float) -> dict[str, float]:
         from dpiw.scale import clip_verdict
 
-        return clip_verdict({name: out / max(self.rows, 1) for name, out in self.outside.items()}, self.schema,
-                            max_fraction=max_fraction)
+        # shares of the values a column holds: its empty cells (a `missing:` rule) are not values inside the bounds
+        return clip_verdict({name: out / max(self.present[name], 1) for name, out in self.outside.items()},
+                            self.schema, max_fraction=max_fraction)
 
 
 def count_rows(schema: Schema, file: str) -> int:
