@@ -67,6 +67,7 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     shutil.copy(root / "data/examples/clinic.csv", curator / "clinic.csv")
     shutil.copy(root / "data/schemas/clinic.yaml", curator / "clinic.yaml")
     monkeypatch.chdir(curator)
+    monkeypatch.setenv("DPIW_HOME", str(tmp_path / "home"))  # a ledger of its own: the module's holds clinic too
     argv = ["release", str(curator / "clinic.csv"), "--schema", str(curator / "clinic.yaml"), "--epsilon", "1",
             "--cores", "1", "--project", str(curator / "p")]  # absolute: the command changes into the project
     named = release.release_name
@@ -87,3 +88,6 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     assert uppers == [60, 70]
     main(argv)  # the corrected schema again: its own bundle, nothing spent
     assert "this release was admitted before; nothing is spent" in capsys.readouterr().out
+    main([*argv[:-1], str(curator / "q")])  # from another folder: the same bundle, and no project left there
+    out = capsys.readouterr().out
+    assert "admitted before" in out and "new project" not in out and not (curator / "q").exists()

@@ -226,9 +226,12 @@ def main(args) -> None:
     except BaseException:  # refused before anything ran: what enter made is taken back, not left half made
         discard_new_project(made, args.origin)
         raise
-    if root / "params.yaml" in made:
-        print(new_project_line(root))
     with one_release_at_a_time(table.target, schema.name):
+        if _admitted_before(args, root, schema, url, table) is not None:  # printed; a folder made for it goes
+            discard_new_project(made, args.origin)
+            return
+        if root / "params.yaml" in made:
+            print(new_project_line(root))
         _release(args, root, data, schema, url, table, delta, n_rows)
 
 
@@ -477,10 +480,10 @@ def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
         raise DpiwError(_first_error(output, folder))
 
 
-def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> None:
-    from dpiw.privacy import witness
-    from dpiw.privacy.ledger import check_plan, keep_measured, planned
-    from dpiw.privacy.spend import run_delta
+def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
+    """The bundle of this very release (same table, choices and schema) if the ledger admitted it before, said on
+    the terminal (nothing is spent); None when this command makes a release (``args.release``: its name, the
+    first not admitted yet under --new-release)."""
     from dpiw.privacy.store import Store
 
     store = Store(url)
@@ -499,8 +502,21 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
         if not args.new_release:
             print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
                   f"again)\nbundle     {os.path.relpath(done, args.origin)}/")
-            return
+            return Path(done)
         release = f"{base}.{k}"
+    args.release = release
+    return None
+
+
+def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> None:
+    from dpiw.privacy import witness
+    from dpiw.privacy.ledger import check_plan, keep_measured, planned
+    from dpiw.privacy.spend import run_delta
+    from dpiw.privacy.store import Store
+
+    store = Store(url)
+    name, release = schema.name, args.release
+    folder = root / "releases" / name / release
     if args.weights == "auto":
         args.weights = _advise(args, n_rows, Path(args.schema).resolve(), delta)
     if isinstance(delta, str) and args.neighbours != "replace_one":
