@@ -101,8 +101,8 @@ BAD = {
     "text_category_and_empty": (lambda df: _broken("age", "forty")(_broken("region", "mars")(_broken("bmi", np.nan)(
         df))), None, "column 'age' is declared numeric but 1 row(s) hold text; fix the values or declare the column "
         "categorical; column 'region' has 1 row(s) outside its declared categories ['north', 'south', 'east', "
-        "'west']; add the missing categories to the schema (a public list) or fix the rows; column 'bmi' (1 empty) "
-        "has empty values", ("forty", "mars")),
+        "'west']; add the categories those rows hold to the schema (a public list) or fix the rows; column 'bmi' "
+        "(1 empty) has empty values", ("forty", "mars")),
     "out_of_bounds": (_broken("age", 131.25), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90];", ("131", "row 5")),
 }

@@ -468,8 +468,8 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
                             "the values or declare the column categorical")
         if counts.get(("outside", c.name)):
             problems.append(f"column '{c.name}' has {counts['outside', c.name]} row(s) outside its declared categories "
-                            f"{public_list(c.labels)}; add the missing categories to the schema (a public list) or "
-                            "fix the rows")
+                            f"{public_list(c.labels)}; add the categories those rows hold to the schema (a public "
+                            "list) or fix the rows")
         if counts.get(("infinite", c.name)):
             problems.append(infinite_message(c, counts["infinite", c.name]))
     empty = {c.name: counts["empty", c.name] for c in schema.columns if counts.get(("empty", c.name))}
