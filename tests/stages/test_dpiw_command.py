@@ -212,13 +212,15 @@ def test_a_refused_release_keeps_what_was_there_before(tmp_path, monkeypatch, ro
         shutil.rmtree(tmp_path / "new")
     before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     schema = folder / "data/schemas/iris.yaml" if project != "new/nested/proj" else root / "data/schemas/iris.yaml"
-    frame = pd.read_csv(root / "data/examples/clinic.csv")
+    frame = pd.read_csv(root / "data/examples/clinic.csv").assign(note="x")  # a column the schema leaves out
     frame.assign(region=frame.region.where(frame.index != 7, "mars")).to_csv(tmp_path / "t.csv", index=False)
     monkeypatch.setattr("sys.argv", ["dpiw", "release", "t.csv", "--schema", str(root / "data/schemas/clinic.yaml"),
                                      "--epsilon", "1", "--project", project])
     with pytest.raises(SystemExit) as exc:
         entry()
-    assert exc.value.code == 2 and "outside its declared categories" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and "outside its declared categories" in err
+    assert "the file's column(s) ['note'] are not in the schema: left out of the release" in out
     after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
     assert after == sorted([*before, "t.csv"]), (before, after)
     assert schema.is_file()

@@ -161,7 +161,10 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
         make_sdgp(args.sdgp, **load_yaml(params)["sdgp"][args.sdgp]).check_domain(schema)
     if args.neighbours != "replace_one":
         return None
-    n_rows = count_rows(schema, str(data))  # a chunk at a time: the table may be larger than memory
+    left_out: list[str] = []
+    n_rows = count_rows(schema, str(data), left_out=left_out)  # a chunk at a time: the table may be larger than memory
+    if left_out:  # public: the file's header, not its rows
+        print(f"dpiw release: the file's column(s) {left_out} are not in the schema: left out of the release")
     run_delta(delta, n_rows, "replace_one", flag="--delta")  # refuses a delta of 1/N_D or more
     return n_rows
 

@@ -739,10 +739,11 @@ class RowChecks:
                             self.schema, max_fraction=max_fraction)
 
 
-def count_rows(schema: Schema, file: str) -> int:
+def count_rows(schema: Schema, file: str, *, left_out: list | None = None) -> int:
     """The rows of a table, from what is cheap to read: a CSV's field counts (Arrow, one pass) and header, a
     parquet file's footer; the schema's columns must all be there. The values are checked where they are read
-    (the scale stage, :func:`iter_table`)."""
+    (the scale stage, :func:`iter_table`). ``left_out``: a list that receives the file's columns the schema does
+    not name (they are not read: a curator may have forgotten one)."""
     path, where = Path(file), _where(schema, file)
     if not is_table(path):
         raise DpiwError(f"{where}: file not found")
@@ -769,6 +770,8 @@ def count_rows(schema: Schema, file: str) -> int:
     if repeated:
         raise DpiwError(f"{where}: column name(s) {repeated} appear more than once in the header; give every column "
                         "one name")
+    if left_out is not None:
+        left_out += [n for n in names if n not in schema.file_names]
     missing = [c for c in schema.file_names if c not in names]
     if missing:
         raise DpiwError(f"{where}: column(s) {missing} of the schema are missing from the file; it has "
