@@ -76,7 +76,8 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     monkeypatch.setattr(release, "release_name", named)
     capsys.readouterr()
     main(argv)
-    assert "this release was admitted before; nothing is spent" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "this release was admitted before; nothing is spent" in out and "params.yaml changed" not in out
     spec = yaml.safe_load((curator / "clinic.yaml").read_text())
     spec["columns"] = [dict(c, upper=70) if c["name"] == "bmi" else c for c in spec["columns"]]
     (curator / "clinic.yaml").write_text(yaml.safe_dump(spec))
@@ -91,3 +92,9 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     main([*argv[:-1], str(curator / "q")])  # from another folder: the same bundle, and no project left there
     out = capsys.readouterr().out
     assert "admitted before" in out and "new project" not in out and not (curator / "q").exists()
+    params = yaml.safe_load((curator / "p/params.yaml").read_text())
+    params["sdgp"]["mst"]["bins"] = 16
+    (curator / "p/params.yaml").write_text(yaml.safe_dump(params))
+    main(argv)  # the project's settings are not in the name: the earlier bundle, and the change said
+    out = capsys.readouterr().out
+    assert "admitted before" in out and "params.yaml changed since that release (sdgp.mst.bins: 8 → 16)" in out

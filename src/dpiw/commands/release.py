@@ -347,6 +347,26 @@ def release_name(args, table_key: str, schema=None) -> str:
     return f"eps={eps_str(args.epsilon)}-{digest}"
 
 
+def params_changed(bundle: Path, params: Path, *, at_most: int = 4) -> list[str]:
+    """The settings (dotted keys, old → new) where ``params`` differs from the params.yaml the release of
+    ``bundle`` ran with (the copy in its release folder); [] when they agree or no copy is found."""
+    from dpiw.planning.config import load_yaml
+
+    then = next((p / "params.yaml" for p in Path(bundle).parents if (p / "release.yaml").is_file()), None)
+    if then is None or not then.is_file() or not params.is_file():
+        return []
+
+    def flat(d, prefix=""):
+        if not isinstance(d, dict):
+            return {prefix[:-1]: d}
+        return {k: v for key, sub in d.items() for k, v in flat(sub, f"{prefix}{key}.").items()}
+
+    old, new = flat(load_yaml(then)), flat(load_yaml(params))
+    keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    said = [f"{k}: {old.get(k)} → {new.get(k)}" for k in keys[:at_most]]
+    return said + ([f"{len(keys) - at_most} more"] if len(keys) > at_most else [])
+
+
 def _same_schema(bundle: Path, schema) -> bool:
     """Whether a bundle was released under this schema's public part (its schema.json)."""
     try:
@@ -505,6 +525,10 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
         if not args.new_release:
             print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
                   f"again)\nbundle     {os.path.relpath(done, args.origin)}/")
+            changed = params_changed(Path(done), root / "params.yaml")
+            if changed:  # the flags and the schema name a release, the project's params do not: say so
+                print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
+                      "the earlier one: --new-release releases again under the new settings")
             return Path(done)
         release = f"{base}.{k}"
     args.release = release
