@@ -6,7 +6,10 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
 from helpers import sh
+
+from dpiw import DpiwError
 
 
 def _status(root) -> str:
@@ -98,3 +101,6 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     main(argv)  # the project's settings are not in the name: the earlier bundle, and the change said
     out = capsys.readouterr().out
     assert "admitted before" in out and "params.yaml changed since that release (sdgp.mst.bins: 8 → 16)" in out
+    with pytest.raises(DpiwError, match="lifetime"):  # past the lifetime budget, from a new folder: nothing left
+        main([*argv[:5], "20", *argv[6:-1], str(curator / "r")])
+    assert "new project" not in capsys.readouterr().out and not (curator / "r").exists()

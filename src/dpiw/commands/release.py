@@ -230,12 +230,17 @@ def main(args) -> None:
         discard_new_project(made, args.origin)
         raise
     with one_release_at_a_time(table.target, schema.name):
-        if _admitted_before(args, root, schema, url, table) is not None:  # printed; a folder made for it goes
+        try:
+            if _admitted_before(args, root, schema, url, table) is not None:  # said; a folder made for it goes
+                discard_new_project(made, args.origin)
+                return
+            plan = _plan(args, schema, url, table, delta, n_rows)
+        except BaseException:  # refused (the lifetime budget) before anything was written: the same
             discard_new_project(made, args.origin)
-            return
+            raise
         if root / "params.yaml" in made:
             print(new_project_line(root))
-        _release(args, root, data, schema, url, table, delta, n_rows)
+        _release(args, root, data, schema, url, table, delta, n_rows, plan)
 
 
 def _admit_rows(args, root: Path, data: Path, schema_path: Path):
@@ -535,23 +540,32 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
     return None
 
 
-def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> None:
-    from dpiw.privacy import witness
-    from dpiw.privacy.ledger import check_plan, keep_measured, planned
+def _plan(args, schema, url: str, table, delta, n_rows) -> dict:
+    """The weights (the advisor's pick under --weights auto) and the ledger's admission of this release's spend:
+    refused here, before the release writes anything, when it would take the table past its lifetime budget."""
+    from dpiw.privacy.ledger import check_plan, planned
     from dpiw.privacy.spend import run_delta
     from dpiw.privacy.store import Store
 
-    store = Store(url)
-    name, release = schema.name, args.release
-    folder = root / "releases" / name / release
     if args.weights == "auto":
         args.weights = _advise(args, n_rows, Path(args.schema).resolve(), delta)
     if isinstance(delta, str) and args.neighbours != "replace_one":
         raise DpiwError("under add/remove neighbours --delta must be a number (it cannot be derived from the row "
                         "count, which is private)")
     d = run_delta(delta, n_rows, "replace_one") if args.neighbours == "replace_one" else float(delta)
-    plan = check_plan(store, table=table, label=name, mechanisms=planned(_planned(args, d), args.neighbours),
-                      relation=args.neighbours, run_delta=d, epsilon=args.dataset_epsilon, delta=args.dataset_delta)
+    return check_plan(Store(url), table=table, label=schema.name, mechanisms=planned(_planned(args, d),
+                      args.neighbours), relation=args.neighbours, run_delta=d, epsilon=args.dataset_epsilon,
+                      delta=args.dataset_delta)
+
+
+def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows, plan: dict) -> None:
+    from dpiw.privacy import witness
+    from dpiw.privacy.ledger import keep_measured
+    from dpiw.privacy.store import Store
+
+    store = Store(url)
+    name, release = schema.name, args.release
+    folder = root / "releases" / name / release
     print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
           f"{plan['after']['epsilon']:.6g} of {plan['budget']['epsilon']:g}; running it in "
           f"{os.path.relpath(folder, args.origin)}/")
