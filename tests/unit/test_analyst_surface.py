@@ -85,6 +85,10 @@ def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
         b.fit(LogisticRegression(max_iter=1), ["x"], "g")
     said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert len(said) == 1 and "(b.fit: 31 of the 31 fits" in said[0], said
+    b.data.loc[:39, "x"] = np.nan  # empty values (a `missing: indicator` column): the fit says it drops them
+    with pytest.warns(UserWarning, match=r"b.fit: 10% of the rows have an empty value in \['x', 'y'\]"):
+        b.fit(LinearRegression(), ["x"], "y")
+    b.data.loc[:39, "x"] = 1.0
     # a warning whose text carries each fit's own numbers (Lasso's duality gap) is still one kind, counted per fit
     with pytest.warns(ConvergenceWarning) as caught:
         b.fit(Lasso(alpha=1e-6, max_iter=1, tol=1e-12), ["x", "g"], "y")
