@@ -72,7 +72,7 @@ def write_table(df: pd.DataFrame, path: str | Path) -> None:
     if path.suffix.lower() == ".csv":
         _atomic(path, lambda tmp: df.to_csv(tmp, index=False))
     else:
-        _atomic(path, lambda tmp: df.to_parquet(tmp, index=False))
+        write_parquet(df, path)
 
 
 def write_parquet(df: pd.DataFrame, path: str | Path) -> None:

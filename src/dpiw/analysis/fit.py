@@ -98,10 +98,10 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
         x = bundle.design(features, data)
         y = data[target]
         y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
+        fits[0] += 1
         # one BLAS thread: scipy >= 1.15's L-BFGS-B (LogisticRegression's solver) calls BLAS on vectors of a few
         # coefficients, and on a busy machine its threads wait for a core (a 6,000-row, 12-coefficient logistic
         # fit and its 72 refits: bench/README.md)
-        fits[0] += 1
         with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

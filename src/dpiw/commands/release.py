@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import subprocess
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import yaml
@@ -224,20 +224,18 @@ def main(args) -> None:
     n_rows = _preflight(args, data, schema_path, delta, project_params(args.project))
     made: list[Path] = []
     root = enter(args.project, announce=False, made=made)  # the project folder (made now): what follows works there
-    try:
-        table, schema, url = _admit_rows(args, root, data, schema_path)
-    except BaseException:  # refused before anything ran: what enter made is taken back, not left half made
-        discard_new_project(made, args.origin)
-        raise
-    with one_release_at_a_time(table.target, schema.name):
-        try:
-            if _admitted_before(args, root, schema, url, table) is not None:  # said; a folder made for it goes
-                discard_new_project(made, args.origin)
-                return
-            plan = _plan(args, schema, url, table, delta, n_rows)
-        except BaseException:  # refused (the lifetime budget) before anything was written: the same
+    with ExitStack() as held:
+        try:  # the rows' checks, an earlier admission, the lifetime budget: nothing written yet
+            table, schema, url = _admit_rows(args, root, data, schema_path)
+            held.enter_context(one_release_at_a_time(table.target, schema.name))
+            earlier = _admitted_before(args, root, schema, url, table)  # said on the terminal when found
+            plan = None if earlier else _plan(args, schema, url, table, delta, n_rows)
+        except BaseException:  # refused: what enter made is taken back, not left half made
             discard_new_project(made, args.origin)
             raise
+        if earlier:  # nothing to release: a folder made for it goes too
+            discard_new_project(made, args.origin)
+            return
         if root / "params.yaml" in made:
             print(new_project_line(root))
         _release(args, root, data, schema, url, table, delta, n_rows, plan)
@@ -271,18 +269,14 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
     checks.finish()  # bad rows are refused before anything is said of the table's ledger
     _say_where(table, args.new_population)
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
-    clipped = {name: share for name, share in clipped.items() if share > 0}
-    if clipped:  # said to the curator only (shares of the private rows: never into an artifact)
-        from dpiw.scale import share_text
+    from dpiw.scale import share_text
 
-        print("dpiw release: clipped to their public bounds: " + ", ".join(
-            f"{name} {share_text(share)} of its values" for name, share in clipped.items()))
-    rounded = checks.rounded()
-    if rounded:  # said to the curator only, as the clipping is
-        from dpiw.scale import share_text
-
-        print("dpiw release: rounded to whole numbers (integer: true in the schema): " + ", ".join(
-            f"{name} {share_text(share)} of its values" for name, share in rounded.items()))
+    for what, shares in (("clipped to their public bounds", clipped),
+                         ("rounded to whole numbers (integer: true in the schema)", checks.rounded())):
+        shares = {name: share for name, share in shares.items() if share > 0}
+        if shares:  # said to the curator only (shares of the private rows: never into an artifact)
+            print(f"dpiw release: {what}: " + ", ".join(f"{name} {share_text(share)} of its values"
+                                                       for name, share in shares.items()))
     if schema.missing_note():
         print(f"dpiw release: empty values: {schema.missing_note()}")
     return table, schema, url

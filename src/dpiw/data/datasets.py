@@ -636,6 +636,16 @@ def find_unreadable(dataset, names, where: str) -> None:
             raise unreadable_file(where, fragment.path, exc) from None
 
 
+def holds_value(df: pd.DataFrame, schema: Schema, name: str) -> np.ndarray:
+    """The rows where numeric column ``name`` holds a value: not NaN, and not an empty cell that a `missing:
+    indicator` rule holds at the lower bound (its 0/1 column is 1)."""
+    there = ~np.isnan(pd.to_numeric(df[name], errors="coerce").to_numpy(dtype=float))
+    flag = next((c.name for c in schema.columns if c.indicator_of == name), None)
+    if flag is not None and flag in df:
+        there &= df[flag].astype(str).to_numpy() != "1"
+    return there
+
+
 class RowChecks:
     """:func:`validate_rows` over a table read in parts: :meth:`add` each chunk (NaN/inf and values outside the
     bounds counted), then :meth:`finish` (no NaN/inf, the bounds under ``fail``, no constant column, at least two
@@ -663,7 +673,6 @@ class RowChecks:
         from dpiw.io import nonfinite_counts
 
         schema = self.schema
-        flags = {c.indicator_of: c.name for c in schema.columns if c.indicator_of}  # `missing: indicator`
         counts, numeric = nonfinite_counts(df)
         for col, n in counts.items():
             self.empty[col] = self.empty.get(col, 0) + n
@@ -674,10 +683,7 @@ class RowChecks:
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
-                there = ~np.isnan(x)  # an empty cell under `missing: indicator` holds the lower bound: no value
-                if c.name in flags and flags[c.name] in df:
-                    there &= df[flags[c.name]].astype(str).to_numpy() != "1"
-                self.present[c.name] += int(there.sum())
+                self.present[c.name] += int(holds_value(df, schema, c.name).sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
                 if c.integer:  # 45.5 in a whole-number column: rounded by scaling, and said (rounded())
                     self.fractional[c.name] += int((np.isfinite(x) & (x != np.rint(x))).sum())

@@ -65,15 +65,13 @@ def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> 
     >>> check_clipping(pd.DataFrame({"x": [5.0, 20.0], "y": [0.0, 0.5]}), s, max_fraction=0.6)
     {'x': 0.5, 'y': 0.0}
     """
+    from dpiw.data.datasets import holds_value
+
     fractions = {}
-    flags = {c.indicator_of: c.name for c in schema.columns if c.indicator_of}  # `missing: indicator`
     for c in schema.columns:
         if c.is_numeric and c.indicator_of is None:
             v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
-            there = ~np.isnan(v)  # of the values there: an empty cell (held at the lower bound) is no value
-            if c.name in flags and flags[c.name] in df:
-                there &= df[flags[c.name]].astype(str).to_numpy() != "1"
-            v = v[there]
+            v = v[holds_value(df, schema, c.name)]  # of the values there: an empty cell is no value in the bounds
             fractions[c.name] = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
     return clip_verdict(fractions, schema, max_fraction=max_fraction)
 
