@@ -234,6 +234,34 @@ def test_a_fraction_in_an_integer_column_is_rounded_and_said(user_data, capsys):
     assert np.allclose(age, np.rint(age)) and "47.5" not in out
 
 
+def test_an_integer_column_is_checked_as_it_is_rounded():
+    """Bounds and the constant-column check see an ``integer: true`` column's values as scaling rounds them: 90.3
+    in [18, 90] is 90 (not refused under ``fail``, not counted as clipped), 90.6 is 91 (outside), and a column
+    holding only 45.2 and 45.4 is one value after rounding (refused as constant)."""
+    from dpiw import DpiwError
+    from dpiw.data.datasets import RowChecks
+    from dpiw.data.schema import parse_schema
+    from dpiw.scale import check_clipping
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "age", "type": "numeric", "lower": 18, "upper": 90, "integer": True},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    y = ["a", "b", "a", "b"]
+    checks = RowChecks(schema, out_of_bounds="fail")
+    checks.add(pd.DataFrame({"age": [90.3, 40.0, 18.4, 17.6], "y": y}))
+    checks.finish()  # 90.3 -> 90, 18.4 and 17.6 -> 18: all inside
+    assert checks.outside == {"age": 0}
+    checks = RowChecks(schema, out_of_bounds="fail")
+    checks.add(pd.DataFrame({"age": [90.6, 40.0, 18.4, 17.6], "y": y}))
+    with pytest.raises(DpiwError, match=r"'age' has 1 value\(s\) outside its public bounds \[18, 90\]"):
+        checks.finish()
+    assert check_clipping(pd.DataFrame({"age": [90.3, 90.6, 18.0, 30.0]}), schema, max_fraction=1)["age"] == 0.25
+    checks = RowChecks(schema, out_of_bounds="clip")
+    checks.add(pd.DataFrame({"age": [45.2, 45.4, 45.2, 45.4], "y": y}))
+    with pytest.raises(DpiwError, match=r"column\(s\) \['age'\] hold one value in every row"):
+        checks.finish()
+
+
 def test_a_misspelt_schema_key_is_refused_with_the_key_it_meant():
     from dpiw import DpiwError
     from dpiw.data.schema import parse_schema

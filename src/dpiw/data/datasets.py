@@ -678,11 +678,13 @@ class RowChecks:
             self.empty[col] = self.empty.get(col, 0) + n
         self.numeric |= numeric
         for c in schema.columns:
+            # an integer column's values as scaling rounds them: 45.2 and 45.4 are one value, 90.3 is inside [18, 90]
+            held = c.held(df[c.name].to_numpy(float)) if c.is_numeric else None
             if len(self.seen[c.name]) < 2:
-                self.seen[c.name].update(pd.unique(df[c.name])[:2].tolist())
+                self.seen[c.name].update(pd.unique(df[c.name] if held is None else held)[:2].tolist())
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
-                self.outside[c.name] += int(((x < c.lower) | (x > c.upper)).sum())
+                self.outside[c.name] += int(((held < c.lower) | (held > c.upper)).sum())
                 self.present[c.name] += int(holds_value(df, schema, c.name).sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
                 if c.integer:  # 45.5 in a whole-number column: rounded by scaling, and said (rounded())

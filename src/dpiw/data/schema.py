@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from dpiw import DpiwError
@@ -48,6 +49,16 @@ class Column:
     @property
     def is_numeric(self) -> bool:
         return self.type == "numeric"
+
+    def held(self, values: np.ndarray) -> np.ndarray:
+        """A numeric column's values as the release reads them: an ``integer`` column's rounded to the nearest
+        whole number (halves to even), so 90.3 is 90 inside bounds [18, 90] and 45.2, 45.4 are one value.
+
+        >>> Column("age", "numeric", 18.0, 90.0, integer=True).held(np.array([90.3, 45.5, 46.5]))
+        array([90., 46., 46.])
+        """
+        v = np.asarray(values, dtype=float)
+        return np.rint(v) if self.integer else v
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def check_clipping(df: pd.DataFrame, schema: Schema, *, max_fraction: float) -> 
     fractions = {}
     for c in schema.columns:
         if c.is_numeric and c.indicator_of is None:
-            v = pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float)
+            v = c.held(pd.to_numeric(df[c.name], errors="coerce").to_numpy(dtype=float))
             v = v[holds_value(df, schema, c.name)]  # of the values there: an empty cell is no value in the bounds
             fractions[c.name] = float(np.mean((v < c.lower) | (v > c.upper))) if v.size else 0.0
     return clip_verdict(fractions, schema, max_fraction=max_fraction)
@@ -135,8 +135,7 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
             if not np.isfinite(v).all():
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((~np.isfinite(v)).sum())} "
                                 "missing, non-numeric or infinite value(s); remove or impute them")
-            if c.integer:  # a whole-number column: 45.5 is read as 46 (RowChecks.rounded() says how many)
-                v = np.rint(v)
+            v = c.held(v)  # a whole-number column: 45.7 is read as 46 (RowChecks.rounded() says how many)
             out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
         else:
             from dpiw.data.datasets import public_list
