@@ -63,32 +63,33 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
     again = release(tmp_path, "reversed.csv", "local", "local")
     assert "admitted before; nothing is spent" in again.stdout, again.stdout
     assert len(list((tmp_path / "p-local").rglob("release/manifest.json"))) == 1
-    # the folder in the same ledger store: the ledger's identity of its rows is the CSV's, so it is the same
-    # table and draws on the same lifetime budget (a copy as a folder gets no fresh one)
-    release(tmp_path, "wards", "local", "local", "--new-release")
-    manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
-    # read a chunk at a time from the folder's files, the rows are scaled into the same bytes as from the CSV:
-    # every engine then counts the same count tables (tests/stages/test_engines.py checks them cell by cell)
-    trains = sorted((tmp_path / "p-local").rglob("private/*/seed=0/train.parquet"))
-    assert len(trains) == 2 and trains[0].read_bytes() == trains[1].read_bytes()
-    # duckdb in a store of its own; dask in the CSV's store, where the identity its workers measure must find
-    # the CSV's table again
+    # the folder on every engine, each in a store of its own (a first release: the same key, rows and flags draw
+    # the same noise): read a chunk at a time from the folder's files, the rows are scaled into the same bytes as
+    # from the CSV, every engine counts the same count tables (tests/stages/test_engines.py checks them cell by
+    # cell), so every bundle is the CSV's, byte for byte
+    release(tmp_path, "wards", "local", "folder")
     release(tmp_path, "wards", "duckdb", "duckdb")
-    release(tmp_path, "wards", "dask", "local", "--new-release")
-    (duck,) = (tmp_path / "p-duckdb").rglob("release/manifest.json")
-    manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
-    assert len(manifests) == 3
-    ref = manifests[0].parent  # the CSV's bundle
-    for manifest in (manifests[1], duck, manifests[2]):
+    trains = [next((tmp_path / f"p-{home}").rglob("private/*/seed=0/train.parquet")) for home in ("local", "folder")]
+    assert trains[0].read_bytes() == trains[1].read_bytes()
+    (ref,) = [m.parent for m in (tmp_path / "p-local").rglob("release/manifest.json")]  # the CSV's bundle
+    for home in ("folder", "duckdb"):
+        (manifest,) = (tmp_path / f"p-{home}").rglob("release/manifest.json")
         for name in ("synthetic.parquet", "weights.parquet", "measurements.json"):
             assert (manifest.parent / name).read_bytes() == (ref / name).read_bytes(), (manifest, name)
-        assert json.loads(manifest.read_text())["spent"] == json.loads(manifests[0].read_text())["spent"]
-    # the folder's releases found the CSV's ledger and its bundle there: the same entry, counted once (a table
-    # the ledger did not know would have started a ledger of its own, with an entry of its own)
-    ledgers = [json.loads(m.read_text())["ledger"] for m in manifests]
-    assert [g["releases"] for g in ledgers] == [1, 1, 1]
-    assert len({g["entry"] for g in ledgers}) == 1
-    assert json.loads(duck.read_text())["ledger"]["releases"] == 1
+        assert json.loads(manifest.read_text())["spent"] == json.loads((ref / "manifest.json").read_text())["spent"]
+        assert json.loads(manifest.read_text())["ledger"]["releases"] == 1
+    # dask in the CSV's store: the identity its workers measure finds the CSV's table (a copy as a folder gets no
+    # fresh lifetime budget); --new-release releases again with fresh noise, though the key is the same, and
+    # spends again on that table's ledger
+    release(tmp_path, "wards", "dask", "local", "--new-release")
+    manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
+    assert len(manifests) == 2 and manifests[0].parent == ref
+    first, second = (json.loads(m.read_text())["ledger"] for m in manifests)
+    assert (first["releases"], second["releases"]) == (1, 2), (first, second)
+    assert second["lifetime"]["epsilon"] > first["lifetime"]["epsilon"]
+    again = manifests[1].parent
+    assert (again / "measurements.json").read_bytes() != (ref / "measurements.json").read_bytes()
+    assert (again / "synthetic.parquet").read_bytes() != (ref / "synthetic.parquet").read_bytes()
 
 
 def test_a_bad_value_in_one_partition_is_refused_with_one_line(tmp_path):

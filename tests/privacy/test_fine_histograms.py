@@ -174,6 +174,34 @@ def test_zcdp_split_against_dp_accounting(make):
     assert rec.noise["one_way"]["marginals"] == 2  # the categories only: the numeric ones come from the trees
 
 
+@pytest.mark.parametrize("relation, delta2", [("replace_one", 2), ("add_remove", 1)])
+def test_the_noise_mst_draws_follows_the_neighbour_relation(relation, delta2):
+    """Through MST's own wiring (the stage's RowCount, count_l2), not an L2 passed by hand: the fine trees' std is
+    sqrt(L Delta^2 / (2 rho_column)) with Delta^2 = 2 (replace-one) or 1 (add/remove), the root is the public N
+    or the noisy count, and the nodes' noise (the levels minus the true tree) follows N(0, that std) by
+    Kolmogorov-Smirnov, which rejects a std sqrt(2) too small (the add/remove value used for replace-one)."""
+    from dpiw.privacy.neighbours import row_count
+
+    schema = parse_schema(SKEWED)
+    _, scaled = skewed_rows(1500, 3)
+    rows = row_count(1500, neighbours=relation, epsilon=0.5, rng=np.random.default_rng(4))
+    eps, delta = 1.0, 1e-6
+    gen = MST(bins=8, iters=50, fine_cells=256, fine_fraction=0.2).fit(
+        scaled, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(5), rows=rows)
+    rho_column = 0.2 * zcdp_rho(eps, delta) / 2
+    std = gen.privacy_.noise["fine_histograms"]["std"]
+    assert std["kappa"] == pytest.approx(math.sqrt(8 * delta2 / (2 * rho_column)), rel=1e-12)
+    assert std["age"] == pytest.approx(math.sqrt(7 * delta2 / (2 * rho_column)), rel=1e-12)
+    assert gen.fine_.levels["kappa"][0][0] == rows.n and (rows.n != 1500) == (relation == "add_remove")
+    grids = {c.name: FineGrid.of(c, 256) for c in schema.columns if c.is_numeric}
+    true = InProcessCounter.of(scaled, schema, 8).fine_counts(grids)
+    z = np.concatenate([np.concatenate([a - b for a, b in zip(gen.fine_.levels[k][1:], tree_levels(true[k])[1:],
+                                                              strict=True)]) / std[k] for k in ("kappa", "age")])
+    assert z.size == 510 + 254
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert stats.kstest(z / math.sqrt(2), "norm").pvalue < 1e-4  # what sqrt(2) too little noise would look like
+
+
 def _fine_audit(rho_used: float, *, seed: int) -> float:
     """Worst-case neighbours for a tree histogram: D holds 40 rows in the first fine cell, D' moves one to the
     last, so the row changes two nodes of every level. Score: the Gaussian LLR's linear statistic."""

@@ -177,6 +177,30 @@ def test_an_identical_bundle_is_counted_once_and_shared_mechanisms_once(store):
     assert out["lifetime"]["epsilon"] == pytest.approx(first["lifetime"]["epsilon"])
 
 
+def _keyed(run: str, stream: str, published: str) -> dict:
+    """:func:`manifest`, its MST stage keyed by a secret key: ``stream`` and a digest of what it published."""
+    m = manifest(0.3, run)
+    m["records"][1]["seeding"] = {"source": "secret_key", "streams": [stream], "published": published}
+    return m
+
+
+def test_the_same_keyed_noise_spent_on_other_values_is_refused_and_on_the_same_ones_is_free(store):
+    """A secret key gives the same streams for the same rows and flags. The same streams with the same output (the
+    synthetic rows under another post chain) spend nothing new; with other output (other code measured other
+    marginals with that noise) the release is refused, since the two differ by a noise-free amount."""
+    first = L.admit(store, digest="clinic-bytes", label="clinic", manifest=_keyed("r1", "k1", "rows-a"),
+                    bundle_id="b1", epsilon=1)
+    same = L.admit(store, digest="clinic-bytes", label="clinic", manifest=_keyed("r1", "k1", "rows-a"),
+                   bundle_id="b1-other-post")
+    assert same["lifetime"]["epsilon"] == pytest.approx(first["lifetime"]["epsilon"]) and same["releases"] == 2
+    with pytest.raises(DpiwError, match="synthesize stage drew the same noise as an earlier release of table "
+                                        "'clinic'.*published other values with it.*unset DPIW_SECRET_KEY"):
+        L.admit(store, digest="clinic-bytes", label="clinic", manifest=_keyed("r1", "k1", "rows-b"), bundle_id="b2")
+    fresh = L.admit(store, digest="clinic-bytes", label="clinic", manifest=_keyed("r2", "k2", "rows-b"),
+                    bundle_id="b3")  # a new key (or OS entropy): new streams, charged
+    assert fresh["lifetime"]["epsilon"] == pytest.approx(composed([0.3, 0.3]), rel=1e-6)
+
+
 def test_an_add_remove_release_enters_a_replace_one_ledger_by_group_privacy_and_not_the_reverse(store):
     admit(store, 0.2, "r1", epsilon=5, delta=1e-5)
     out = admit(store, 0.1, "r2", relation="add_remove", delta=1e-7)

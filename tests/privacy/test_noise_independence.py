@@ -190,3 +190,31 @@ def test_release_noise_sources(monkeypatch):
     assert keyed.record()["streams"] != benchmark.record()["streams"]
     monkeypatch.setenv(SECRET_ENV, "another")
     assert not np.allclose(k1, Noise("release", "secret_key").rng("p", ident).standard_normal(4))
+
+
+def test_a_secret_key_draws_other_noise_under_other_code(monkeypatch, tmp_path):
+    """Same key, identity and purpose under other code (another dpiw, another numpy or mbi): other noise and other
+    stream ids, so other code never measures other queries with the same noise; benchmark seeds stay as they were.
+    The record says what the keyed streams went into."""
+    from dpiw.privacy import seeding
+
+    ident = {"stage": "x", "epsilon": 1.0}
+    monkeypatch.setenv(SECRET_ENV, "curator-only")
+    here = Noise("release", "secret_key")
+    a = here.rng("p", ident).standard_normal(4)
+    public = Noise("benchmark").rng("p", ident).standard_normal(4)
+    assert seeding.code_digest() == seeding.code_digest() and len(seeding.code_digest()) == 64
+    monkeypatch.setattr(seeding, "_CODE", ["another dpiw"])
+    there = Noise("release", "secret_key")
+    assert not np.allclose(a, there.rng("p", ident).standard_normal(4))
+    assert here.record()["streams"] != there.record()["streams"]
+    assert np.array_equal(public, Noise("benchmark").rng("p", ident).standard_normal(4))
+    out = tmp_path / "rows.parquet"
+    out.write_bytes(b"rows")
+    before = here.record(published=[out, None])["published"]
+    assert before == seeding.published_digest([out])
+    out.write_bytes(b"other rows")
+    assert here.record(published=[out])["published"] != before
+    benchmark = Noise("benchmark")
+    benchmark.rng("p", ident)
+    assert "published" not in benchmark.record(published=[out])  # only keyed streams can meet again

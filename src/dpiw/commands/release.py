@@ -423,7 +423,7 @@ def _config(args, name: str, delta, url: str) -> dict:
     privacy = {"delta": delta, "allow_non_dp_baselines": False, "release_noise": noise,
                "dataset_epsilon": args.dataset_epsilon, "dataset_delta": args.dataset_delta,
                "neighbours": args.neighbours, "ledger": url, "new_population": args.new_population,
-               "measured_table": MEASURED_TABLE}
+               "measured_table": MEASURED_TABLE, "release_round": getattr(args, "release_round", None)}
     config = {"mode": "release", "out": RUN, "engine": args.engine,
               "grid": {"datasets": [name], "epsilons": [args.epsilon], "seeds": [0], "sdgps": [args.sdgp],
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
@@ -511,7 +511,7 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
     store = Store(url)
     name = schema.name
     base, legacy = release_name(args, table.key, schema), release_name(args, table.key)
-    release = base
+    release, args.release_round = base, None
     for k in range(2, 10_000):  # --new-release: the first name of this command's releases not admitted yet
         folder = root / "releases" / name / release
         done = _admitted(folder, store) or _elsewhere(url, name, release)
@@ -529,7 +529,7 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
                 print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
                       "the earlier one: --new-release releases again under the new settings")
             return Path(done)
-        release = f"{base}.{k}"
+        release, args.release_round = f"{base}.{k}", k  # the round keys the noise: fresh under a secret key too
     args.release = release
     return None
 

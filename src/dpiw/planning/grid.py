@@ -239,7 +239,8 @@ def fmt(template: str, **keys) -> str:
 
 def noise_args(lookup: Lookup) -> list[str]:
     """How a stage that draws random numbers seeds them (dpiw.privacy.seeding)."""
-    return ["--mode", str(lookup("mode")), "--release-noise", str(lookup("privacy.release_noise"))]
+    return ["--mode", str(lookup("mode")), "--release-noise", str(lookup("privacy.release_noise")),
+            *optional("--release-round", release_only(lookup, "privacy.release_round"))]
 
 
 def neighbours_args(lookup: Lookup) -> list[str]:
@@ -392,8 +393,13 @@ def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
 
 def measured_table(lookup: Lookup) -> str | None:
     """privacy.measured_table: set only by `dpiw release` (absent from a project's params.yaml)."""
+    return release_only(lookup, "privacy.measured_table")
+
+
+def release_only(lookup: Lookup, key: str):
+    """A config value that only `dpiw release` sets (absent from a project's params.yaml: None)."""
     try:
-        return lookup("privacy.measured_table")
+        return lookup(key)
     except KeyError:
         return None
 

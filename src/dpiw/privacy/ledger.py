@@ -620,6 +620,9 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         m = {"key": mechanism_key(rec), "stage": rec["stage"], "mechanism": rec["mechanism"],
              "epsilon": rec["epsilon"], "delta": rec["delta"], "rdp": list(rec["rdp"] or []),
              "neighbours": rec.get("neighbours", relation)}
+        published = (rec.get("seeding") or {}).get("published")
+        if published:  # keyed noise: what its streams went into
+            m["published"] = published
         check_mechanism(m, f"{manifest['run']}: {rec['stage']}")
         incoming[m["key"]] = m
 
@@ -641,6 +644,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         if bundle_id in state.releases:  # the same bytes again: already counted
             return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
+        reused(incoming, state.mechanisms, label)
         new = {k: convert(m, state.budget["neighbours"]) for k, m in incoming.items() if k not in state.mechanisms}
         before = state.spent()
         after = lifetime([*state.mechanisms.values(), *new.values()], state.budget["delta"])
@@ -661,6 +665,21 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
                 "releases": len(state.releases) + 1, "again": False, "labels": state.labels}
 
     return _transact(store, work, release_of=lambda out: out["entry"])
+
+
+def reused(incoming: dict[str, dict[str, Any]], known: dict[str, dict[str, Any]], label: str) -> None:
+    """Refuse a mechanism whose noise streams the ledger knows from an earlier release but which published
+    something else with them: a secret key draws the same noise for the same inputs and flags, and if the code
+    measured other queries with it (another dpiw, another library version), the two releases' difference would
+    be free of noise. The same streams with the same output are the earlier release again (nothing new spent)."""
+    for key, m in incoming.items():
+        earlier = known.get(key)
+        if earlier and m.get("published") and earlier.get("published") not in (None, m["published"]):
+            raise DpiwError(
+                f"release refused: its {m['stage']} stage drew the same noise as an earlier release of table "
+                f"'{label}' (the same DPIW_SECRET_KEY, rows and flags) but published other values with it; "
+                "publishing both would cancel the noise. Release with fresh noise: unset DPIW_SECRET_KEY (OS "
+                "entropy) or set a new one")
 
 
 def planned(records: list[dict[str, Any]], relation: str) -> dict[str, dict[str, Any]]:

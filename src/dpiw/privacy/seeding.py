@@ -8,8 +8,10 @@ Two modes (``mode`` in params.yaml) decide where the noise comes from:
     nothing a benchmark writes is fit to release.
 ``release``
     Either fresh OS entropy for every invocation (``privacy.release_noise: entropy``) or the curator's
-    secret ``DPIW_SECRET_KEY`` (``secret_key``: reproducible for whoever holds the key, unpredictable
-    for everyone else; the stage refuses to run when the key is missing).
+    secret ``DPIW_SECRET_KEY`` (``secret_key``: reproducible for whoever holds the key and runs the same
+    code, unpredictable for everyone else; the stage refuses to run when the key is missing). A keyed stream
+    is also keyed by :func:`code_digest`, and the record of a stage that drew one by what it published, which
+    the ledger compares (the same streams never carry two different outputs).
 
 Every stream is keyed by the *identity* of the invocation: the stage, the purpose of the draw, every
 semantic argument (dataset, seeds, epsilon, delta, budget share, SDGP, weight method, ...) and a digest
@@ -28,6 +30,7 @@ import json
 import os
 import secrets
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +95,48 @@ def schema_digest(path: str | Path) -> str:
     return "schema:" + hashlib.sha256(body.encode()).hexdigest()
 
 
+#: the distributions whose numbers decide what a mechanism measures (besides dpiw's own code): a new version may
+#: pick another marginal or other bins from the same noise
+NUMERIC_DISTRIBUTIONS = ("numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "torch", "opacus", "jax", "jaxlib",
+                         "mbi", "numba")
+_CODE: list[str] = []
+
+
+def code_digest() -> str:
+    """SHA-256 of the code that decides what a mechanism measures: every module of the installed ``dpiw`` package
+    and the versions of :data:`NUMERIC_DISTRIBUTIONS`. It keys noise drawn from ``DPIW_SECRET_KEY``: the same key,
+    inputs and flags under other code could measure other marginals or bins with the same noise, and the two
+    releases' difference would cancel it; with this in the key, other code draws other noise (and other streams,
+    which the ledger charges)."""
+    if not _CODE:
+        from importlib import metadata
+
+        import dpiw
+
+        h = hashlib.sha256()
+        package = Path(dpiw.__file__).resolve().parent
+        for f in sorted(package.rglob("*.py")):
+            h.update(f.relative_to(package).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+        for name in NUMERIC_DISTRIBUTIONS:
+            try:
+                version = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                version = "-"
+            h.update(f"{name}=={version}\0".encode())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def published_digest(paths: Iterable[str | Path | None]) -> str:
+    """SHA-256 of the files a mechanism invocation wrote (each one's digest, in order; None skipped): what its
+    noise was spent on, which the ledger compares when two releases carry the same streams."""
+    h = hashlib.sha256()
+    for p in paths:
+        if p is not None:
+            h.update(file_digest(p).encode() + b"\0")
+    return h.hexdigest()
+
+
 def _canonical(identity: dict[str, Any]) -> bytes:
     return json.dumps(identity, sort_keys=True, default=repr, separators=(",", ":")).encode()
 
@@ -145,6 +190,8 @@ class Noise:
             stream_id = hashlib.sha256(b"dpiw-noise-id|" + msg).hexdigest()[:20]
         elif source == SECRET_KEY:
             key = os.environ[SECRET_ENV].encode()
+            # and the code: other code could measure other queries with the same noise (code_digest)
+            msg = _canonical({"purpose": purpose, "identity": identity, "code": code_digest()})
             # domain-separated: the published stream id reveals nothing about the seed
             seed = hmac.new(key, b"seed|" + msg, hashlib.sha256).digest()
             stream_id = hmac.new(key, b"id|" + msg, hashlib.sha256).hexdigest()[:20]
@@ -154,11 +201,15 @@ class Noise:
         self.streams.append(stream_id)
         return np.random.default_rng(_words(seed))
 
-    def record(self) -> dict[str, Any]:
-        """What the stage's privacy record says about its randomness."""
+    def record(self, published: Iterable[str | Path | None] = ()) -> dict[str, Any]:
+        """What the stage's privacy record says about its randomness; ``published``: the files its noise went
+        into (their :func:`published_digest`, for a mechanism that drew streams)."""
         notes = {PUBLIC_SEED: "public seeds (benchmark mode): anyone with the config can regenerate this noise",
                  SECRET_KEY: f"keyed by {SECRET_ENV}: reproducible only for whoever holds the key",
                  OS_ENTROPY: "fresh OS entropy: nobody can regenerate this noise"}
-        return {"mode": self.mode, "source": self.source, "streams": list(self.streams),
-                "note": notes[self.source]}
+        out = {"mode": self.mode, "source": self.source, "streams": list(self.streams), "note": notes[self.source]}
+        published = list(published)
+        if self.source == SECRET_KEY and self.streams and published:  # the only streams that can meet again
+            out["published"] = published_digest(published)
+        return out
 

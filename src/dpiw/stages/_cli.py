@@ -50,6 +50,9 @@ def add_noise_args(p: argparse.ArgumentParser) -> None:
                    help="benchmark: public seeds, same bytes every run, never fit to release; release: secret noise")
     p.add_argument("--release-noise", choices=RELEASE_NOISE, default="entropy",
                    help="release mode: fresh OS entropy, or the secret key in DPIW_SECRET_KEY (reproducible)")
+    p.add_argument("--release-round", type=int,
+                   help="privacy.release_round: the k-th release (2, 3, ...) of the same table and choices "
+                        "(`dpiw release --new-release`); it keys the noise, so a secret key draws fresh noise")
 
 
 def add_neighbours_args(p: argparse.ArgumentParser) -> None:
@@ -99,7 +102,7 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
                                              "target_triples")},
            # the fine histograms' flags (sdgp.mst and sdgp.aim), unset for every other SDGP
            **{f"{sdgp}_{key}": None for sdgp in ("mst", "aim") for key in ("fine_cells", "fine_fraction")},
-           "mst_max_bins": None}
+           "mst_max_bins": None, "release_round": None}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:

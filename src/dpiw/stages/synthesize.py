@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     seconds = time.perf_counter() - t0
     n_synth = min(max(1, int(round(args.rows_factor * rows.n))), args.max_rows)
     synth = gen.sample(n_synth, rng=noise.rng("synthesize-sample", who))
-    record = replace(with_row_count(gen.privacy_, rows), seeding=noise.record())
+    record = with_row_count(gen.privacy_, rows)
     if args.accounting == "paper" and is_gan:
         record = paper_ablation(record)
     if is_gan:
@@ -146,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
 
         write_measurements(gen, args.measurements_out)
     write_parquet(synth, args.out)
-    record.write(args.privacy_out)
+    # the streams and what they went into (the ledger refuses the same streams spent on other rows or measurements)
+    replace(record, seeding=noise.record(published=[args.out, args.measurements_out])).write(args.privacy_out)
     print(f"synthesize: fit took {seconds:.2f} s")
     print(f"synthesize: {args.sdgp} on {schema.name}: {n_synth} rows, spend eps={record.epsilon} "
           f"delta={record.delta} (share {args.share} of eps={args.epsilon})")
