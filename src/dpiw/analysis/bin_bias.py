@@ -89,15 +89,6 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
     return float(width * (share[use] @ (centre[use] - tilted[use])))
 
 
-def _ends(nb) -> tuple[np.ndarray, np.ndarray]:
-    """Each bin's lowest and highest scaled value (its first and last integer on an integer grid)."""
-    grid, lo, hi = nb.grid, nb.cuts[:-1], nb.cuts[1:]
-    if grid.span is None:
-        return lo / grid.cells, (hi - 1e-9) / grid.cells
-    first = grid.first()
-    return first[lo] / grid.span, (first[hi] - 1) / grid.span
-
-
 def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: float, integer: bool) -> bool:
     """Whether the subgroup ``where`` (None, a mapping, or a function of the rows) changes when ``column``'s
     values move inside their bins: to each bin's lowest point, to its highest, and drawn again. Then it is
@@ -111,7 +102,7 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: 
     x = data[column].to_numpy(float)
     has = ~np.isnan(x)
     cell = nb.cells((x[has] - lower) / (upper - lower))
-    lowest, highest = _ends(nb)
+    lowest, highest = nb.ends()
     base = subgroup(data, where)
     for scaled in (lowest[cell], highest[cell], nb.values(cell, np.random.default_rng(0))):
         moved = x.copy()

@@ -53,18 +53,36 @@ def _measured(bundle, name: str) -> np.ndarray | None:
     return None
 
 
-def _edges(bundle, col) -> np.ndarray:
-    """A numeric column's coarse bin edges in its units: the published bins of least spread where the generator
-    measured fine histograms, else equal-width bins."""
-    g = (bundle.measurements or {}).get("generator") or {}
-    binning = (g.get("fine") or {}).get("binning", {}).get(col.name)
-    if binning:
-        cells = (g.get("fine") or {}).get("cells") or len(binning["fine"])
-        cuts = np.asarray(binning["cuts"], float) / cells
-        cuts[-1] = 1.0
-    else:
-        cuts = np.linspace(0, 1, int(g.get("bins", 8)) + 1)
-    return col.lower + cuts * (col.upper - col.lower)
+def _bins(bundle, col):
+    """A numeric column's released bins (:class:`dpiw.sdgp.binning.NumericBins`): the bins of least spread cut
+    from its fine histogram where the generator measured one, else equal-width bins."""
+    from dpiw.analysis.bin_bias import binning_of
+    from dpiw.sdgp.binning import Binning
+
+    binning = binning_of(bundle.schema, bundle.measurements)
+    if binning is None:
+        g = (bundle.measurements or {}).get("generator") or {}
+        binning = Binning.equal_width(bundle.schema, int(g.get("bins", 8)))
+    return binning.numeric[col.name]
+
+
+def _bin_labels(nb, col) -> list[str]:
+    """Each bin in the column's units: its range, or the whole numbers it holds (one per fine cell, or runs of
+    them, on an integer grid)."""
+    width = col.upper - col.lower
+    edges = col.lower + np.asarray(nb.cuts, float) / nb.grid.cells * width
+    edges[-1] = col.upper
+    if col.integer:
+        if nb.grid.span is not None:  # the grid's whole numbers
+            lowest, highest = nb.ends()
+            ints = [(int(round(col.lower + a * width)), int(round(col.lower + b * width)))
+                    for a, b in zip(lowest, highest, strict=True)]
+        else:  # equal-width bins: the whole numbers a bin holds (the last bin holds its upper edge)
+            ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
+                    for k in range(len(edges) - 1)]
+        return [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
+    digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
+    return [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
 
 
 def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list[float]]:
@@ -75,15 +93,10 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
     if col.is_numeric:
         x = d[col.name].to_numpy(float)
         present = ~np.isnan(x)
-        edges = _edges(bundle, col)
-        idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
-        digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
-        if col.integer:  # the whole numbers a bin holds (the last bin holds its upper edge)
-            ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
-                    for k in range(len(edges) - 1)]
-            labels = [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
-        else:
-            labels = [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
+        nb = _bins(bundle, col)
+        labels = _bin_labels(nb, col)
+        idx = np.full(len(x), -1)
+        idx[present] = nb.cells((x[present] - col.lower) / (col.upper - col.lower))  # as the generator binned them
         unw = [_share(present & (idx == k), one) / max(_share(present, one), 1e-12) for k in range(len(labels))]
         wtd = [_share(present & (idx == k), w) / max(_share(present, w), 1e-12) for k in range(len(labels))]
     else:

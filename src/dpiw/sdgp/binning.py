@@ -266,6 +266,15 @@ class NumericBins:
             leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
         return self.grid.draw(leaf, rng)
 
+    def ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each bin's lowest and highest scaled value (its first and last whole number on an integer grid; just
+        below its upper edge on a continuous one)."""
+        lo, hi = self.cuts[:-1], self.cuts[1:]
+        if self.grid.span is None:
+            return lo / self.grid.cells, (hi - 1e-9) / self.grid.cells
+        first = self.grid.first()
+        return first[lo] / self.grid.span, (first[hi] - 1) / self.grid.span
+
     def coarse(self, leaf_values: np.ndarray) -> np.ndarray:
         """Per-leaf values summed over each coarse bin."""
         return np.add.reduceat(np.asarray(leaf_values, float)[: self.cuts[-1]], self.cuts[:-1])

@@ -1,0 +1,42 @@
+"""The datasheet's numeric cards (dpiw.analysis.datasheet): each bin labelled with the values it holds and the
+released rows counted in the bins the generator modelled, on a grid of one whole number per fine cell too."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from dpiw.analysis.datasheet import _rows
+from dpiw.data.schema import parse_schema
+from dpiw.sdgp.binning import Binning, FineGrid, NumericBins
+
+SCHEMA = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+    {"name": "age", "type": "numeric", "lower": 18, "upper": 100, "integer": True},
+    {"name": "debt", "type": "numeric", "lower": 0, "upper": 1000},
+    {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+
+
+def _bundle(age: np.ndarray, debt: np.ndarray) -> SimpleNamespace:
+    grid = FineGrid.of(SCHEMA.column("age"), 256)  # 83 whole numbers: one a cell, 128 leaves
+    assert grid.per_integer and grid.cells == 128
+    binning = Binning(SCHEMA, {"age": NumericBins(grid, np.array([0, 6, 20, 83])),
+                               "debt": NumericBins(FineGrid(256, 256), np.array([0, 1, 64, 256]))})
+    data = pd.DataFrame({"age": age, "debt": debt, "y": pd.Categorical(["a"] * len(age), ["a", "b"])})
+    return SimpleNamespace(schema=SCHEMA, data=data, weights=np.ones(len(age)),
+                           measurements={"generator": {"bins": 3, "fine": {"binning": binning.to_dict()}}})
+
+
+def test_an_integer_columns_bins_are_its_whole_numbers_one_a_cell():
+    """Cut points count fine cells, and each cell here is one whole number (not 1/128 of the range): the bins are
+    18-23, 24-37 and 38-100, and 23, 24, 40 and 100 land in the bins the generator modelled them in."""
+    b = _bundle(np.array([18, 23, 24, 40, 100]), np.zeros(5))
+    labels, _, unweighted, _ = _rows(b, SCHEMA.column("age"))
+    assert labels == ["18 to 23", "24 to 37", "38 to 100"]
+    assert np.allclose(unweighted, [2 / 5, 1 / 5, 2 / 5])
+
+
+def test_a_continuous_columns_bins_are_its_fine_cells_in_its_units():
+    b = _bundle(np.full(4, 30), np.array([0.0, 5.0, 100.0, 999.0]))
+    labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
+    assert labels == ["0 to 3.9062", "3.9062 to 250", "250 to 1000"]
+    assert np.allclose(unweighted, [1 / 4, 2 / 4, 1 / 4])
