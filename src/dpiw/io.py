@@ -216,14 +216,25 @@ def empty_values_error(counts: dict, *, where: str, numeric) -> DpiwError:
     return DpiwError(f"{where}: {empty_values_text(counts, numeric=numeric)}")
 
 
-def empty_values_text(counts: dict, *, numeric, kind: str | None = None) -> str:
+def empty_values_text(counts: dict, *, numeric, kind: str | None = None, target: str | None = None) -> str:
     """:func:`empty_values_error`'s line without its place (``kind``: what every count is called, else "missing
-    or infinite" in a ``numeric`` column and "missing" elsewhere)."""
+    or infinite" in a ``numeric`` column and "missing" elsewhere). The ``target`` gets a line of its own: a
+    `missing:` rule does not apply to it.
+
+    >>> empty_values_text({"bmi": 3, "y": 2}, numeric={"bmi"}, target="y")  # doctest: +NORMALIZE_WHITESPACE
+    "column 'bmi' (3 missing or infinite) has empty values; say in the schema what an empty value is (`missing:
+    category` for a categorical column, `missing: indicator` for a numeric one), or remove them; the target 'y'
+    has 2 empty value(s): a release models every row's target, so remove those rows from the file"
+    """
     found = [f"'{col}' ({n} {kind or ('missing or infinite' if col in numeric else 'missing')})"
-             for col, n in counts.items() if n]
-    return (f"column{'s' if len(found) > 1 else ''} {', '.join(found)} {'have' if len(found) > 1 else 'has'} empty "
-            "values; say in the schema what an empty value is (`missing: category` for a categorical column, "
-            "`missing: indicator` for a numeric one), or remove them")
+             for col, n in counts.items() if n and col != target]
+    lines = [f"column{'s' if len(found) > 1 else ''} {', '.join(found)} {'have' if len(found) > 1 else 'has'} "
+             "empty values; say in the schema what an empty value is (`missing: category` for a categorical "
+             "column, `missing: indicator` for a numeric one), or remove them"] if found else []
+    if counts.get(target):
+        lines.append(f"the target '{target}' has {counts[target]} empty value(s): a release models every row's "
+                     "target, so remove those rows from the file")
+    return "; ".join(lines)
 
 
 def write_dir_atomic(path: str | Path, fill: Callable[[Path], None]) -> None:

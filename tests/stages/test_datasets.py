@@ -103,6 +103,11 @@ BAD = {
         "categorical; column 'region' has 1 row(s) outside its declared categories ['north', 'south', 'east', "
         "'west']; add the categories those rows hold to the schema (a public list) or fix the rows; column 'bmi' "
         "(1 empty) has empty values", ("forty", "mars")),
+    "empty_target": (lambda df: _broken("outcome", np.nan)(_broken("bmi", np.nan)(df)), None,
+                     "column 'bmi' (1 empty) has empty values; say in the schema what an empty value is (`missing: "
+                     "category` for a categorical column, `missing: indicator` for a numeric one), or remove them; the "
+                     "target 'outcome' has 1 empty value(s): a release models every row's target, so remove those "
+                     "rows from the file", ("row 5",)),
     "out_of_bounds": (_broken("age", 131.25), ["--out-of-bounds", "fail"],
                       "column 'age' has 1 value(s) outside its public bounds [18, 90];", ("131", "row 5")),
 }

@@ -78,8 +78,13 @@ def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
     rate = np.mean(covered, axis=0)
     assert np.all(rate >= 0.85) and np.all(rate <= 1.0), rate
     assert fit.coef_.shape == (2,) and "95% interval" in str(fit)  # the estimator's attributes pass through
+    with pytest.raises(DpiwError, match="LogisticRegression is a classifier and 'y' is numeric"):
+        b.fit(LogisticRegression(), ["x"], "y")  # not one class per value of y
+    with pytest.raises(DpiwError, match="LinearRegression is a regressor and 'g' is categorical"):
+        b.fit(LinearRegression(), ["x"], "g")
     logit = b.fit(LogisticRegression(), ["x"], "g")
     assert list(logit.table.index) == ["(intercept)", "x"] and logit.predict(b.design(["x"])).shape == (400,)
+    assert str(logit).splitlines()[0] == "(the log-odds of '1' against '0')"  # which class the coefficients are of
     # an estimator's warning comes once, with how many of the 31 fits (the point and 30 resamples) gave it
     with pytest.warns(ConvergenceWarning) as caught:
         b.fit(LogisticRegression(max_iter=1), ["x"], "g")
@@ -103,7 +108,7 @@ def test_export_reads_back_as_csv_and_parquet(tmp_path):
     folder = write_bundle(tmp_path / "b", weights=w)
     b = load_bundle(folder)
     for name in ("rows.csv", "rows.parquet"):
-        out = export(folder, tmp_path / name)
+        out, _ = export(folder, tmp_path / name)
         back = pd.read_csv(out) if name.endswith(".csv") else pd.read_parquet(out)
         assert list(back.columns) == ["x", "n", "g", "y", "weight"]
         np.testing.assert_allclose(back.weight, w * len(w) / w.sum())
@@ -116,3 +121,28 @@ def test_export_reads_back_as_csv_and_parquet(tmp_path):
         export(folder, tmp_path / "rows.csv")
     with pytest.raises(DpiwError, match=r"\.csv or \.parquet"):
         export(folder, tmp_path / "rows.xlsx")
+
+
+def test_a_table_with_its_own_weight_column_keeps_it_in_export_and_show(tmp_path):
+    """A body weight named 'weight' (health data): the export and `dpiw show` put the importance weights in
+    'dpiw_weight' (or the name --weight-column gives) and leave the table's column as it is."""
+    from dpiw.commands.export import export
+    from dpiw.commands.show import describe_bundle
+
+    folder = write_bundle(tmp_path / "b", weights=np.random.default_rng(2).uniform(0.5, 2, 2000))
+    spec = json.loads((folder / "schema.json").read_text())
+    spec["schema"]["columns"][0]["name"] = "weight"  # x, a number from 0 to 10
+    (folder / "schema.json").write_text(json.dumps(spec))
+    pd.read_parquet(folder / "synthetic.parquet").rename(columns={"x": "weight"}).to_parquet(
+        folder / "synthetic.parquet")
+    out, name = export(folder, tmp_path / "rows.csv")
+    back = pd.read_csv(out)
+    assert name == "dpiw_weight" and list(back.columns) == ["weight", "n", "g", "y", "dpiw_weight"]
+    assert back.weight.max() > 5 and back.dpiw_weight.mean() == pytest.approx(1)  # 0-10, and the mean-1 weights
+    out, name = export(folder, tmp_path / "rows.parquet", weight="w")
+    assert list(pd.read_parquet(out).columns)[-1] == "w" == name
+    with pytest.raises(DpiwError, match="--weight-column n: the table has a column of that name"):
+        export(folder, tmp_path / "other.csv", weight="n")
+    head = describe_bundle(folder, rows=3)
+    header = next(line for line in head if "dpiw_weight" in line).split()
+    assert header[0] == "weight" and header[-1] == "dpiw_weight"

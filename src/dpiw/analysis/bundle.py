@@ -222,7 +222,21 @@ class Bundle:
         if interval == "noise" and not self.noise_aware:
             raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
                             "(measurements.json: generators mst, aim) and its schema")
-        self._column(target)
+        col = self._column(target)
+        try:  # scikit-learn's tags (an estimator of another library: no check)
+            from sklearn.base import is_classifier, is_regressor
+
+            kind = "classifier" if is_classifier(estimator) else "regressor" if is_regressor(estimator) else None
+        except ImportError:
+            kind = None
+        categorical = isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col)
+        if kind == "classifier" and not categorical:
+            raise DpiwError(f"fit: {type(estimator).__name__} is a classifier and {target!r} is numeric (one class "
+                            "per value); predict a categorical column with it, or a numeric one with a regressor "
+                            "(LinearRegression)")
+        if kind == "regressor" and categorical:
+            raise DpiwError(f"fit: {type(estimator).__name__} is a regressor and {target!r} is categorical; use a "
+                            "classifier (LogisticRegression)")
         return fit_with_intervals(self, estimator, features, target, interval=interval)
 
 

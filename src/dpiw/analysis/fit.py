@@ -55,7 +55,9 @@ class Fit:
     def __str__(self) -> str:
         if self.table is None:
             return f"{self.estimator!r} (no coefficients: no interval)"
-        lines = [f"{'':<28} {'estimate':>11} {'95% interval':>26}"]
+        classes = [str(c) for c in getattr(self.estimator, "classes_", [])]
+        lines = [f"(the log-odds of {classes[1]!r} against {classes[0]!r})"] if len(classes) == 2 else []
+        lines.append(f"{'':<28} {'estimate':>11} {'95% interval':>26}")
         for name, r in self.table.iterrows():  # each row to its own interval's precision, as an Estimate prints
             d = interval_digits(r.lo, r.hi)
             lines.append(f"{name[:28]:<28} {fixed(r.value, d):>11}   {fixed(r.lo, d):>11} to {fixed(r.hi, d):<11}")

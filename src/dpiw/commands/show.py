@@ -141,6 +141,7 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
     import pandas as pd
 
     from dpiw.analysis import load_bundle
+    from dpiw.commands.export import weight_column
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -152,7 +153,8 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
     if b.schema is None:
         lines.append("           (no schema.json: the rows below are scaled, categories as codes)")
     with pd.option_context("display.width", 110, "display.max_columns", 12, "display.precision", 3):
-        head = b.data.head(rows).assign(weight=b.weights[:rows]).to_string(index=False)
+        # beside the table's own columns (a body weight keeps its name: the weights become dpiw_weight)
+        head = b.data.head(rows).assign(**{weight_column(b.data.columns): b.weights[:rows]}).to_string(index=False)
     lines += [f"           {line}" for line in head.splitlines()]
     return lines
 

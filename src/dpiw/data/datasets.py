@@ -476,7 +476,7 @@ def _bad_rows_message(counts: dict, schema: Schema, where: str) -> str:
     if empty:
         from dpiw.io import empty_values_text
 
-        problems.append(empty_values_text(empty, numeric=(), kind="empty"))
+        problems.append(empty_values_text(empty, numeric=(), kind="empty", target=schema.target))
     return f"{where}: " + "; ".join(problems)
 
 
@@ -719,7 +719,8 @@ class RowChecks:
             inf = [infinite_message(c, self.infinite[c.name]) for c in schema.columns
                    if c.is_numeric and self.infinite[c.name]]
             rest = {col: n - self.infinite.get(col, 0) for col, n in self.empty.items()}  # NaN, or empty
-            lines = inf + ([empty_values_text(rest, numeric=set())] if any(rest.values()) else [])
+            lines = inf + ([empty_values_text(rest, numeric=set(), target=schema.target)] if any(rest.values())
+                           else [])
             raise DpiwError(f"{where}: " + "; ".join(lines))
         wide = [f"'{c.name}' has {self.outside[c.name]} value(s) outside its public bounds [{c.lower:g}, {c.upper:g}]"
                 for c in schema.columns if c.is_numeric and self.outside[c.name]]
