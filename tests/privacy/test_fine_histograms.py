@@ -293,3 +293,64 @@ def test_bins_grow_with_the_rows_at_no_privacy_cost():
         assert grown.privacy_.noise["fine_histograms"]["std"] == fixed.privacy_.noise["fine_histograms"]["std"]
     with pytest.raises(DpiwError, match="max_bins"):
         MST(bins=8, max_bins=4, fine_cells=256).measure(scaled, schema, rng=np.random.default_rng(5), **kw)
+
+
+def test_a_spike_leaf_holds_its_bound_exactly():
+    """`spikes`: a continuous grid of 256 leaves gives leaf 0 to the lower bound and leaf 255 to the upper, the 254
+    between them equal-width; a wide integer grid the same with whole numbers. Every value drawn in a leaf falls
+    back in it, a spike's is its bound exactly, and the grid without spikes is the one before them."""
+    from dataclasses import replace
+
+    for grid in (FineGrid(256, 256, None, True, True), FineGrid(256, 256, 2000.0, True, False),
+                 FineGrid(256, 256, 2000.0, False, True), FineGrid(256, 256, None, True, False)):
+        leaf = np.repeat(np.arange(256), 30)
+        v = grid.draw(leaf, np.random.default_rng(3))
+        assert np.array_equal(grid.leaf(v), leaf), grid
+        assert (not grid.low or np.all(v[leaf == 0] == 0.0)) and (not grid.high or np.all(v[leaf == 255] == 1.0))
+        assert (grid.low or grid.leaf(np.zeros(1))[0] == 0) and (grid.high or grid.leaf(np.ones(1))[0] == 255)
+        inner = grid.leaf(np.array([1e-9, 1 - 1e-9]) if grid.span is None else np.array([1, 1999]) / 2000)
+        assert list(inner) == [grid.offset, grid.offset + grid.middle - 1], grid  # just past a bound: no spike
+        if grid.span is not None:
+            first = grid.first()
+            assert first[0] == 0 and first[-1] == 2001 and np.all(np.diff(first) >= 1)
+            assert np.array_equal(grid.leaf(np.arange(2001) / 2000), np.repeat(np.arange(256), np.diff(first)))
+    plain = FineGrid.of(parse_schema(SKEWED).column("kappa"), 256)
+    spiked = replace(plain, low=True)
+    x = np.random.default_rng(0).uniform(size=1000)
+    assert np.array_equal(plain.leaf(x), np.clip((x * 256).astype(np.int64), 0, 255))  # as before spikes
+    assert np.array_equal(spiked.leaf(x), 1 + np.clip((x * 255).astype(np.int64), 0, 254))
+
+
+ZEROS = {"name": "debts", "task": "classification", "target": "y", "columns": [
+    {"name": "debt", "type": "numeric", "lower": 0, "upper": 50000},
+    {"name": "g", "type": "categorical", "categories": ["a", "b", "c"]},
+    {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]}
+
+
+def test_a_column_of_mostly_zeros_keeps_its_zeros_and_its_mean_with_a_spike():
+    """82% of the rows owe nothing (a real credit table's debt): without a spike the zeros are spread over the first
+    fine cell (0 to 195) and the mean comes back about 40% high; with `spikes: [0]` the release holds exact zeros
+    in their share and the mean's error is a fraction of that. MST with params.yaml's fine histograms at epsilon 1
+    on 5,000 rows, four tables, the same noise streams for both arms (12 tables: the error of the mean +41% +- 16%
+    without, -6% +- 11% with; 20,000 rows: +41% and +1%)."""
+    errors, zeros = {False: [], True: []}, {False: [], True: []}
+    n = 5000
+    for seed in range(4):
+        rng = np.random.default_rng(100 + seed)
+        owes = rng.uniform(size=n) < 0.18
+        debt = np.where(owes, np.clip(rng.lognormal(6.5, 1.0, n), 1, 50000), 0.0)
+        g = rng.integers(0, 3, n)
+        y = (rng.uniform(size=n) < np.where(owes, 0.4, 0.15)).astype(int)
+        scaled = pd.DataFrame({"debt": debt / 50000, "g": g, "y": y})
+        for spikes in ([], [0]):
+            spec = {**ZEROS, "columns": [{**ZEROS["columns"][0], "spikes": spikes}, *ZEROS["columns"][1:]]}
+            schema = parse_schema(spec)
+            assert schema.public_dict()["columns"][0].get("spikes", []) == spikes
+            gen = MST(bins=8, iters=300, fine_cells=256, fine_fraction=0.2).fit(
+                scaled, schema, epsilon=1.0, delta=n**-1.5, rng=np.random.default_rng(1000 + seed))
+            d = decode_frame(gen.sample(n, rng=np.random.default_rng(2000 + seed)), schema).debt.to_numpy()
+            errors[bool(spikes)].append(d.mean() / debt.mean() - 1)
+            zeros[bool(spikes)].append((d == 0).mean())
+    assert np.all(np.abs(np.array(zeros[True]) - 0.82) < 0.03) and max(zeros[False]) < 0.01
+    assert min(errors[False]) > 0.2  # the zeros drawn up to 195 each
+    assert np.mean(np.abs(errors[True])) < 0.5 * np.mean(np.abs(errors[False])), errors

@@ -267,6 +267,31 @@ def test_an_integer_column_is_checked_as_it_is_rounded():
         checks.finish()
 
 
+def test_spikes_are_a_numeric_columns_bounds():
+    """`spikes` names bounds that many rows hold exactly; anything else is refused with the column and the fix,
+    and a release's public schema says them."""
+    from dpiw import DpiwError
+    from dpiw.data.schema import parse_schema
+
+    def schema(**debt):
+        return parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+            {"name": "debt", "type": "numeric", "lower": 0, "upper": 5000, **debt},
+            {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+
+    assert schema(spikes=[5000, 0]).column("debt").spikes == ("lower", "upper")
+    assert schema(spikes=[0]).public_dict()["columns"][0]["spikes"] == [0.0]
+    assert "spikes" not in schema().public_dict()["columns"][0]
+    with pytest.raises(DpiwError, match=r"column 'debt': spikes \[40\] must be the column's lower or upper bound "
+                                        r"\(0 or 5000\)"):
+        schema(spikes=[40])
+    with pytest.raises(DpiwError, match="column 'debt': spikes must be a list of numbers"):
+        schema(spikes=0)
+    with pytest.raises(DpiwError, match="column 'y': 'spikes' applies to numeric columns only"):
+        parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+            {"name": "x", "type": "numeric", "lower": 0, "upper": 1},
+            {"name": "y", "type": "categorical", "categories": ["a", "b"], "spikes": [0]}]})
+
+
 def test_a_misspelt_schema_key_is_refused_with_the_key_it_meant():
     from dpiw import DpiwError
     from dpiw.data.schema import parse_schema

@@ -69,6 +69,26 @@ def test_schema_infer_reads_no_value_and_leaves_the_bounds_to_fill(tmp_path):
         draft(data, target="outcome")
 
 
+def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path):
+    """Debt: 0 for 60 of 100 rows, the rest in cents: `spikes: [0]`; a filled-in draft then keeps the zeros. A few
+    zeros, or zeros of a small whole-number count (a cell per value already), get none."""
+    import yaml
+
+    rng = np.random.default_rng(0)
+    debt = np.where(np.arange(100) < 60, 0.0, rng.uniform(1, 900, 100).round(2))
+    kids = np.where(np.arange(100) < 60, 0, rng.integers(1, 6, 100))
+    some = np.where(np.arange(100) < 2, 0.0, rng.uniform(1, 900, 100))
+    data = tmp_path / "loans.csv"
+    pd.DataFrame({"debt": debt, "kids": kids, "some": some, "y": rng.choice(["a", "b"], 100)}).to_csv(data,
+                                                                                                       index=False)
+    text = draft(data, target="y")
+    spiked = [line.split(",")[0] for line in text.splitlines() if "spikes: [0]}" in line]
+    assert spiked == ["  - {name: debt"], text
+    filled = yaml.safe_load(text.replace(f"lower: {FILL}", "lower: 0").replace(f"upper: {FILL}", "upper: 1000")
+                            .replace(f"[{FILL}]", "[a, b]"))
+    assert parse_schema(filled).column("debt").spikes == ("lower",)
+
+
 def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fill_in_at_once(tmp_path, capsys):
     rng = np.random.default_rng(0)
     n = 40

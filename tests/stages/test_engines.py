@@ -4,6 +4,7 @@ histogram bins (an integer column, a continuous one, uneven cuts) and with equal
 each engine makes the same measurements under the same seed; empty values are refused with the same line."""
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ from dpiw import DpiwError
 from dpiw.data.schema import parse_schema
 from dpiw.scale import scale_frame
 from dpiw.sdgp import engines
-from dpiw.sdgp.binning import Binning, FineGrid, NumericBins
+from dpiw.sdgp.binning import Binning, FineGrid, NumericBins, as_binning
 from dpiw.sdgp.counting import InProcessCounter, PartitionedCounter
 from dpiw.sdgp.engines import ENGINES, cell_sql, open_counter, parse_engine
 from dpiw.sdgp.mst import MST
@@ -39,12 +40,15 @@ def rows(n=5000, seed=0):
     return scale_frame(raw, SCHEMA, {c.name: (c.lower, c.upper) for c in SCHEMA.columns if c.is_numeric})
 
 
-def shaped(scaled):
-    """A binning with every kind of numeric grid and uneven cut points, as fine histograms make them."""
+def shaped(scaled, spikes=False):
+    """A binning with every kind of numeric grid and uneven cut points, as fine histograms make them (``spikes``:
+    the continuous and wide integer grids with a leaf for each bound)."""
     numeric = {}
     for c in SCHEMA.columns:
         if c.is_numeric:
             grid = FineGrid.of(c, 256)
+            if spikes and not grid.per_integer:
+                grid = replace(grid, low=True, high=True)
             inner = np.unique(np.r_[0, np.sort(np.random.default_rng(1).choice(grid.support, 6, replace=False)),
                                     grid.cells])
             numeric[c.name] = NumericBins(grid, inner)
@@ -83,7 +87,8 @@ def test_every_engine_gives_the_in_process_counts(folder, engine, cluster, monke
     assert len(list(root.rglob("*.parquet"))) >= 8
     d = len(SCHEMA.columns)
     cliques = [*((j,) for j in range(d)), *itertools.combinations(range(d), 2), (0, 1, 4), (4, 0, 2)]
-    for bins, joint in ((shaped(scaled), engines.JOINT_CELLS), (8, engines.JOINT_CELLS), (8, 0)):
+    for bins, joint in ((shaped(scaled), engines.JOINT_CELLS), (shaped(scaled, spikes=True), engines.JOINT_CELLS),
+                        (8, engines.JOINT_CELLS), (8, 0)):
         monkeypatch.setattr(engines, "JOINT_CELLS", joint)  # summed from the joint table, or grouped one by one
         local = InProcessCounter.of(scaled, SCHEMA, bins)
         counter = open_counter(root, SCHEMA, bins, engine)
@@ -91,7 +96,8 @@ def test_every_engine_gives_the_in_process_counts(folder, engine, cluster, monke
         a, b = local.counts(cliques), counter.counts(cliques)
         for cl in cliques:
             assert np.array_equal(a[cl], b[cl]), (engine, cl)
-        grids = {c.name: FineGrid.of(c, 256) for c in SCHEMA.columns if c.is_numeric}
+        grids = {c.name: nb.grid for c, nb in zip(SCHEMA.columns, map(as_binning(SCHEMA, bins).numeric.get,
+                                                                       SCHEMA.names), strict=True) if c.is_numeric}
         fa, fb = local.fine_counts(grids), counter.fine_counts(grids)
         assert all(np.array_equal(fa[k], fb[k]) for k in grids)
         rebinned = counter.with_binning(shaped(scaled))  # the same rows on other cells, without a new pass
@@ -105,18 +111,19 @@ def test_the_sql_cells_agree_with_numpy_at_every_edge():
     """Scaled values on and next to every fine cell's edges, through DuckDB's SQL and NumPy's cells."""
     import duckdb
 
-    for c in SCHEMA.columns:
-        if not c.is_numeric:
-            continue
-        grid = FineGrid.of(c, 256)
-        nb = NumericBins(grid, np.unique(np.r_[0, 3, 17, 100, grid.support, grid.cells]))
-        edges = np.r_[np.arange(grid.cells + 1) / grid.cells, np.arange(int(grid.span or 0) + 1) / (grid.span or 1)]
+    grids = [FineGrid.of(c, 256) for c in SCHEMA.columns if c.is_numeric]
+    grids += [replace(g, low=low, high=high) for g in grids if not g.per_integer
+              for low, high in ((True, False), (False, True), (True, True))]  # a leaf for a bound (spikes)
+    for grid in grids:
+        nb = NumericBins(grid, np.unique(np.r_[0, 1, 3, 17, 100, grid.support - 1, grid.support, grid.cells]))
+        edges = np.r_[np.arange(grid.cells + 1) / grid.cells, np.arange(grid.middle + 1) / grid.middle,
+                      np.arange(int(grid.span or 0) + 1) / (grid.span or 1)]
         v = np.clip(np.unique(np.r_[edges, np.nextafter(edges, 2), np.nextafter(edges, -1),
                                     (np.arange(int(grid.span or 0) + 1) + 0.5) / (grid.span or 1)]), 0, 1)
         con = duckdb.connect()
-        con.register("t", pd.DataFrame({c.name: v}))
-        got = con.execute(f"SELECT {cell_sql(c.name, nb)} FROM t").fetchnumpy()
-        assert np.array_equal(np.asarray(list(got.values())[0], np.int64), nb.cells(v)), c.name
+        con.register("t", pd.DataFrame({"x": v}))
+        got = con.execute(f"SELECT {cell_sql('x', nb)} FROM t").fetchnumpy()
+        assert np.array_equal(np.asarray(list(got.values())[0], np.int64), nb.cells(v)), grid
 
 
 @pytest.mark.parametrize("engine", ENGINES)

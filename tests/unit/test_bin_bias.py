@@ -132,3 +132,17 @@ def test_a_bundles_mean_adds_the_bins_part_to_its_bias():
     assert b.mean("k", lambda d: d.k > 2.0).biases.get("bins", 0.0) == 0.0
     on_age = b.mean("age", {"y": "yes"})
     assert np.isfinite(on_age.biases["bins"])
+
+
+def test_a_spike_leaf_is_one_point_at_its_bound():
+    """The tilt is evaluated on the fine cells' points: a spike's leaf (`spikes`) holds its bound only, the
+    equal-width leaves their evenly spaced points (the same as a grid without spikes, one leaf over)."""
+    from dpiw.analysis.bin_bias import POINTS, _points
+    from dpiw.sdgp.binning import FineGrid, NumericBins
+
+    spiked = NumericBins(FineGrid(8, 8, None, True, True), np.array([0, 1, 7, 8]), np.ones(8))
+    pos, mass, cell = _points(spiked)
+    assert np.all(pos[cell == 0] == 0.0) and np.all(pos[cell == 7] == 1.0)
+    assert np.allclose(pos[cell == 1], (np.arange(POINTS) + 0.5) / POINTS / 6) and np.allclose(mass, 1 / POINTS)
+    plain = _points(NumericBins(FineGrid(8, 8), np.array([0, 4, 8]), np.ones(8)))[0]
+    assert np.array_equal(plain, (np.repeat(np.arange(8), POINTS) + np.tile((np.arange(POINTS) + 0.5) / POINTS, 8)) / 8)

@@ -40,3 +40,19 @@ def test_a_continuous_columns_bins_are_its_fine_cells_in_its_units():
     labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
     assert labels == ["0 to 3.9062", "3.9062 to 250", "250 to 1000"]
     assert np.allclose(unweighted, [1 / 4, 2 / 4, 1 / 4])
+
+
+def test_a_spikes_bin_is_its_bound_alone():
+    """`spikes: [0]`: the first fine cell holds exactly 0, so a bin of it alone reads "0", and the released zeros
+    count there (not in the cells of small debts after it)."""
+    from dataclasses import replace
+
+    b = _bundle(np.full(4, 30), np.array([0.0, 0.0, 5.0, 999.0]))
+    grid = replace(FineGrid(256, 256), low=True)
+    binning = Binning(SCHEMA, {"age": Binning.from_dict(SCHEMA, b.measurements["generator"]["fine"]["binning"])
+                               .numeric["age"], "debt": NumericBins(grid, np.array([0, 1, 64, 256]))})
+    b.measurements["generator"]["fine"]["binning"] = binning.to_dict()
+    assert binning.to_dict()["debt"]["spikes"] == ["lower"]
+    labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
+    assert labels == ["0", "0 to 247.06", "247.06 to 1000"]
+    assert np.allclose(unweighted, [2 / 4, 1 / 4, 1 / 4])

@@ -51,7 +51,7 @@ def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     fine = fine[: grid.support]
     if grid.span is None:
         cell = np.repeat(np.arange(grid.support), POINTS)
-        pos = (cell + (np.tile(np.arange(POINTS), grid.support) + 0.5) / POINTS) / grid.cells
+        pos = grid.at(cell, (np.tile(np.arange(POINTS), grid.support) + 0.5) / POINTS)  # a spike's: its bound
         return pos, fine[cell] / POINTS, cell
     first = grid.first()[: grid.support + 1]
     counts = np.diff(first)

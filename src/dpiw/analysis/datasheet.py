@@ -70,9 +70,9 @@ def _bin_labels(nb, col) -> list[str]:
     """Each bin in the column's units: its range, or the whole numbers it holds (one per fine cell, or runs of
     them, on an integer grid)."""
     width = col.upper - col.lower
-    edges = col.lower + np.asarray(nb.cuts, float) / nb.grid.cells * width
-    edges[-1] = col.upper
     if col.integer:
+        edges = col.lower + np.asarray(nb.cuts, float) / nb.grid.cells * width
+        edges[-1] = col.upper
         if nb.grid.span is not None:  # the grid's whole numbers
             lowest, highest = nb.ends()
             ints = [(int(round(col.lower + a * width)), int(round(col.lower + b * width)))
@@ -82,7 +82,10 @@ def _bin_labels(nb, col) -> list[str]:
                     for k in range(len(edges) - 1)]
         return [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
     digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
-    return [f"{edges[k]:.{digits}g} to {edges[k + 1]:.{digits}g}" for k in range(len(edges) - 1)]
+    below, above = nb.grid.edges()
+    lows, highs = (col.lower + e * width for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
+    return [f"{a:.{digits}g}" if a == b else f"{a:.{digits}g} to {b:.{digits}g}"  # a spike: its bound alone
+            for a, b in zip(lows, highs, strict=True)]
 
 
 def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list[float]]:

@@ -94,7 +94,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     lines = [f"# Draft schema for {path} written by `dpiw schema infer`. Fill in every {FILL}: bounds and",
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
              "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
-             "# bounds) releases whole numbers. `integer`, `missing` and the kinds were read off the rows:",
+             "# bounds) releases whole numbers; `spikes: [0]` keeps a bound that many rows hold exactly (no",
+             "# debt) as it is. `integer`, `missing`, `spikes` and the kinds were read off the rows:",
              "# the schema is published with every bundle, so keep only what public documentation says too.",
              f"name: {name}",
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
@@ -114,15 +115,23 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)
             whole = ", integer: true" if _whole(s) else ""
             gap = ", missing: indicator" if empty else ""
-            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}}}"
-                         + ("   # empty values: released as empty, with a 0/1 column " + f"{col}_missing"
-                            if empty else ""))
+            # many exact zeros (no debt) on a grid of more than one cell per value: a spike keeps them as zeros
+            spike = (s.dropna() == 0).mean() >= SPIKE_SHARE and (not whole or s.nunique() > SPIKE_VALUES)
+            notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
+                     *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else [])]
+            lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
+                         + (", spikes: [0]" if spike else "") + "}" + (f"   # {'; '.join(notes)}" if notes else ""))
         else:
             gap = ", missing: category" if empty else ""
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
                          + ("   # empty values: the category 'missing'" if empty else ""))
     return "\n".join(lines) + "\n"
 
+
+#: a numeric column with at least this share of its values exactly 0 is drafted with `spikes: [0]`, where its grid
+#: would have more than one value a cell (not whole, or more than SPIKE_VALUES distinct values)
+SPIKE_SHARE = 0.05
+SPIKE_VALUES = 256
 
 #: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
 ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}

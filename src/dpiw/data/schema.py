@@ -37,6 +37,7 @@ class Column:
     number_labels: bool = False  # a categorical column whose categories were declared as numbers ([0, 1])
     missing: str | None = None  # "category" (categorical) or "indicator" (numeric): what an empty value becomes
     indicator_of: str | None = None  # the numeric column whose emptiness this 0/1 column records (not in the file)
+    spikes: tuple[str, ...] = ()  # numeric: "lower" / "upper", a bound many rows hold exactly (no debt: 0)
 
     @property
     def labels(self) -> list:
@@ -109,7 +110,8 @@ class Schema:
         target and the task (:func:`parse_schema` reads it back); not where the private rows live."""
         cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
                                                     {"categories": c.labels}),
-                 **({"integer": True} if c.integer else {}), **({"missing": c.missing} if c.missing else {})}
+                 **({"integer": True} if c.integer else {}), **({"missing": c.missing} if c.missing else {}),
+                 **({"spikes": [c.lower if b == "lower" else c.upper for b in c.spikes]} if c.spikes else {})}
                 for c in self.columns if c.indicator_of is None]  # an indicator is made again by parse_schema
         return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
 
@@ -130,12 +132,28 @@ def _unfilled(c: dict) -> str | None:
     return None
 
 
+def _spikes(name: str, spikes: Any, lo: float, hi: float) -> tuple[str, ...]:
+    """``spikes``: a list of the column's bounds that many rows hold exactly (0 debt, a top code), each kept as a
+    value of its own instead of spread over the fine cell around it. Returns "lower" / "upper" in that order."""
+    if spikes is None:
+        return ()
+    if not isinstance(spikes, list) or not all(isinstance(v, int | float) and not isinstance(v, bool)
+                                               for v in spikes):
+        raise DpiwError(f"column '{name}': spikes must be a list of numbers (its bounds that many rows hold exactly, "
+                        f"e.g. [{lo:g}]), got {spikes!r}")
+    other = [v for v in spikes if v not in (lo, hi)]
+    if other:
+        raise DpiwError(f"column '{name}': spikes {other} must be the column's lower or upper bound ({lo:g} or "
+                        f"{hi:g}): a spike is a bound that many rows hold exactly, such as 0 debt or a top code")
+    return tuple(b for b, v in (("lower", lo), ("upper", hi)) if v in spikes)
+
+
 def _parse_column(i: int, c: Any, seen: set) -> Column:
     """One entry of a schema's `columns`; raises a DpiwError naming the column and the fix."""
     where = f"columns[{i}]"
     if not isinstance(c, dict) or "name" not in c or "type" not in c:
         raise DpiwError(f"{where} needs 'name' and 'type'")
-    known = ("name", "type", "lower", "upper", "categories", "description", "integer", "missing")
+    known = ("name", "type", "lower", "upper", "categories", "description", "integer", "missing", "spikes")
     extra = sorted(map(str, set(c) - set(known)))
     if extra:
         import difflib
@@ -163,10 +181,12 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         if integer and not (float(lo).is_integer() and float(hi).is_integer()):
             raise DpiwError(f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
                             f"upper={hi}")
-        return Column(name, "numeric", float(lo), float(hi), integer=integer, missing=missing)
+        return Column(name, "numeric", float(lo), float(hi), integer=integer, missing=missing,
+                      spikes=_spikes(name, c.get("spikes"), lo, hi))
     if c["type"] == "categorical":
-        if "integer" in c:
-            raise DpiwError(f"column '{name}': 'integer' applies to numeric columns only")
+        for key in ("integer", "spikes"):
+            if key in c:
+                raise DpiwError(f"column '{name}': '{key}' applies to numeric columns only")
         cats = c.get("categories")
         if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
             raise DpiwError(f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")

@@ -9,7 +9,8 @@ finely, and the coarse cells the generators model follow the rows:
 1. **Fine cells (public).** ``fine_cells`` (a power of two) equal-width cells of the scaled range [0, 1]; an
    integer column (``integer: true`` in the schema, integer bounds) has one cell per integer when it has no more
    values than that, else ``fine_cells`` cells of consecutive integers. A cell holding no integer is known to be
-   empty.
+   empty. A bound the schema names in ``spikes`` (a value many rows hold exactly: no debt, a top code) takes a
+   leaf of its own at its end of the grid, so its rows come back as that value, not spread over a cell.
 2. **A tree histogram (the DP part).** The cells are the leaves of a binary tree of L = log2(cells) levels below
    the root; every level is a histogram of the rows, measured with Gaussian noise of one std sigma. One replaced
    row moves two counts of a level by one (L2 sensitivity sqrt(2); 1 under add/remove), so the L levels of one
@@ -65,21 +66,29 @@ RUN_POINTS = 1024
 class FineGrid:
     """The public fine cells of one numeric column: ``cells`` leaves (a power of two), of which the first
     ``support`` can hold rows; an integer column's leaf i holds the integers ``first[i]`` .. ``first[i + 1] - 1``
-    (offsets from the lower bound), a continuous column's leaf i the scaled values [i / cells, (i + 1) / cells)."""
+    (offsets from the lower bound), a continuous column's leaf i the scaled values [i / cells, (i + 1) / cells).
+
+    ``low`` / ``high`` (the schema's ``spikes``): the first / last leaf holds exactly the lower / upper bound (a
+    point mass: no debt, a top code), and the equal-width leaves (``middle`` of them) share what is between; a
+    value drawn in a spike's leaf is the bound itself. An integer column with a leaf per whole number has no spike
+    leaves: each of its values already is one."""
 
     cells: int
     support: int
     span: float | None = None  # integer columns: upper - lower (an integer); None for a continuous column
+    low: bool = False
+    high: bool = False
 
     @classmethod
     def of(cls, column: Column, fine_cells: int) -> FineGrid:
+        low, high = "lower" in column.spikes, "upper" in column.spikes
         if not column.integer:
-            return cls(fine_cells, fine_cells)
+            return cls(fine_cells, fine_cells, None, low, high)
         span = int(round(column.upper - column.lower))
         values = span + 1
         if values <= fine_cells:
             return cls(1 << max(1, math.ceil(math.log2(values))), values, float(span))
-        return cls(fine_cells, fine_cells, float(span))
+        return cls(fine_cells, fine_cells, float(span), low, high)
 
     @property
     def levels(self) -> int:
@@ -89,30 +98,76 @@ class FineGrid:
     def per_integer(self) -> bool:
         return self.span is not None and self.support == int(self.span) + 1
 
+    @property
+    def offset(self) -> int:
+        """The first equal-width leaf (1 after a spike leaf at the lower bound)."""
+        return int(self.low)
+
+    @property
+    def middle(self) -> int:
+        """The equal-width leaves, between the spike leaves."""
+        return self.cells - int(self.low) - int(self.high)
+
     def first(self) -> np.ndarray:
         """Integer columns: the first integer offset of each supported leaf, and one past the last."""
         values = int(self.span) + 1
         if self.per_integer:
             return np.arange(values + 1)
-        return -(-np.arange(self.cells + 1) * values // self.cells)  # ceil(i * values / cells)
+        a, b, m = int(self.low), values - int(self.high), self.middle
+        mid = a - (-np.arange(m + 1) * (b - a) // m)  # a + ceil(i * (b - a) / m)
+        return np.concatenate([[0]] * self.low + [mid] + [[values]] * self.high).astype(np.int64)
 
     def leaf(self, v: np.ndarray) -> np.ndarray:
         """The fine cell of each scaled value."""
         v = np.asarray(v, dtype=float)
+        off, m, last = self.offset, self.middle, self.cells - 1
         if self.span is None:
-            return np.clip((v * self.cells).astype(np.int64), 0, self.cells - 1)
-        k = np.clip(np.rint(v * self.span).astype(np.int64), 0, int(self.span))
-        return k if self.per_integer else np.minimum(k * self.cells // (int(self.span) + 1), self.cells - 1)
+            leaf = off + np.clip((v * m).astype(np.int64), 0, m - 1)
+            edge = (v <= 0.0, v >= 1.0)
+        else:
+            span = int(self.span)
+            k = np.clip(np.rint(v * span).astype(np.int64), 0, span)
+            if self.per_integer:
+                return k
+            a, b = int(self.low), span + 1 - int(self.high)
+            leaf = off + np.minimum((k - a) * m // (b - a), m - 1)
+            edge = (k == 0, k == span)
+        if self.low:
+            leaf = np.where(edge[0], 0, leaf)
+        if self.high:
+            leaf = np.where(edge[1], last, leaf)
+        return leaf
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """A continuous column's leaves in scaled units: each one's lower and upper edge (a spike leaf: its bound,
+        twice)."""
+        leaf = np.arange(self.cells)
+        lo, hi = (leaf - self.offset) / self.middle, (leaf - self.offset + 1) / self.middle
+        if self.low:
+            lo[0] = hi[0] = 0.0
+        if self.high:
+            lo[-1] = hi[-1] = 1.0
+        return lo, hi
 
     def draw(self, leaf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """A scaled value inside each given fine cell: uniform, or a uniform integer of the cell."""
+        """A scaled value inside each given fine cell: uniform, a uniform integer of the cell, or a spike's bound."""
         u = rng.uniform(size=len(leaf))
         if self.span is None:
-            return (leaf + u) / self.cells
+            return self.at(leaf, u)
         first = self.first()
         lo, hi = first[leaf], first[leaf + 1]
         k = lo + np.minimum((u * (hi - lo)).astype(np.int64), hi - lo - 1)
         return k / self.span
+
+    def at(self, leaf: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """A continuous column's scaled value a share ``u`` of the way through each leaf (a spike leaf: its
+        bound)."""
+        v = (leaf - self.offset + u) / self.middle
+        if self.low:
+            v = np.where(leaf == 0, 0.0, v)
+        if self.high:
+            v = np.where(leaf == self.cells - 1, 1.0, v)
+        return v
 
 
 def tree_levels(leaf_counts: np.ndarray) -> list[np.ndarray]:
@@ -268,10 +323,12 @@ class NumericBins:
 
     def ends(self) -> tuple[np.ndarray, np.ndarray]:
         """Each bin's lowest and highest scaled value (its first and last whole number on an integer grid; just
-        below its upper edge on a continuous one)."""
+        below its upper edge on a continuous one, or the spike itself)."""
         lo, hi = self.cuts[:-1], self.cuts[1:]
         if self.grid.span is None:
-            return lo / self.grid.cells, (hi - 1e-9) / self.grid.cells
+            below, above = self.grid.edges()
+            lowest, highest = below[lo], above[hi - 1]
+            return lowest, np.where(highest > lowest, highest - 1e-9 / self.grid.cells, highest)
         first = self.grid.first()
         return first[lo] / self.grid.span, (first[hi] - 1) / self.grid.span
 
@@ -317,6 +374,8 @@ class Binning:
 
     def to_dict(self) -> dict:
         return {name: {"fine_cells": nb.grid.cells, "support": nb.grid.support, "span": nb.grid.span,
+                       **({"spikes": [b for b, on in (("lower", nb.grid.low), ("upper", nb.grid.high)) if on]}
+                          if nb.grid.low or nb.grid.high else {}),
                        "cuts": [int(x) for x in nb.cuts],
                        "fine": None if nb.fine is None else [float(x) for x in nb.fine]}
                 for name, nb in self.numeric.items()}
@@ -330,8 +389,10 @@ class Binning:
             if c.name not in d:
                 raise DpiwError(f"binning: no cut points for numeric column '{c.name}'")
             e = d[c.name]
-            numeric[c.name] = NumericBins(FineGrid(int(e["fine_cells"]), int(e["support"]), e.get("span")),
-                                          np.asarray(e["cuts"], np.int64),
+            spikes = e.get("spikes") or ()
+            grid = FineGrid(int(e["fine_cells"]), int(e["support"]), e.get("span"), "lower" in spikes,
+                            "upper" in spikes)
+            numeric[c.name] = NumericBins(grid, np.asarray(e["cuts"], np.int64),
                                           None if e.get("fine") is None else np.asarray(e["fine"], float))
         return cls(schema, numeric)
 

@@ -101,11 +101,21 @@ def _number(x: float) -> str:
 def leaf_sql(column: str, grid) -> str:
     """SQL for :meth:`dpiw.sdgp.binning.FineGrid.leaf` of a scaled column (the same float64 products)."""
     v = f'CAST("{column}" AS DOUBLE)'
-    if grid.span is None:  # numpy: clip((v * cells).astype(int64), 0, cells - 1); v >= 0, so trunc is floor
-        return f"least(greatest(CAST(trunc({v} * {_number(grid.cells)}) AS BIGINT), 0), {grid.cells - 1})"
-    span = int(grid.span)  # numpy: k = clip(rint(v * span), 0, span), rint rounding half to even
-    k = f"least(greatest(CAST(round_even({v} * {_number(span)}, 0) AS BIGINT), 0), {span})"
-    return k if grid.per_integer else f"least(({k} * {grid.cells}) // {span + 1}, {grid.cells - 1})"
+    off, m = grid.offset, grid.middle
+    if grid.span is None:  # numpy: off + clip((v * m).astype(int64), 0, m - 1); v >= 0, so trunc is floor
+        leaf = f"least(greatest(CAST(trunc({v} * {_number(m)}) AS BIGINT), 0), {m - 1})"
+        edge = (f"{v} <= 0", f"{v} >= 1")
+    else:
+        span = int(grid.span)  # numpy: k = clip(rint(v * span), 0, span), rint rounding half to even
+        k = f"least(greatest(CAST(round_even({v} * {_number(span)}, 0) AS BIGINT), 0), {span})"
+        if grid.per_integer:
+            return k
+        a, b = int(grid.low), span + 1 - int(grid.high)
+        leaf = f"least((({k}) - {a}) * {m} // {b - a}, {m - 1})" if a else f"least(({k} * {m}) // {b}, {m - 1})"
+        edge = (f"{k} = 0", f"{k} = {span}")
+    leaf = f"{off} + {leaf}" if off else leaf
+    cases = [f"WHEN {edge[0]} THEN 0"] * grid.low + [f"WHEN {edge[1]} THEN {grid.cells - 1}"] * grid.high
+    return f"(CASE {' '.join(cases)} ELSE {leaf} END)" if cases else leaf
 
 
 def cell_sql(column: str, nb) -> str:
