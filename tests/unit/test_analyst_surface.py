@@ -146,3 +146,35 @@ def test_a_table_with_its_own_weight_column_keeps_it_in_export_and_show(tmp_path
     head = describe_bundle(folder, rows=3)
     header = next(line for line in head if "dpiw_weight" in line).split()
     assert header[0] == "weight" and header[-1] == "dpiw_weight"
+
+
+def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
+    """b.measured_pairs: the pairs of columns some published marginal holds together (the generator's and the
+    weights'); a rate or mean in a subgroup, or a fit, that needs another pair warns, naming it; the datasheet
+    lists the target's partners and the columns it was not measured with."""
+    import warnings
+    from dataclasses import replace
+
+    from dpiw.analysis import UnmeasuredWarning
+    from dpiw.analysis.datasheet import _measured
+
+    b = load_bundle(write_bundle(tmp_path / "b", n=400))
+    assert b.measured_pairs is None  # nothing published: nothing said
+    names = ["x", "n", "g", "y"]
+    b = replace(b, measurements={"generator": {"columns": names, "measurements": [
+        {"clique": [0]}, {"clique": [0, 3]}, {"clique": [1, 2]}]}, "weights": {"columns": names, "measurements": [
+            {"clique": [0, 1, 2]}]}})
+    assert b.measured_pairs == {frozenset(p) for p in (("x", "y"), ("n", "g"), ("x", "n"), ("x", "g"))}
+    with pytest.warns(UnmeasuredWarning, match=r"mean\('y', where=\{'g': 1\}\): no marginal of the release "
+                                              r"measured 'y' together with 'g'"):
+        b.mean("y", where={"g": 1}, interval="sampling")
+    with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'n' or 'g'"):
+        b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnmeasuredWarning)
+        b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)
+        b.rate("g", 1, where={"n": 3}, interval="sampling")
+        b.mean("y", where=lambda d: d.g == 1, interval="sampling")  # a function's columns are unknown: no word
+    lines = _measured(b)
+    assert lines[0] == "The target <code>y</code> with: <code>x</code>."
+    assert "<code>n</code>, <code>g</code>" in lines[1]

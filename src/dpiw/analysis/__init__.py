@@ -20,7 +20,7 @@ threshold or the ESS is below ``MIN_ESS_FRACTION`` of the rows, :func:`load_bund
 rest on a few rows and the intervals are not to be trusted.
 """
 
-from dpiw.analysis.bundle import Bundle, load_bundle
+from dpiw.analysis.bundle import Bundle, UnmeasuredWarning, load_bundle
 from dpiw.analysis.estimates import (
     MIN_ESS_FRACTION,
     NOISE_AWARE,
@@ -31,5 +31,5 @@ from dpiw.analysis.estimates import (
     weighted_mean,
 )
 
-__all__ = ["Bundle", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "SAMPLING_ONLY", "UnreliableWeightsWarning",
-           "kish_ess", "load_bundle", "weighted_mean"]
+__all__ = ["Bundle", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "SAMPLING_ONLY", "UnmeasuredWarning",
+           "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean"]

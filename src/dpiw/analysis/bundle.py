@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,10 @@ from dpiw.analysis.estimates import (
     kish_ess,
     weighted_mean,
 )
+
+
+class UnmeasuredWarning(UserWarning):
+    """An estimate needs a relation between columns that no noisy marginal of the release measured."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,40 @@ class Bundle:
         if column not in self.data:
             raise DpiwError(f"no column {column!r} in the bundle; it has {list(self.data.columns)}")
         return self.data[column]
+
+    @property
+    def measured_pairs(self) -> set[frozenset] | None:
+        """The pairs of columns some noisy marginal of the release holds together (the generator's, and the
+        weights' where they measured their own): an estimate that needs a pair outside this set (a rate in a
+        subgroup, a coefficient) shows the generator's model of that relation, not the table's, and its interval
+        does not cover that. A `missing: indicator` column counts as its numeric column. None when the bundle
+        publishes no measurements."""
+        if not self.measurements:
+            return None
+        of = {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+        pairs = set()
+        for part in self.measurements.values():
+            names = part.get("columns", [])
+            for m in part.get("measurements", []):
+                cols = {of.get(names[j], names[j]) for j in m["clique"]}
+                pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
+        return pairs
+
+    def _unmeasured(self, call: str, column: str, others) -> None:
+        """Warn (:class:`UnmeasuredWarning`) when ``column`` and some of ``others`` (a subgroup's columns, a
+        model's features) were measured together in no marginal of the release."""
+        pairs = self.measured_pairs
+        if pairs is None:
+            return
+        of = {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+        base = of.get(column, column)
+        missing = [o for o in dict.fromkeys(others) if of.get(o, o) != base
+                   and frozenset((of.get(o, o), base)) not in pairs]
+        if missing:
+            warnings.warn(f"{call}: no marginal of the release measured {column!r} together with "
+                          f"{' or '.join(map(repr, missing))} (b.measured_pairs): the estimate shows the generator's "
+                          "model of that relation, not the table's, and its interval does not cover that",
+                          UnmeasuredWarning, stacklevel=3)
 
     @property
     def noise_aware(self) -> bool:
@@ -140,6 +179,8 @@ class Bundle:
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
             raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
+        if isinstance(where, dict):
+            self._unmeasured(f"mean({column!r}, where={where!r})", column, list(where))
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
         if spec is None or not spec.is_numeric:
@@ -174,6 +215,8 @@ class Bundle:
                             f"column (its mean: b.mean({column!r}))")
         if label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
+        if isinstance(where, dict):
+            self._unmeasured(f"rate({column!r}, {label!r}, where={where!r})", column, list(where))
         return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
                        limits=(0.0, 1.0))
 
@@ -237,6 +280,7 @@ class Bundle:
         if kind == "regressor" and categorical:
             raise DpiwError(f"fit: {type(estimator).__name__} is a regressor and {target!r} is categorical; use a "
                             "classifier (LogisticRegression)")
+        self._unmeasured(f"fit(..., {target!r})", target, features)
         return fit_with_intervals(self, estimator, features, target, interval=interval)
 
 

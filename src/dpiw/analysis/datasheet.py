@@ -187,6 +187,29 @@ def _trust(bundle) -> list[str]:
     return can, cannot
 
 
+def _measured(b) -> list[str]:
+    """What the release's noisy marginals hold together: the target's partners and the rest, each pair once."""
+    pairs = b.measured_pairs
+    if pairs is None:
+        return []
+    names = [c.name for c in b.schema.columns if c.indicator_of is None]
+    target = b.schema.target
+    with_target = [n for n in names if n != target and frozenset((n, target)) in pairs]
+    without = [n for n in names if n != target and n not in with_target]
+
+    def code(ns):
+        return ", ".join(f"<code>{html.escape(n)}</code>" for n in ns) or "none"
+
+    lines = [f"The target <code>{html.escape(target)}</code> with: {code(with_target)}."]
+    if without:
+        lines.append(f"<b>Not</b> with: {code(without)}. Its rates within their categories, and their "
+                     "coefficients in a model of the target, show the generator's model of that relation (through "
+                     "the columns it did measure), not the table's; the intervals do not cover that.")
+    rest = sorted(" – ".join(sorted(p)) for p in pairs if target not in p and len(p) == 2)
+    lines.append("The other pairs measured together: " + (", ".join(html.escape(p) for p in rest) or "none") + ".")
+    return lines
+
+
 def _example(b) -> str:
     """A numeric column to show in the reading example (else the first column)."""
     return next((c.name for c in b.schema.columns if c.is_numeric), b.schema.columns[0].name)
@@ -226,6 +249,8 @@ def datasheet_html(folder: str | Path) -> str:
             "<dl class=\"facts\">" + "".join(f"<dt>{a}</dt><dd>{v}</dd>" for a, v in facts) + "</dl>",
             "<h2>What it can be trusted for</h2><ul>" + "".join(f"<li>{c}</li>" for c in can) + "</ul>",
             "<h2>What it cannot</h2><ul>" + "".join(f"<li>{c}</li>" for c in cannot) + "</ul>",
+            *(["<h2>Which columns were measured together</h2><ul>"
+               + "".join(f"<li>{c}</li>" for c in _measured(b)) + "</ul>"] if b.measured_pairs is not None else []),
             "<h2>Reading it</h2><pre>"
             "# Python, with the dpiw package (its analyst install): intervals that carry the DP noise\n"
             "from dpiw.analysis import load_bundle\n"
