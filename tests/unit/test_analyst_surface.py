@@ -156,7 +156,7 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     from dataclasses import replace
 
     from dpiw.analysis import UnmeasuredWarning
-    from dpiw.analysis.datasheet import _measured
+    from dpiw.analysis.datasheet import _measured_together
 
     b = load_bundle(write_bundle(tmp_path / "b", n=400))
     assert b.measured_pairs is None  # nothing published: nothing said
@@ -175,6 +175,6 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
         b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)
         b.rate("g", 1, where={"n": 3}, interval="sampling")
         b.mean("y", where=lambda d: d.g == 1, interval="sampling")  # a function's columns are unknown: no word
-    lines = _measured(b)
+    lines = _measured_together(b)
     assert lines[0] == "The target <code>y</code> with: <code>x</code>."
     assert "<code>n</code>, <code>g</code>" in lines[1]

@@ -187,7 +187,7 @@ def _trust(bundle) -> list[str]:
     return can, cannot
 
 
-def _measured(b) -> list[str]:
+def _measured_together(b) -> list[str]:
     """What the release's noisy marginals hold together: the target's partners and the rest, each pair once."""
     pairs = b.measured_pairs
     if pairs is None:
@@ -235,6 +235,7 @@ def datasheet_html(folder: str | Path) -> str:
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
     ess = kish_ess(b.weights) / len(b.weights)
     can, cannot = _trust(b)
+    together = _measured_together(b)
     name = b.schema.name
     facts = [("guarantee", guarantee), ("neighbours", relation),
              ("made by", "; ".join(stages) or "–"),
@@ -249,8 +250,8 @@ def datasheet_html(folder: str | Path) -> str:
             "<dl class=\"facts\">" + "".join(f"<dt>{a}</dt><dd>{v}</dd>" for a, v in facts) + "</dl>",
             "<h2>What it can be trusted for</h2><ul>" + "".join(f"<li>{c}</li>" for c in can) + "</ul>",
             "<h2>What it cannot</h2><ul>" + "".join(f"<li>{c}</li>" for c in cannot) + "</ul>",
-            *(["<h2>Which columns were measured together</h2><ul>"
-               + "".join(f"<li>{c}</li>" for c in _measured(b)) + "</ul>"] if b.measured_pairs is not None else []),
+            *(["<h2>Which columns were measured together</h2><ul>" + "".join(f"<li>{c}</li>" for c in together)
+               + "</ul>"] if together else []),
             "<h2>Reading it</h2><pre>"
             "# Python, with the dpiw package (its analyst install): intervals that carry the DP noise\n"
             "from dpiw.analysis import load_bundle\n"
