@@ -178,3 +178,9 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     lines = _measured_together(b)
     assert lines[0] == "The target <code>y</code> with: <code>x</code>."
     assert "<code>n</code>, <code>g</code>" in lines[1]
+    from dpiw.commands.show import describe_bundle
+
+    (tmp_path / "b" / "measurements.json").write_text(json.dumps(b.measurements))
+    said = [line for line in describe_bundle(tmp_path / "b") if line.startswith("measured")]
+    assert said == ["measured   the target 'y' together with x; not with n, g (the model's relation, which no "
+                    "interval covers)"]
