@@ -385,3 +385,14 @@ def test_a_releases_snakemake_asks_a_slurm_controller_that_refuses_at_once(tmp_p
     monkeypatch.setenv("SLURM_CONF", "/etc/slurm/theirs.conf")
     release._run_workflow(args, tmp_path, folder, tmp_path / "log", "sqlite:///x")
     assert seen[-1]["SLURM_CONF"] == "/etc/slurm/theirs.conf"
+
+
+def test_a_misspelt_flag_is_named_before_a_required_one(capsys):
+    """`--epsilion 1`: the misspelt flag, with the one it may mean, not "--epsilon is required"."""
+    with pytest.raises(SystemExit) as out:
+        main(["release", "t.csv", "--schema", "s.yaml", "--epsilion", "1"])
+    assert out.value.code == 2
+    assert "unrecognized argument --epsilion (did you mean --epsilon?)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["release", "t.csv", "--schema", "s.yaml", "--eps", "1", "--cor", "1", "--no-such"])  # prefixes pass
+    assert "unrecognized argument --no-such" in capsys.readouterr().err

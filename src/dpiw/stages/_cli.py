@@ -202,5 +202,23 @@ class Parser(argparse.ArgumentParser):
             kwargs["help"] = COMMON_HELP[names[0]]
         return super().add_argument(*names, **kwargs)
 
+    def parse_known_args(self, args=None, namespace=None):
+        """An unknown ``--flag`` is named first (with the flag it may mean), before argparse would report a
+        required flag as missing (``--epsilion 1`` is a misspelt --epsilon, not a missing one)."""
+        if self._subparsers is None:
+            import difflib
+
+            args = list(sys.argv[1:] if args is None else args)
+
+            known = [o for o in self._option_string_actions if o.startswith("--")]
+            for token in args:
+                if token == "--":
+                    break
+                flag = token.split("=", 1)[0]
+                if flag.startswith("--") and not any(o.startswith(flag) for o in known):
+                    close = difflib.get_close_matches(flag, known, n=1)
+                    self.error(f"unrecognized argument {flag}" + (f" (did you mean {close[0]}?)" if close else ""))
+        return super().parse_known_args(args, namespace)
+
     def error(self, message):
         self.exit(2, f"error: {self.prog}: {message}\n")

@@ -68,10 +68,11 @@ def advise(n_rows: int, schema: Schema, *, epsilon: float, delta: float, fractio
     if snr >= SNR_MIN:
         return Advice("marginal_match", snr, SNR_MIN,
                       f"{n_rows:,} rows at epsilon {epsilon:g} are enough for weights to pay: {fraction:.0%} of the "
-                      "budget (of its zCDP rho: alone, the weights' stage would cost a larger share of epsilon, which "
-                      "`stages` below shows) goes to marginal_match weights, the rest to the generator. They correct subgroup, "
-                      "cross-tab and regression estimates, but can make a simple mean or share worse than the "
-                      f"generator alone: `--weights none` if those are all your analysts need ({detail})")
+                      "budget (of its zCDP rho: alone, the weights' stage would cost a larger share of epsilon, "
+                      "which `stages` below shows) goes to marginal_match weights, the rest to the generator. They "
+                      "correct subgroup, cross-tab and regression estimates, but can make a simple mean or share "
+                      "worse than the generator alone: `--weights none` if those are all your analysts need "
+                      f"({detail})")
     return Advice("none", snr, SNR_MIN,
                   f"{n_rows:,} rows at epsilon {epsilon:g} are too few for weights to pay for their share: the whole "
                   f"budget goes to the generator and every weight is 1 ({detail})")
