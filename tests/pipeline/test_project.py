@@ -48,8 +48,8 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
     lines = out.stdout.splitlines()
     age, bmi = map(float, lines[0].split())
     real = pd.read_csv(root / "data/examples/clinic.csv")
-    # years and kg/m2, not the [0, 1] scale (how close they come is noise at 400 rows: 32.7 against 27.1 once)
-    assert 18 <= age <= 90 and 12 <= bmi <= 60 and 18 <= real.age.mean() <= 90, (age, bmi)
+    # years and kg/m2, not the [0, 1] scale (how close they come is noise at 400 rows: bmi 32.7 against 27.1 once)
+    assert 18 <= age <= 90 and abs(age - real.age.mean()) < 15 and 12 <= bmi <= 60, (age, bmi)
     assert lines[1] == "['healthy', 'ill'] str"
     assert 0 < float(lines[2]) < 1
 

@@ -314,6 +314,13 @@ def test_a_spike_leaf_holds_its_bound_exactly():
             first = grid.first()
             assert first[0] == 0 and first[-1] == 2001 and np.all(np.diff(first) >= 1)
             assert np.array_equal(grid.leaf(np.arange(2001) / 2000), np.repeat(np.arange(256), np.diff(first)))
+    from dpiw.sdgp.binning import NumericBins
+
+    lowest, highest = NumericBins(FineGrid(256, 256, None, True, False), np.array([0, 1, 64, 256])).ends()
+    assert lowest[0] == highest[0] == 0.0 and 0 < lowest[1] < 1e-9 and lowest[2] == 63 / 255  # open at the spike
+    top = parse_schema({**SKEWED, "columns": [{"name": "p", "type": "numeric", "lower": 0.3, "upper": 0.9},
+                                              SKEWED["columns"][3]]})
+    assert 0.3 + 1.0 * (0.9 - 0.3) != 0.9 and decode_frame(pd.DataFrame({"p": [1.0], "y": [0]}), top).p[0] == 0.9
     plain = FineGrid.of(parse_schema(SKEWED).column("kappa"), 256)
     spiked = replace(plain, low=True)
     x = np.random.default_rng(0).uniform(size=1000)

@@ -78,9 +78,10 @@ def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path
     debt = np.where(np.arange(100) < 60, 0.0, rng.uniform(1, 900, 100).round(2))
     kids = np.where(np.arange(100) < 60, 0, rng.integers(1, 6, 100))
     some = np.where(np.arange(100) < 2, 0.0, rng.uniform(1, 900, 100))
+    balance = np.where(np.arange(100) < 60, 0.0, rng.uniform(-900, 900, 100))  # 0 is not its lower bound
     data = tmp_path / "loans.csv"
-    pd.DataFrame({"debt": debt, "kids": kids, "some": some, "y": rng.choice(["a", "b"], 100)}).to_csv(data,
-                                                                                                       index=False)
+    pd.DataFrame({"debt": debt, "kids": kids, "some": some, "balance": balance,
+                  "y": rng.choice(["a", "b"], 100)}).to_csv(data, index=False)
     text = draft(data, target="y")
     spiked = [line.split(",")[0] for line in text.splitlines() if "spikes: [0]}" in line]
     assert spiked == ["  - {name: debt"], text

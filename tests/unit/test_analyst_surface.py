@@ -85,6 +85,14 @@ def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
     logit = b.fit(LogisticRegression(), ["x"], "g")
     assert list(logit.table.index) == ["(intercept)", "x"] and logit.predict(b.design(["x"])).shape == (400,)
     assert str(logit).splitlines()[0] == "(the log-odds of '1' against '0')"  # which class the coefficients are of
+    from sklearn.linear_model import RidgeClassifier
+
+    assert str(b.fit(RidgeClassifier(), ["x"], "g")).splitlines()[0] == "(the coefficients of '1' against '0')"
+    scaled = load_bundle(write_bundle(tmp_path / "old", n=400, seed=1))
+    (tmp_path / "old" / "schema.json").unlink()  # a bundle from before schemas: categories are codes, no check
+    with pytest.warns(UserWarning):
+        scaled = load_bundle(tmp_path / "old")
+    assert scaled.fit(LogisticRegression(), ["x"], "g").table is not None
     # an estimator's warning comes once, with how many of the 31 fits (the point and 30 resamples) gave it
     with pytest.warns(ConvergenceWarning) as caught:
         b.fit(LogisticRegression(max_iter=1), ["x"], "g")

@@ -54,5 +54,5 @@ def test_a_spikes_bin_is_its_bound_alone():
     b.measurements["generator"]["fine"]["binning"] = binning.to_dict()
     assert binning.to_dict()["debt"]["spikes"] == ["lower"]
     labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
-    assert labels == ["0", "0 to 247.06", "247.06 to 1000"]
+    assert labels == ["0", "above 0 to 247.06", "247.06 to 1000"]
     assert np.allclose(unweighted, [2 / 4, 1 / 4, 1 / 4])

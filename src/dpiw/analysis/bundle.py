@@ -265,14 +265,16 @@ class Bundle:
         if interval == "noise" and not self.noise_aware:
             raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
                             "(measurements.json: generators mst, aim) and its schema")
-        col = self._column(target)
-        try:  # scikit-learn's tags (an estimator of another library: no check)
+        self._column(target)
+        try:  # scikit-learn's tags (an estimator of another library, or without tags: no check)
             from sklearn.base import is_classifier, is_regressor
 
             kind = "classifier" if is_classifier(estimator) else "regressor" if is_regressor(estimator) else None
-        except ImportError:
+        except Exception:  # noqa: BLE001 - ImportError, or AttributeError for an estimator without __sklearn_tags__
             kind = None
-        categorical = isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col)
+        if self.schema is None or target not in self.schema.names:  # the scaled view: categories are codes
+            kind = None
+        categorical = kind is not None and not self.schema.column(target).is_numeric
         if kind == "classifier" and not categorical:
             raise DpiwError(f"fit: {type(estimator).__name__} is a classifier and {target!r} is numeric (one class "
                             "per value); predict a categorical column with it, or a numeric one with a regressor "

@@ -84,8 +84,9 @@ def _bin_labels(nb, col) -> list[str]:
     digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
     below, above = nb.grid.edges()
     lows, highs = (col.lower + e * width for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
-    return [f"{a:.{digits}g}" if a == b else f"{a:.{digits}g} to {b:.{digits}g}"  # a spike: its bound alone
-            for a, b in zip(lows, highs, strict=True)]
+    past = nb.grid.low & (np.asarray(nb.cuts[:-1]) == nb.grid.offset)  # the bin after a lower spike: open at it
+    return [f"{a:.{digits}g}" if a == b else f"{'above ' if after else ''}{a:.{digits}g} to {b:.{digits}g}"
+            for a, b, after in zip(lows, highs, past, strict=True)]  # a spike: its bound alone
 
 
 def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list[float]]:
@@ -219,6 +220,7 @@ def datasheet_html(folder: str | Path) -> str:
     """The datasheet of the bundle in ``folder`` (read with :func:`dpiw.analysis.load_bundle`)."""
     from dpiw.analysis import load_bundle
     from dpiw.analysis.estimates import kish_ess
+    from dpiw.commands.export import weight_column
 
     b = load_bundle(folder, warn=False)
     if b.schema is None:
@@ -257,7 +259,7 @@ def datasheet_html(folder: str | Path) -> str:
             "from dpiw.analysis import load_bundle\n"
             f"b = load_bundle(\"release\")\nprint(b.mean(\"{_example(b)}\"))\n\n"
             "# R: dpiw export release rows.csv, then\n"
-            "d &lt;- read.csv(\"rows.csv\"); weighted.mean(d$x, d$weight)</pre>",
+            f"d &lt;- read.csv(\"rows.csv\"); weighted.mean(d${_example(b)}, d${weight_column(b.data.columns)})</pre>",
             "<h2>Each column</h2><p class=\"key\">per bin or category:<span class=\"m\"></span>the generator's noisy "
             "measured share<span class=\"u\"></span>released, unweighted<span class=\"w\"></span>released, "
             "weighted. Everything on this page is a DP output or public: none of it was read from the private "

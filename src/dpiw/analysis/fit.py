@@ -56,7 +56,9 @@ class Fit:
         if self.table is None:
             return f"{self.estimator!r} (no coefficients: no interval)"
         classes = [str(c) for c in getattr(self.estimator, "classes_", [])]
-        lines = [f"(the log-odds of {classes[1]!r} against {classes[0]!r})"] if len(classes) == 2 else []
+        logistic = "Logistic" in type(self.estimator).__name__  # LogisticRegression(CV): log-odds; others: scores
+        lines = [f"(the {'log-odds' if logistic else 'coefficients'} of {classes[1]!r} against {classes[0]!r})"] \
+            if len(classes) == 2 else []
         lines.append(f"{'':<28} {'estimate':>11} {'95% interval':>26}")
         for name, r in self.table.iterrows():  # each row to its own interval's precision, as an Estimate prints
             d = interval_digits(r.lo, r.hi)

@@ -116,7 +116,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             whole = ", integer: true" if _whole(s) else ""
             gap = ", missing: indicator" if empty else ""
             # many exact zeros (no debt) on a grid of more than one cell per value: a spike keeps them as zeros
-            spike = (s.dropna() == 0).mean() >= SPIKE_SHARE and (not whole or s.nunique() > SPIKE_VALUES)
+            spike = ((s.dropna() == 0).mean() >= SPIKE_SHARE and bool((s.dropna() >= 0).all())  # 0 as lower
+                     and (not whole or s.nunique() > SPIKE_VALUES))
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else [])]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"

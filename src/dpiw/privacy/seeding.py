@@ -98,7 +98,7 @@ def schema_digest(path: str | Path) -> str:
 #: the distributions whose numbers decide what a mechanism measures (besides dpiw's own code): a new version may
 #: pick another marginal or other bins from the same noise
 NUMERIC_DISTRIBUTIONS = ("numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "torch", "opacus", "jax", "jaxlib",
-                         "mbi", "numba")
+                         "mbi", "numba", "duckdb", "dask", "distributed")
 _CODE: list[str] = []
 
 
@@ -123,6 +123,10 @@ def code_digest() -> str:
             except metadata.PackageNotFoundError:
                 version = "-"
             h.update(f"{name}=={version}\0".encode())
+        import platform
+
+        # and where it runs: another processor or JAX backend can round an AIM score the other way
+        h.update(f"{platform.machine()}|{os.environ.get('JAX_PLATFORMS', '')}".encode())
         _CODE.append(h.hexdigest())
     return _CODE[0]
 

@@ -328,6 +328,8 @@ class NumericBins:
         if self.grid.span is None:
             below, above = self.grid.edges()
             lowest, highest = below[lo], above[hi - 1]
+            if self.grid.low:  # the leaf after a lower spike is open at the bound: its lowest value is just above
+                lowest = np.where((lo == self.grid.offset) & (lowest == 0.0), 1e-9 / self.grid.cells, lowest)
             return lowest, np.where(highest > lowest, highest - 1e-9 / self.grid.cells, highest)
         first = self.grid.first()
         return first[lo] / self.grid.span, (first[hi] - 1) / self.grid.span

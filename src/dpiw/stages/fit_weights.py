@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
                       args.public_out)
     write_parquet(pd.DataFrame({"row": range(len(synth)), "log_ratio": log_ratio}), args.out)
     record = est.privacy_ if rows is None else with_row_count(est.privacy_, rows)
-    record = replace(record, seeding=noise.record(published=[args.out, args.public_out]))
+    record = replace(record, seeding=noise.record(published=[args.out, args.public_out, args.measurements_out]))
     if args.accounting == "paper" and args.method in PAPER_ABLATED:
         record = paper_ablation(record)
     record.write(args.privacy_out)
