@@ -677,9 +677,9 @@ def reused(incoming: dict[str, dict[str, Any]], known: dict[str, dict[str, Any]]
         if earlier and m.get("published") and earlier.get("published") not in (None, m["published"]):
             raise DpiwError(
                 f"release refused: its {m['stage']} stage drew the same noise as an earlier release of table "
-                f"'{label}' (the same DPIW_SECRET_KEY, rows and flags) but published other values with it; "
-                "publishing both would cancel the noise. Release with fresh noise: unset DPIW_SECRET_KEY (OS "
-                "entropy) or set a new one")
+                f"'{label}' (the same DPIW_SECRET_KEY, rows and flags) but published other values with it (a "
+                "machine that rounds otherwise, or code the key's digest does not see); publishing both would "
+                "cancel the noise. Release with fresh noise: unset DPIW_SECRET_KEY (OS entropy) or set a new one")
 
 
 def planned(records: list[dict[str, Any]], relation: str) -> dict[str, dict[str, Any]]:
