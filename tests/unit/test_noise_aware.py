@@ -154,6 +154,23 @@ def test_the_bootstrap_writes_nothing_in_the_analysts_working_directory(private_
     assert jax.config.jax_compilation_cache_dir == str(cache / "jax")
 
 
+def test_the_replicate_cache_keeps_the_most_recently_used_within_its_size(tmp_path, monkeypatch):
+    """DPIW_CACHE_MB: past it the files used longest ago go (a read touches its file), never the one just kept."""
+    import os
+
+    from dpiw.analysis.noise_aware import trim_cache
+
+    monkeypatch.setenv("DPIW_CACHE_MB", "0.25")  # 250,000 bytes: two of the 100 kB files below
+    files = [tmp_path / f"{k}.parquet" for k in range(4)]
+    for age, f in enumerate(files):
+        f.write_bytes(b"x" * 100_000)
+        os.utime(f, (1e9 - age, 1e9 - age))  # 0 newest, 3 oldest
+    os.utime(files[3], (2e9, 2e9))  # read again just now
+    gone = trim_cache(tmp_path, keep=files[2])
+    assert sorted(gone) == [files[1]] and {f.name for f in tmp_path.iterdir()} == {"0.parquet", "2.parquet",
+                                                                                    "3.parquet"}
+
+
 def test_the_weights_refits_run_on_fixed_chains_whatever_the_threads_timing():
     """Refit k starts from refit k - CHAINS's dual points and tau (the same chain), never from whichever refit
     happened to end last; restart() makes the next refits start cold; an error in a refit reaches wait()."""

@@ -45,6 +45,7 @@ interval covers.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,6 +122,10 @@ class NoiseBootstrap:
             return None
         if "_kind" not in frame:
             return None
+        try:
+            os.utime(path)  # used now: the last to go when the cache is trimmed (trim_cache)
+        except OSError:
+            pass
         return [Replicate(g.drop(columns=["_replicate", "_weight", "_kind"]).reset_index(drop=True),
                           g["_weight"].to_numpy(float), str(g["_kind"].iloc[0]))
                 for _, g in frame.groupby("_replicate", sort=True)]
@@ -139,6 +144,7 @@ class NoiseBootstrap:
             os.close(fd)
             frame.to_parquet(tmp, index=False)
             os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+            trim_cache(path.parent, keep=path)
         except OSError:  # a read-only home: the replicates stay in this process only
             pass
 
@@ -292,6 +298,35 @@ class Chains:
         for pool in self.pools:
             pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
         return False
+
+
+#: the noise-aware replicates kept on disk, at most (``DPIW_CACHE_MB`` sets another size in MB): about 10 MB a
+#: bundle of 6,000 rows, so some hundred bundles; the least recently used go first
+CACHE_MAX_MB = 1024
+
+
+def trim_cache(folder, *, keep=None) -> list:
+    """Remove the least recently used replicate files of ``folder`` (by their times: a read touches its file)
+    until the rest fit in ``DPIW_CACHE_MB`` (default :data:`CACHE_MAX_MB`); never ``keep``. Returns what went."""
+    limit = float(os.environ.get("DPIW_CACHE_MB", CACHE_MAX_MB)) * 1e6
+    files = []
+    for f in folder.glob("*.parquet"):
+        try:
+            st = f.stat()
+        except OSError:  # removed by another process meanwhile
+            continue
+        files.append((st.st_mtime, st.st_size, f))
+    files.sort(key=lambda t: t[0], reverse=True)
+    total, gone = 0, []
+    for _, size, f in files:
+        total += size
+        if total > limit and f != keep:
+            try:
+                f.unlink()
+                gone.append(f)
+            except OSError:
+                pass
+    return gone
 
 
 def user_cache():
