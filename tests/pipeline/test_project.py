@@ -74,13 +74,15 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     argv = ["release", str(curator / "clinic.csv"), "--schema", str(curator / "clinic.yaml"), "--epsilon", "1",
             "--cores", "1", "--project", str(curator / "p")]  # absolute: the command changes into the project
     named = release.release_name
-    monkeypatch.setattr(release, "release_name", lambda args, key, schema=None: named(args, key))  # the old name
+    monkeypatch.setattr(release, "release_name", lambda args, key, schema=None, **kw: named(args, key))  # the old name
     main(argv)
     monkeypatch.setattr(release, "release_name", named)
     capsys.readouterr()
     main(argv)
     out = capsys.readouterr().out
     assert "this release was admitted before; nothing is spent" in out and "params.yaml changed" not in out
+    main([*argv, "--out-of-bounds", "fail"])  # only a check: the rows pass it, so it is the same release
+    assert "this release was admitted before; nothing is spent" in capsys.readouterr().out
     spec = yaml.safe_load((curator / "clinic.yaml").read_text())
     spec["columns"] = [dict(c, upper=70) if c["name"] == "bmi" else c for c in spec["columns"]]
     (curator / "clinic.yaml").write_text(yaml.safe_dump(spec))

@@ -361,3 +361,32 @@ def test_a_column_of_mostly_zeros_keeps_its_zeros_and_its_mean_with_a_spike():
     assert np.all(np.abs(np.array(zeros[True]) - 0.82) < 0.03) and max(zeros[False]) < 0.01
     assert min(errors[False]) > 0.2  # the zeros drawn up to 195 each
     assert np.mean(np.abs(errors[True])) < 0.5 * np.mean(np.abs(errors[False])), errors
+
+
+def test_a_spike_is_a_bin_of_its_own_so_empty_rows_held_there_do_not_become_zeros():
+    """`missing: indicator` holds a column's empty rows at its lower bound, which is the spike's leaf. Shared with
+    small values in one bin, the spike's mass (zeros and empty rows) decided how many of the rows with a value
+    came back as 0: +0.031 +- 0.029 on the zero share over these 8 tables (10% zeros, 19% empty, debts with a
+    median near $665 on bounds 0-50,000, 2,000 rows, epsilon 1). A bin of its own: +0.004 +- 0.007."""
+    from dpiw.data.datasets import fill_missing
+    from dpiw.scale import scale_frame
+    from dpiw.sdgp.binning import grid_cuts
+
+    assert list(grid_cuts(np.r_[0.1, 0.5, np.full(254, 0.4 / 254)], 8, FineGrid(256, 256, None, True, False))[:2]) \
+        == [0, 1]  # the spike alone, however much the leaf beside it holds
+    spec = {**ZEROS, "columns": [{**ZEROS["columns"][0], "missing": "indicator", "spikes": [0]},
+                                 *ZEROS["columns"][1:]]}
+    schema = parse_schema(spec)
+    n, errors = 2000, []
+    for seed in range(8):
+        rng = np.random.default_rng(seed)
+        debt = np.where(rng.uniform(size=n) < 0.10, 0.0, np.clip(rng.lognormal(6.5, 1.0, n), 1, 50000))
+        debt[rng.uniform(size=n) < 0.19] = np.nan
+        raw = pd.DataFrame({"debt": debt, "g": rng.choice(["a", "b", "c"], n), "y": rng.choice(["no", "yes"], n)})
+        scaled = scale_frame(fill_missing(raw, schema), schema, {"debt": (0, 50000)})
+        gen = MST(bins=8, iters=300, fine_cells=256, fine_fraction=0.2).fit(
+            scaled, schema, epsilon=1.0, delta=n**-1.5, rng=np.random.default_rng(50 + seed))
+        assert list(gen.binning_.numeric["debt"].cuts[:2]) == [0, 1]
+        d = decode_frame(gen.sample(n, rng=np.random.default_rng(90 + seed)), schema).debt.astype(float).to_numpy()
+        errors.append((d[~np.isnan(d)] == 0).mean() - (debt[~np.isnan(debt)] == 0).mean())
+    assert abs(np.mean(errors)) < 0.01 and np.max(np.abs(errors)) < 0.03, errors

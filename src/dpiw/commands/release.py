@@ -330,16 +330,19 @@ def delta_rule(delta, value: float, n_rows: int | None) -> str:
     return f"delta      {value:.3g}, set by {rule}"
 
 
-def release_name(args, table_key: str, schema=None) -> str:
+def release_name(args, table_key: str, schema=None, *, as_given: bool = False) -> str:
     """The release's folder name: the epsilon and a digest of the table's (keyed) identity and of every choice
     that shapes the release, the schema's public part (bounds, categories, target) included, so that the same
     command finds the same release and a corrected schema makes a new one. ``schema`` None: the name releases
-    had before the schema was part of it (:func:`_admitted_before` still finds them)."""
+    had before the schema was part of it (:func:`_admitted_before` still finds them).
+
+    `--out-of-bounds fail` only checks: a table it lets through is the one `clip` releases (nothing to clip), so
+    both name the same release (``as_given``: the name a `fail` release had before, which is still found)."""
     from dpiw.planning.grid import eps_str
 
     choices = {"epsilon": eps_str(args.epsilon), "delta": str(args.delta), "sdgp": args.sdgp,
                "weights": args.weights, "post": args.post, "neighbours": args.neighbours,
-               "out_of_bounds": args.out_of_bounds}
+               "out_of_bounds": args.out_of_bounds if as_given else "clip"}
     if schema is not None:
         choices["schema"] = schema.public_dict()
     digest = hashlib.sha256((table_key + json.dumps(choices, sort_keys=True, default=str)).encode()).hexdigest()[:10]
@@ -511,10 +514,14 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
     store = Store(url)
     name = schema.name
     base, legacy = release_name(args, table.key, schema), release_name(args, table.key)
+    given = release_name(args, table.key, schema, as_given=True)  # a `fail` release named before it meant `clip`
     release, args.release_round = base, None
     for k in range(2, 10_000):  # --new-release: the first name of this command's releases not admitted yet
         folder = root / "releases" / name / release
         done = _admitted(folder, store) or _elsewhere(url, name, release)
+        if not done and given != base:
+            was = f"{given}{release[len(base):]}"
+            done = _admitted(root / "releases" / name / was, store) or _elsewhere(url, name, was)
         if not done:  # a release named before the schema was in the name: the same one if its schema is this one
             old = f"{legacy}{release[len(base):]}"
             done = next((b for b in (_admitted(root / "releases" / name / old, store), _elsewhere(url, name, old))

@@ -10,7 +10,8 @@ finely, and the coarse cells the generators model follow the rows:
    integer column (``integer: true`` in the schema, integer bounds) has one cell per integer when it has no more
    values than that, else ``fine_cells`` cells of consecutive integers. A cell holding no integer is known to be
    empty. A bound the schema names in ``spikes`` (a value many rows hold exactly: no debt, a top code) takes a
-   leaf of its own at its end of the grid, so its rows come back as that value, not spread over a cell.
+   leaf of its own at its end of the grid, and a coarse bin of its own (:func:`grid_cuts`), so its rows come
+   back as that value, not spread over a cell.
 2. **A tree histogram (the DP part).** The cells are the leaves of a binary tree of L = log2(cells) levels below
    the root; every level is a histogram of the rows, measured with Gaussian noise of one std sigma. One replaced
    row moves two counts of a level by one (L2 sensitivity sqrt(2); 1 under add/remove), so the L levels of one
@@ -274,6 +275,17 @@ def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
     return np.concatenate([cuts, [support]]).astype(np.int64)
 
 
+def grid_cuts(fine: np.ndarray, bins: int, grid: FineGrid) -> np.ndarray:
+    """:func:`cut_points` on a grid: a spike's leaf is a bin of its own (its rows are one value, and a `missing:
+    indicator` column's empty rows sit in the lower one: a bin shared with small values would draw those values
+    at the bound as often as the empty rows are), and the other leaves get the other ``bins``."""
+    if not (grid.low or grid.high):
+        return cut_points(fine, bins, grid.support)
+    off, m = grid.offset, grid.middle
+    inner = off + cut_points(np.asarray(fine, float)[off:off + m], max(1, bins - grid.low - grid.high), m)
+    return np.concatenate([[0]] * grid.low + [inner] + [[grid.cells]] * grid.high).astype(np.int64)
+
+
 def _tree_split(before: int, first: int) -> int:
     """The first cell of (before, first] closer in the binary tree to ``first`` than to ``before`` (the height
     of the lowest node holding both; ties to the nearer one, then to ``first``)."""
@@ -508,7 +520,7 @@ def estimate_fine(schema: Schema, fine_cells: int, bins: int, noisy: dict[str, l
             continue
         grid = FineGrid.of(c, fine_cells)
         fine, leaves = shape(grid, noisy[c.name], total, std[c.name])
-        nb = NumericBins(grid, cut_points(fine, bins, grid.support), fine)
+        nb = NumericBins(grid, grid_cuts(fine, bins, grid), fine)
         numeric[c.name], levels[c.name] = nb, noisy[c.name]
         # the bins' counts from the consistent tree (unclipped: Private-PGM weighs them by their std); a range
         # of leaves of a consistent tree has variance at most about sigma^2 (its canonical nodes' averages)
