@@ -292,6 +292,27 @@ def test_spikes_are_a_numeric_columns_bounds():
             {"name": "y", "type": "categorical", "categories": ["a", "b"], "spikes": [0]}]})
 
 
+def test_unquoted_yes_and_no_categories_are_refused_with_the_fix():
+    """YAML reads `categories: [No, Yes]` (or Ontario's ON) as booleans: the labels are lost, so the schema is
+    refused, naming the column and saying to quote them; quoted, they are text."""
+    import yaml
+
+    from dpiw import DpiwError
+    from dpiw.data.schema import parse_schema
+
+    def schema(text):
+        return parse_schema(yaml.safe_load("name: t\ntask: classification\ntarget: y\ncolumns:\n"
+                                           "  - {name: x, type: numeric, lower: 0, upper: 1}\n"
+                                           f"  - {{name: y, type: categorical, categories: {text}}}\n"))
+
+    with pytest.raises(DpiwError, match=r"column 'y': categories \[False, True\] were read as true/false.*quote each "
+                                        r"label"):
+        schema("[No, Yes]")
+    with pytest.raises(DpiwError, match="were read as true/false"):
+        schema("[QC, ON, BC]")
+    assert schema('["No", "Yes"]').column("y").categories == ("No", "Yes")
+
+
 def test_a_misspelt_schema_key_is_refused_with_the_key_it_meant():
     from dpiw import DpiwError
     from dpiw.data.schema import parse_schema

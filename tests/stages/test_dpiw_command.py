@@ -153,6 +153,9 @@ def test_show_says_the_manifest_in_words(tmp_path):
     assert line.startswith("lifetime   epsilon 0.9 of 10 at delta 1e-05 over 1 release(s)") and "abababab" in line
     assert "the default lifetime epsilon 10" in line and "set-budget" in line
     assert not any(x.startswith("caution") for x in lines)
+    later = describe(m, later=True)[2]  # `dpiw show` after the release: the line is of its time, and says so
+    assert later.startswith("lifetime   when this release was admitted: epsilon 0.9 of 10")
+    assert later.endswith("`dpiw ledger show` has the table's spend now")
 
 
 def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():

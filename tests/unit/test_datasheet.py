@@ -38,7 +38,7 @@ def test_an_integer_columns_bins_are_its_whole_numbers_one_a_cell():
 def test_a_continuous_columns_bins_are_its_fine_cells_in_its_units():
     b = _bundle(np.full(4, 30), np.array([0.0, 5.0, 100.0, 999.0]))
     labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
-    assert labels == ["0 to 3.9062", "3.9062 to 250", "250 to 1000"]
+    assert labels == ["0 to 3.9", "3.9 to 250", "250 to 1,000"]  # to a tenth of a fine cell's width
     assert np.allclose(unweighted, [1 / 4, 2 / 4, 1 / 4])
 
 
@@ -54,5 +54,5 @@ def test_a_spikes_bin_is_its_bound_alone():
     b.measurements["generator"]["fine"]["binning"] = binning.to_dict()
     assert binning.to_dict()["debt"]["spikes"] == ["lower"]
     labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
-    assert labels == ["0", "above 0 to 247.06", "247.06 to 1000"]
+    assert labels == ["0", "above 0 to 247.1", "247.1 to 1,000"]
     assert np.allclose(unweighted, [2 / 4, 1 / 4, 1 / 4])

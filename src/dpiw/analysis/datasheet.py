@@ -66,6 +66,12 @@ def _bins(bundle, col):
     return binning.numeric[col.name]
 
 
+def _mean(x: float) -> str:
+    """A mean for a person: four significant digits, a large one whole with thousands' commas (20,510, not
+    2.051e+04)."""
+    return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:.4g}"
+
+
 def _bin_labels(nb, col) -> list[str]:
     """Each bin in the column's units: its range, or the whole numbers it holds (one per fine cell, or runs of
     them, on an integer grid)."""
@@ -81,11 +87,16 @@ def _bin_labels(nb, col) -> list[str]:
             ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
                     for k in range(len(edges) - 1)]
         return [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
-    digits = 4 + max(0, int(np.ceil(np.log10(max(abs(col.upper), abs(col.lower), 1.0)))) - 2)
+    step = width / nb.grid.middle  # a fine cell, to two significant digits: 196 for bounds 0 to 50,000
+    decimals = max(0, 1 - int(np.floor(np.log10(step))))
     below, above = nb.grid.edges()
     lows, highs = (col.lower + e * width for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
     past = nb.grid.low & (np.asarray(nb.cuts[:-1]) == nb.grid.offset)  # the bin after a lower spike: open at it
-    return [f"{a:.{digits}g}" if a == b else f"{'above ' if after else ''}{a:.{digits}g} to {b:.{digits}g}"
+    def edge(x: float) -> str:
+        text = f"{x:,.{decimals}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text  # 0, not 0.0; 247.1
+
+    return [edge(a) if a == b else f"{'above ' if after else ''}{edge(a)} to {edge(b)}"
             for a, b, after in zip(lows, highs, past, strict=True)]  # a spike: its bound alone
 
 
@@ -131,7 +142,7 @@ def _card(bundle, col) -> str:
         present = ~np.isnan(x)
         mean_u = float(x[present].mean()) if present.any() else float("nan")
         mean_w = float(np.average(x[present], weights=bundle.weights[present])) if present.any() else float("nan")
-        extra = (f"<div>mean {mean_u:.4g} unweighted, {mean_w:.4g} weighted"
+        extra = (f"<div>mean {_mean(mean_u)} unweighted, {_mean(mean_w)} weighted"
                  + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
                  + "</div>")
         if col.missing:

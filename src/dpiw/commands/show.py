@@ -62,17 +62,19 @@ def _shares(records: list[dict], total: float, delta: float) -> dict[str, float]
     return grown
 
 
-def _lifetime(m: dict) -> list[str]:
-    """The table's lifetime budget after this release, and a caution where one release takes much of it."""
+def _lifetime(m: dict, *, later: bool = False) -> list[str]:
+    """The table's lifetime budget after this release, and a caution where one release takes much of it (``later``:
+    read after the release, when the ledger may hold more: said so)."""
     led, b = m["ledger"], m["ledger"]["budget"]
     first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
     if led.get("default_budget"):
         first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
                   "set-budget`)")
     left = max(b["epsilon"] - led["lifetime"]["epsilon"], 0.0)
-    lines = [f"lifetime   epsilon {_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta "
-             f"{_num(b['delta'])} over {led['releases']} release(s) of this table ({_num(left)} left){first}; "
-             f"ledger entry {led['entry'][:16]}"]
+    lines = [f"lifetime   {'when this release was admitted: ' if later else ''}epsilon "
+             f"{_num(led['lifetime']['epsilon'])} of {_num(b['epsilon'])} at delta {_num(b['delta'])} over "
+             f"{led['releases']} release(s) of this table ({_num(left)} left){first}; ledger entry {led['entry'][:16]}"
+             + ("; `dpiw ledger show` has the table's spend now" if later else "")]
     took = m["spent"].get("tightest", m["spent"])["epsilon"] / b["epsilon"]
     if took > 0.5:
         lines.append(f"caution    this one release took {took:.0%} of the table's lifetime budget: later releases of "
@@ -80,8 +82,9 @@ def _lifetime(m: dict) -> list[str]:
     return lines
 
 
-def describe(m: dict) -> list[str]:
-    """The manifest as lines of text: the guarantee first, the lifetime budget left, then the stages as shares."""
+def describe(m: dict, *, later: bool = False) -> list[str]:
+    """The manifest as lines of text: the guarantee first, the lifetime budget left, then the stages as shares
+    (``later``: `dpiw show` after the release, when its lifetime line is a past one)."""
     rel = m.get("neighbours", {}).get("relation", "replace_one")
     relation = {"replace_one": "replace-one", "add_remove": "add/remove"}.get(rel, rel)
     budget, spent, release = m["budget"], m["spent"], m["release"]
@@ -92,7 +95,7 @@ def describe(m: dict) -> list[str]:
                      f"{relation} neighbours  [{m['verdict']}: the budget was epsilon {_num(budget['epsilon'])}, "
                      f"delta {_num(budget['delta'])}]")
         if m.get("ledger"):
-            lines += _lifetime(m)
+            lines += _lifetime(m, later=later)
         if tight["epsilon"] > HIGH_EPSILON:
             lines.append(f"caution    epsilon {_num(tight['epsilon'])} is a weak guarantee: above {HIGH_EPSILON:g}, "
                          "what the release lets anyone learn of one person is barely bounded")
@@ -169,7 +172,7 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
 
 def main(args) -> None:
     path = find_manifest(args.path)
-    lines = describe(read_json(path))
+    lines = describe(read_json(path), later=True)
     folder = bundle_folder(path)
     if folder is not None:
         lines += describe_bundle(folder)

@@ -190,8 +190,12 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         cats = c.get("categories")
         if not isinstance(cats, list) or len(cats) < 2 or len(set(map(str, cats))) != len(cats):
             raise DpiwError(f"column '{name}': categorical columns need a list of >= 2 distinct 'categories'")
-        numbers = all(isinstance(x, int | float) and not isinstance(x, bool) for x in cats
-                      if not (missing and x == MISSING_LABEL))
+        flags = [x for x in cats if isinstance(x, bool)]
+        if flags:  # YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans: the labels are gone
+            raise DpiwError(f"column '{name}': categories {flags} were read as true/false: YAML takes an unquoted "
+                            "Yes, No, On, Off, True or False for a boolean; quote each label as the data writes it, "
+                            "e.g. categories: [\"No\", \"Yes\"]")
+        numbers = all(isinstance(x, int | float) for x in cats if not (missing and x == MISSING_LABEL))
         labels = tuple(str(x) for x in cats)
         if missing and MISSING_LABEL not in labels:
             labels = (*labels, MISSING_LABEL)
