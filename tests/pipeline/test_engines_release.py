@@ -90,6 +90,10 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
     again = manifests[1].parent
     assert (again / "measurements.json").read_bytes() != (ref / "measurements.json").read_bytes()
     assert (again / "synthetic.parquet").read_bytes() != (ref / "synthetic.parquet").read_bytes()
+    # the command once more, without --new-release: the latest round's bundle, nothing spent
+    out = release(tmp_path, "wards.csv", "local", "local").stdout
+    assert "admitted before; nothing is spent" in out and "(the latest of its 2 rounds)" in out, out
+    assert f"{again.relative_to(tmp_path / 'p-local')}" in out
 
 
 def test_a_bad_value_in_one_partition_is_refused_with_one_line(tmp_path):

@@ -515,7 +515,7 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
     name = schema.name
     base, legacy = release_name(args, table.key, schema), release_name(args, table.key)
     given = release_name(args, table.key, schema, as_given=True)  # a `fail` release named before it meant `clip`
-    release, args.release_round = base, None
+    release, args.release_round, found = base, None, []
     for k in range(2, 10_000):  # --new-release: the first name of this command's releases not admitted yet
         folder = root / "releases" / name / release
         done = _admitted(folder, store) or _elsewhere(url, name, release)
@@ -528,15 +528,18 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
                          if b and _same_schema(b, schema)), None)
         if not done:
             break
-        if not args.new_release:
-            print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
-                  f"again)\nbundle     {os.path.relpath(done, args.origin)}/")
-            changed = params_changed(Path(done), root / "params.yaml")
-            if changed:  # the flags and the schema name a release, the project's params do not: say so
-                print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
-                      "the earlier one: --new-release releases again under the new settings")
-            return Path(done)
+        found.append(done)
         release, args.release_round = f"{base}.{k}", k  # the round keys the noise: fresh under a secret key too
+    if found and not args.new_release:  # the latest of them (--new-release made the later ones)
+        done = found[-1]
+        print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
+              f"again)\nbundle     {os.path.relpath(done, args.origin)}/"
+              + (f"  (the latest of its {len(found)} rounds)" if len(found) > 1 else ""))
+        changed = params_changed(Path(done), root / "params.yaml")
+        if changed:  # the flags and the schema name a release, the project's params do not: say so
+            print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
+                  "the earlier one: --new-release releases again under the new settings")
+        return Path(done)
     args.release = release
     return None
 
