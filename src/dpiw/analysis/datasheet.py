@@ -92,6 +92,7 @@ def _bin_labels(nb, col) -> list[str]:
     below, above = nb.grid.edges()
     lows, highs = (col.lower + e * width for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
     past = nb.grid.low & (np.asarray(nb.cuts[:-1]) == nb.grid.offset)  # the bin after a lower spike: open at it
+
     def edge(x: float) -> str:
         text = f"{x:,.{decimals}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text  # 0, not 0.0; 247.1
