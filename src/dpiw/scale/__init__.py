@@ -173,7 +173,7 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
         v = df[c.name].to_numpy()
         if c.is_numeric:
             x = c.lower + v.astype(float) * (c.upper - c.lower)
-            x = np.where(v >= 1, c.upper, x)  # an upper spike is the bound itself, not one ulp off it
+            x = np.where(v == 1, c.upper, x)  # an upper spike is the bound itself, not one ulp off it
             if c.name in flags:  # `missing: indicator`: empty where the row's 0/1 column says so
                 x = np.where(flags[c.name], np.nan, x)
                 out[c.name] = pd.array(np.rint(x), dtype="Int64") if c.integer else x
