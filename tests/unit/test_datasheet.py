@@ -56,3 +56,24 @@ def test_a_spikes_bin_is_its_bound_alone():
     labels, _, unweighted, _ = _rows(b, SCHEMA.column("debt"))
     assert labels == ["0", "above 0 to 247.1", "247.1 to 1,000"]
     assert np.allclose(unweighted, [2 / 4, 1 / 4, 1 / 4])
+
+
+def test_an_indicator_columns_measured_shares_are_of_the_rows_with_a_value():
+    """`missing: indicator`: the one-way count holds the empty rows at the lower bound; the card's measured shares
+    come from the column's count beside its empty flag, the flag's 0 (a value there), as the released shares do."""
+    from dpiw.analysis.datasheet import _measured
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "debt", "type": "numeric", "lower": 0, "upper": 1000, "missing": "indicator"},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    assert schema.names == ["debt", "debt_missing", "y"]
+    g = {"columns": schema.names, "cards": [3, 2, 2], "measurements": [
+        {"clique": [0], "counts": [70.0, 20.0, 10.0]},  # 40 empty rows held in the first bin
+        {"clique": [0, 1], "counts": [30.0, 40.0, 20.0, 0.0, 10.0, 0.0]}]}  # rows: debt's bins; columns: the flag
+    b = SimpleNamespace(schema=schema, measurements={"generator": g})
+    assert list(_measured(b, "debt")) == [30.0, 20.0, 10.0]
+    g["measurements"][1]["clique"] = [1, 0]  # the flag first: its 0 row
+    g["measurements"][1]["counts"] = [30.0, 20.0, 10.0, 40.0, 0.0, 0.0]
+    assert list(_measured(b, "debt")) == [30.0, 20.0, 10.0]
+    g["measurements"].pop()  # no such pair published: the one-way counts, as before
+    assert list(_measured(b, "debt")) == [70.0, 20.0, 10.0]

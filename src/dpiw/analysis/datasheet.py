@@ -42,15 +42,33 @@ def _share(mask: np.ndarray, w: np.ndarray) -> float:
 
 
 def _measured(bundle, name: str) -> np.ndarray | None:
-    """The generator's noisy one-way counts of a column over its bins (None where none was published)."""
+    """The generator's noisy one-way counts of a column over its bins (None where none was published); a `missing:
+    indicator` column's over the rows with a value, from its two-way count with its 0/1 column where there is one
+    (MST measures that pair always), so they compare with the released rows' shares."""
     g = (bundle.measurements or {}).get("generator") or {}
     if name not in g.get("columns", []):
         return None
     j = g["columns"].index(name)
+    pair = _flag_pair(bundle, name)
+    if pair is not None:
+        a, b = pair["clique"]
+        counts = np.asarray(pair["counts"], float).reshape(g["cards"][a], g["cards"][b])
+        return np.clip(counts[:, 0] if a == j else counts[0, :], 0, None)  # the flag's "0": a value there
     for m in g.get("measurements", []):
         if list(m["clique"]) == [j]:
             return np.clip(np.asarray(m["counts"], float), 0, None)
     return None
+
+
+def _flag_pair(bundle, name: str) -> dict | None:
+    """The generator's published two-way count of a `missing: indicator` column with its 0/1 column, or None."""
+    g = (bundle.measurements or {}).get("generator") or {}
+    cols = g.get("columns", [])
+    flag = next((c.name for c in getattr(bundle.schema, "columns", ()) if c.indicator_of == name), None)
+    if name not in cols or flag not in cols or "cards" not in g:
+        return None
+    want = sorted([cols.index(name), cols.index(flag)])
+    return next((m for m in g.get("measurements", []) if sorted(m["clique"]) == want), None)
 
 
 def _bins(bundle, col):
@@ -147,7 +165,9 @@ def _card(bundle, col) -> str:
                  + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
                  + "</div>")
         if col.missing:
-            extra += ("<div><small>measured: with the empty rows, which the model holds at the lower bound; "
+            extra += ("<div><small>the rows with a value, measured (the generator's count beside the empty flag) "
+                      "and released</small></div>" if _flag_pair(bundle, col.name) is not None else
+                      "<div><small>measured: with the empty rows, which the model holds at the lower bound; "
                       "released: the rows with a value</small></div>")
     kind = "numeric" + (", whole numbers" if col.integer else "") if col.is_numeric else "categorical"
     return (f"<div class=\"col\"><h3>{html.escape(col.name)} <small>({kind})</small></h3>{extra}<table>"
