@@ -182,7 +182,9 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
         warnings.simplefilter("error", UnmeasuredWarning)
         b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)
         b.rate("g", 1, where={"n": 3}, interval="sampling")
-        b.mean("y", where=lambda d: d.g == 1, interval="sampling")  # a function's columns are unknown: no word
+        b.mean("x", where=lambda d: (d.g == 1) & (d["n"] > 3), interval="sampling")  # it reads g and n: measured
+    with pytest.warns(UnmeasuredWarning, match=r"mean\('y', where=\.\.\.\): .*'y' together with 'g'"):
+        b.mean("y", where=lambda d: d.g == 1, interval="sampling")  # the columns a function reads: found
     lines = _measured_together(b)
     assert lines[0] == "The target <code>y</code> with: <code>x</code>."
     assert "<code>n</code>, <code>g</code>" in lines[1]

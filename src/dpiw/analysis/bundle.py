@@ -23,6 +23,11 @@ from dpiw.analysis.estimates import (
 )
 
 
+def _said(where) -> str:
+    """A subgroup as a warning names it: a dict as written, a function as '...'."""
+    return repr(where) if isinstance(where, dict) else "..."
+
+
 class UnmeasuredWarning(UserWarning):
     """An estimate needs a relation between columns that no noisy marginal of the release measured."""
 
@@ -82,6 +87,33 @@ class Bundle:
                 cols = {of.get(names[j], names[j]) for j in m["clique"]}
                 pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
         return pairs
+
+    def _where_columns(self, where) -> list[str]:
+        """The columns a subgroup reads: a dict's keys, or the columns a function of the rows looks up (``d.age``,
+        ``d["age"]``), found by calling it on a recording view of the rows; none for a mask."""
+        if isinstance(where, dict):
+            return list(where)
+        if not callable(where):
+            return []
+        data, seen = self.data, []
+
+        class Rows:  # the rows, noting which columns are read
+            def __getattr__(self, name):
+                if name in data.columns:
+                    seen.append(name)
+                return getattr(data, name)
+
+            def __getitem__(self, key):
+                for k in key if isinstance(key, list) else [key]:
+                    if isinstance(k, str) and k in data.columns:
+                        seen.append(k)
+                return data[key]
+
+        try:
+            where(Rows())
+        except Exception:  # noqa: BLE001 - a function that needs the frame itself: its columns stay unknown
+            return []
+        return list(dict.fromkeys(seen))
 
     def _unmeasured(self, call: str, column: str, others) -> None:
         """Warn (:class:`UnmeasuredWarning`) when ``column`` and some of ``others`` (a subgroup's columns, a
@@ -179,8 +211,7 @@ class Bundle:
         col = self._column(column)
         if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
             raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
-        if isinstance(where, dict):
-            self._unmeasured(f"mean({column!r}, where={where!r})", column, list(where))
+        self._unmeasured(f"mean({column!r}, where={_said(where)})", column, self._where_columns(where))
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
         if spec is None or not spec.is_numeric:
@@ -215,8 +246,7 @@ class Bundle:
                             f"column (its mean: b.mean({column!r}))")
         if label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
-        if isinstance(where, dict):
-            self._unmeasured(f"rate({column!r}, {label!r}, where={where!r})", column, list(where))
+        self._unmeasured(f"rate({column!r}, {label!r}, where={_said(where)})", column, self._where_columns(where))
         return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
                        limits=(0.0, 1.0))
 
