@@ -185,6 +185,8 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
         b.mean("x", where=lambda d: (d.g == 1) & (d["n"] > 3), interval="sampling")  # it reads g and n: measured
     with pytest.warns(UnmeasuredWarning, match=r"mean\('y', where=\.\.\.\): .*'y' together with 'g'"):
         b.mean("y", where=lambda d: d.g == 1, interval="sampling")  # the columns a function reads: found
+    with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'g'"):
+        b.mean("y", where=lambda d: d.get("g") == 1, interval="sampling")
     lines = _measured_together(b)
     assert lines[0] == "The target <code>y</code> with: <code>x</code>."
     assert "<code>n</code>, <code>g</code>" in lines[1]
@@ -194,3 +196,14 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     said = [line for line in describe_bundle(tmp_path / "b") if line.startswith("measured")]
     assert said == ["measured   the target 'y' together with x; not with n, g (the model's relation, which no "
                     "interval covers)"]
+
+
+def test_a_where_function_on_a_column_with_empty_values_leaves_them_out():
+    """A `missing: indicator` column is Int64 (or float with NaN) in b.data: `lambda d: d.n >= 40` gives <NA> for
+    an empty row, which is not in the subgroup (numpy refused to make a boolean mask of it)."""
+    from dpiw.analysis.noise_aware import subgroup
+
+    data = pd.DataFrame({"n": pd.array([50, None, 10, 41], dtype="Int64"), "x": [1.0, np.nan, 3.0, 4.0]})
+    assert list(subgroup(data, lambda d: d.n >= 40)) == [True, False, False, True]
+    assert list(subgroup(data, lambda d: d.x > 2)) == [False, False, True, True]
+    assert list(subgroup(data, lambda d: d.get("n") == 10)) == [False, False, True, False]

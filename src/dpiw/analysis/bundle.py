@@ -109,6 +109,9 @@ class Bundle:
                         seen.append(k)
                 return data[key]
 
+            def get(self, key, default=None):
+                return self[key] if key in data.columns else default
+
         try:
             where(Rows())
         except Exception:  # noqa: BLE001 - a function that needs the frame itself: its columns stay unknown

@@ -104,7 +104,7 @@ def _bin_labels(nb, col) -> list[str]:
         else:  # equal-width bins: the whole numbers a bin holds (the last bin holds its upper edge)
             ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
                     for k in range(len(edges) - 1)]
-        return [f"{a}" if a == b else f"{a} to {b}" if a < b else "(no whole number)" for a, b in ints]
+        return [f"{a:,}" if a == b else f"{a:,} to {b:,}" if a < b else "(no whole number)" for a, b in ints]
     step = width / nb.grid.middle  # a fine cell, to two significant digits: 196 for bounds 0 to 50,000
     decimals = max(0, 1 - int(np.floor(np.log10(step))))
     below, above = nb.grid.edges()

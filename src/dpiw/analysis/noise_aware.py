@@ -408,7 +408,10 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
     if where is None:
         return np.ones(len(data), dtype=bool)
     if callable(where):
-        mask = np.asarray(where(data), dtype=bool)
+        mask = where(data)
+        if isinstance(mask, pd.Series | pd.api.extensions.ExtensionArray):  # an empty value (Int64's <NA>) is out
+            mask = pd.Series(mask).fillna(False)
+        mask = np.asarray(mask, dtype=bool)
     elif isinstance(where, dict):
         mask = np.ones(len(data), dtype=bool)
         for column, value in where.items():

@@ -71,8 +71,9 @@ class FineGrid:
 
     ``low`` / ``high`` (the schema's ``spikes``): the first / last leaf holds exactly the lower / upper bound (a
     point mass: no debt, a top code), and the equal-width leaves (``middle`` of them) share what is between; a
-    value drawn in a spike's leaf is the bound itself. An integer column with a leaf per whole number has no spike
-    leaves: each of its values already is one."""
+    value drawn in a spike's leaf is the bound itself. A `missing: indicator` column's lower bound is one too (its
+    empty rows are held there). On a grid of a leaf per whole number each value already is a leaf: there the
+    flags only give the bound's leaf a coarse bin of its own (:func:`grid_cuts`)."""
 
     cells: int
     support: int
@@ -82,13 +83,15 @@ class FineGrid:
 
     @classmethod
     def of(cls, column: Column, fine_cells: int) -> FineGrid:
-        low, high = "lower" in column.spikes, "upper" in column.spikes
+        # a `missing: indicator` column holds its empty rows at the lower bound: a leaf (and a bin) of their own
+        low = "lower" in column.spikes or column.missing == "indicator"
+        high = "upper" in column.spikes
         if not column.integer:
             return cls(fine_cells, fine_cells, None, low, high)
         span = int(round(column.upper - column.lower))
         values = span + 1
-        if values <= fine_cells:
-            return cls(1 << max(1, math.ceil(math.log2(values))), values, float(span))
+        if values <= fine_cells:  # a leaf per whole number already: the spikes only mark a bin of their own
+            return cls(1 << max(1, math.ceil(math.log2(values))), values, float(span), low, high)
         return cls(fine_cells, fine_cells, float(span), low, high)
 
     @property
@@ -101,13 +104,13 @@ class FineGrid:
 
     @property
     def offset(self) -> int:
-        """The first equal-width leaf (1 after a spike leaf at the lower bound)."""
-        return int(self.low)
+        """The first equal-width leaf (1 after a spike leaf at the lower bound; 0 on a leaf-per-value grid)."""
+        return int(self.low and not self.per_integer)
 
     @property
     def middle(self) -> int:
-        """The equal-width leaves, between the spike leaves."""
-        return self.cells - int(self.low) - int(self.high)
+        """The equal-width leaves, between the spike leaves (all of them on a leaf-per-value grid)."""
+        return self.cells if self.per_integer else self.cells - int(self.low) - int(self.high)
 
     def first(self) -> np.ndarray:
         """Integer columns: the first integer offset of each supported leaf, and one past the last."""
@@ -281,9 +284,9 @@ def grid_cuts(fine: np.ndarray, bins: int, grid: FineGrid) -> np.ndarray:
     at the bound as often as the empty rows are), and the other leaves get the other ``bins``."""
     if not (grid.low or grid.high):
         return cut_points(fine, bins, grid.support)
-    off, m = grid.offset, grid.middle
-    inner = off + cut_points(np.asarray(fine, float)[off:off + m], max(1, bins - grid.low - grid.high), m)
-    return np.concatenate([[0]] * grid.low + [inner] + [[grid.cells]] * grid.high).astype(np.int64)
+    start, end = int(grid.low), grid.support - int(grid.high)  # the leaves between the spikes' leaves
+    inner = start + cut_points(np.asarray(fine, float)[start:end], max(1, bins - grid.low - grid.high), end - start)
+    return np.concatenate([[0]] * grid.low + [inner] + [[grid.support]] * grid.high).astype(np.int64)
 
 
 def _tree_split(before: int, first: int) -> int:
