@@ -374,6 +374,8 @@ def test_a_spike_is_a_bin_of_its_own_so_empty_rows_held_there_do_not_become_zero
 
     assert list(grid_cuts(np.r_[0.1, 0.5, np.full(254, 0.4 / 254)], 8, FineGrid(256, 256, None, True, False))[:2]) \
         == [0, 1]  # the spike alone, however much the leaf beside it holds
+    for grid, cuts in ((FineGrid(2, 2, 1.0, True, True), [0, 1, 2]), (FineGrid(4, 3, 2.0, True, True), [0, 1, 2, 3])):
+        assert list(grid_cuts(np.full(grid.cells, 1 / grid.cells), 8, grid)) == cuts  # nothing between the spikes
     spec = {**ZEROS, "columns": [{**ZEROS["columns"][0], "missing": "indicator", "spikes": [0]},
                                  *ZEROS["columns"][1:]]}
     schema = parse_schema(spec)

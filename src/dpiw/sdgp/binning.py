@@ -285,6 +285,8 @@ def grid_cuts(fine: np.ndarray, bins: int, grid: FineGrid) -> np.ndarray:
     if not (grid.low or grid.high):
         return cut_points(fine, bins, grid.support)
     start, end = int(grid.low), grid.support - int(grid.high)  # the leaves between the spikes' leaves
+    if end <= start:  # a whole-number column of two values with both flags: a bin each
+        return np.arange(grid.support + 1, dtype=np.int64)
     inner = start + cut_points(np.asarray(fine, float)[start:end], max(1, bins - grid.low - grid.high), end - start)
     return np.concatenate([[0]] * grid.low + [inner] + [[grid.support]] * grid.high).astype(np.int64)
 
