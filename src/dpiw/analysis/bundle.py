@@ -71,6 +71,21 @@ class Bundle:
         return self.data[column]
 
     @property
+    def _indicator_of(self) -> dict[str, str]:
+        """Each `missing: indicator` 0/1 column's numeric column (a pair with it is a pair with that column)."""
+        return {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+
+    def measured_with(self, column: str) -> tuple[list[str], list[str]] | None:
+        """The schema's other columns (0/1 indicator columns left out) that some published marginal holds
+        together with ``column``, and the rest; None when the bundle publishes no measurements."""
+        pairs = self.measured_pairs
+        if pairs is None or self.schema is None:
+            return None
+        names = [c.name for c in self.schema.columns if c.indicator_of is None and c.name != column]
+        partners = [n for n in names if frozenset((n, column)) in pairs]
+        return partners, [n for n in names if n not in partners]
+
+    @property
     def measured_pairs(self) -> set[frozenset] | None:
         """The pairs of columns some noisy marginal of the release holds together (the generator's, and the
         weights' where they measured their own): an estimate that needs a pair outside this set (a rate in a
@@ -79,7 +94,7 @@ class Bundle:
         publishes no measurements."""
         if not self.measurements:
             return None
-        of = {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+        of = self._indicator_of
         pairs = set()
         for part in self.measurements.values():
             names = part.get("columns", [])
@@ -124,7 +139,7 @@ class Bundle:
         pairs = self.measured_pairs
         if pairs is None:
             return
-        of = {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+        of = self._indicator_of
         base = of.get(column, column)
         missing = [o for o in dict.fromkeys(others) if of.get(o, o) != base
                    and frozenset((of.get(o, o), base)) not in pairs]

@@ -188,6 +188,8 @@ def signal(bundle) -> float | None:
 
 
 def _trust(bundle) -> list[str]:
+    from dpiw.commands.export import weight_column
+
     m, rel = bundle.manifest, bundle.manifest.get("release", {})
     unit = bool(rel.get("weights", {}).get("unit")) or np.allclose(bundle.weights, 1.0)
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
@@ -212,7 +214,8 @@ def _trust(bundle) -> list[str]:
         can.append("The weights are all 1 (no weights were spent on, or their signal did not pass its noise): "
                    "the rows are used as they are.")
     else:
-        cannot.append("Estimates without the weights: use the <code>weight</code> column in every estimate.")
+        cannot.append("Estimates without the weights: use the "
+                      f"<code>{html.escape(weight_column(bundle.data.columns))}</code> column in every estimate.")
         if k is not None and limit is not None and k > limit:
             cannot.append(f"Any weighted estimate: the weights' Pareto k-hat {k:.2f} is above {limit:.2f}.")
     if not m.get("dp"):
@@ -222,13 +225,11 @@ def _trust(bundle) -> list[str]:
 
 def _measured_together(b) -> list[str]:
     """What the release's noisy marginals hold together: the target's partners and the rest, each pair once."""
-    pairs = b.measured_pairs
-    if pairs is None:
-        return []
-    names = [c.name for c in b.schema.columns if c.indicator_of is None]
     target = b.schema.target
-    with_target = [n for n in names if n != target and frozenset((n, target)) in pairs]
-    without = [n for n in names if n != target and n not in with_target]
+    split = b.measured_with(target)
+    if split is None:
+        return []
+    with_target, without = split
 
     def code(ns):
         return ", ".join(f"<code>{html.escape(n)}</code>" for n in ns) or "none"
@@ -238,7 +239,7 @@ def _measured_together(b) -> list[str]:
         lines.append(f"<b>Not</b> with: {code(without)}. Its rates within their categories, and their "
                      "coefficients in a model of the target, show the generator's model of that relation (through "
                      "the columns it did measure), not the table's; the intervals do not cover that.")
-    rest = sorted(" – ".join(sorted(p)) for p in pairs if target not in p and len(p) == 2)
+    rest = sorted(" – ".join(sorted(p)) for p in b.measured_pairs if target not in p and len(p) == 2)
     lines.append("The other pairs measured together: " + (", ".join(html.escape(p) for p in rest) or "none") + ".")
     return lines
 

@@ -155,11 +155,8 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
              f"{_num(limit)}), Kish ESS/N {b.ess_fraction:.2f}"]
     if b.schema is None:
         lines.append("           (no schema.json: the rows below are scaled, categories as codes)")
-    elif b.measured_pairs is not None:  # what an estimate about the target can lean on (b.measured_pairs)
-        target = b.schema.target
-        names = [c.name for c in b.schema.columns if c.indicator_of is None and c.name != target]
-        partners = [n for n in names if frozenset((n, target)) in b.measured_pairs]
-        rest = [n for n in names if n not in partners]
+    elif (split := b.measured_with(b.schema.target)) is not None:  # what an estimate about the target leans on
+        (partners, rest), target = split, b.schema.target
         lines.append(f"measured   the target '{target}' together with {', '.join(partners) or 'no column'}"
                      + (f"; not with {', '.join(rest)} (the model's relation, which no interval covers)"
                         if rest else ""))
