@@ -60,11 +60,28 @@ def _measured(bundle, name: str) -> np.ndarray | None:
     return None
 
 
+def _with_value(bundle, name: str) -> float | None:
+    """A `missing: indicator` column's measured count of rows with a value: the total less its flag's one-way count
+    of 1 (one noisy cell, where the sum of the pair's clipped cells adds every cell's noise and runs high), or
+    None where either is not published."""
+    g = (bundle.measurements or {}).get("generator") or {}
+    flag = _flag_of(bundle, name)
+    if flag is None or flag not in g.get("columns", []) or "total" not in g or _flag_pair(bundle, name) is None:
+        return None
+    j = g["columns"].index(flag)
+    one = next((m for m in g.get("measurements", []) if list(m["clique"]) == [j]), None)
+    return None if one is None else float(g["total"]) - float(one["counts"][1])
+
+
+def _flag_of(bundle, name: str) -> str | None:
+    return next((c.name for c in getattr(bundle.schema, "columns", ()) if c.indicator_of == name), None)
+
+
 def _flag_pair(bundle, name: str) -> dict | None:
     """The generator's published two-way count of a `missing: indicator` column with its 0/1 column, or None."""
     g = (bundle.measurements or {}).get("generator") or {}
     cols = g.get("columns", [])
-    flag = next((c.name for c in getattr(bundle.schema, "columns", ()) if c.indicator_of == name), None)
+    flag = _flag_of(bundle, name)
     if name not in cols or flag not in cols or "cards" not in g:
         return None
     want = sorted([cols.index(name), cols.index(flag)])
@@ -138,7 +155,8 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
         values = d[col.name]
         unw = [_share((values == v).to_numpy(), one) for v in col.labels]
         wtd = [_share((values == v).to_numpy(), w) for v in col.labels]
-    meas = list(counts / counts.sum()) if counts is not None and counts.sum() > 0 and len(counts) == len(labels) \
+    whole = (_with_value(bundle, col.name) or counts.sum()) if counts is not None else 0.0
+    meas = list(counts / whole) if counts is not None and whole > 0 and len(counts) == len(labels) \
         else [None] * len(labels)
     if len(labels) > MAX_ROWS:  # the largest by the released weighted share
         keep = sorted(np.argsort(wtd)[::-1][:MAX_ROWS])
