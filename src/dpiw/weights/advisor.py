@@ -54,6 +54,18 @@ def expected_snr(n_rows: int, schema: Schema, *, epsilon: float, delta: float, f
     return median / sigma, sigma
 
 
+def weights_rho_share(epsilon: float, delta: float, fraction: float) -> float:
+    """The share of the budget's zCDP rho that marginal_match gets after MST keeps ``1 - fraction`` of epsilon
+    and delta (:func:`dpiw.privacy.spend.split_budget`'s zCDP rule): about half at fraction 0.3.
+
+    >>> round(weights_rho_share(1.0, 1e-6, 0.3), 2)
+    0.5
+    """
+    from dpiw.privacy.accounting import zcdp_rho
+
+    return 1.0 - zcdp_rho((1 - fraction) * epsilon, (1 - fraction) * delta) / zcdp_rho(epsilon, delta)
+
+
 def advise(n_rows: int, schema: Schema, *, epsilon: float, delta: float, fraction: float, **workload) -> Advice:
     """marginal_match if its measurements are expected to see past their noise, else none (module docstring).
 
@@ -67,9 +79,10 @@ def advise(n_rows: int, schema: Schema, *, epsilon: float, delta: float, fractio
               f"(sd {sigma:.3g} rows); weights pay from {SNR_MIN:g} times")
     if snr >= SNR_MIN:
         return Advice("marginal_match", snr, SNR_MIN,
-                      f"{n_rows:,} rows at epsilon {epsilon:g} are enough for weights to pay: {fraction:.0%} of the "
-                      "budget (of its zCDP rho: alone, the weights' stage would cost a larger share of epsilon, "
-                      "which `stages` below shows) goes to marginal_match weights, the rest to the generator. They "
+                      f"{n_rows:,} rows at epsilon {epsilon:g} are enough for weights to pay: the generator keeps "
+                      f"{1 - fraction:.0%} of epsilon and marginal_match weights get the rest of its zCDP rho "
+                      f"({weights_rho_share(epsilon, delta, fraction):.0%} of the rho: rho grows with the square "
+                      "of epsilon, so `stages` below shows each stage's own epsilon larger than its share). They "
                       "correct subgroup, cross-tab and regression estimates, but can make a simple mean or share "
                       "worse than the generator alone: `--weights none` if those are all your analysts need "
                       f"({detail})")
