@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from dpiw.analysis.bin_bias import depends_on, within_bin_bias
+from dpiw.data.schema import Column
 from dpiw.sdgp.binning import FineGrid, NumericBins
 
 CELLS, CUTS = 64, np.array([0, 4, 8, 12, 16, 24, 32, 44, 64])  # 8 bins, narrower where the rows are
@@ -68,7 +69,7 @@ def test_no_bias_where_the_subgroup_does_not_depend_on_the_column():
 def test_a_subgroup_cut_by_the_column_itself_gets_no_estimate():
     nb, x, s, _ = released(*population(), 5_000, np.random.default_rng(4))
     data = pd.DataFrame({"x": 10 * x, "s": np.where(s, "yes", "no")})
-    args = (data, "x", nb, 0.0, 10.0, False)
+    args = (data, "x", nb, Column("x", "numeric", 0.0, 10.0))
     assert depends_on({"x": 3.0}, *args)
     assert depends_on(lambda d: d.x > 3.0, *args)
     assert not depends_on(lambda d: d.s == "yes", *args)
@@ -96,7 +97,7 @@ def test_a_cut_near_a_bin_edge_is_found_whatever_the_draw():
     nb, x, s, _ = released(*population(), 50, np.random.default_rng(7))
     data = pd.DataFrame({"x": 10 * x, "s": np.where(s, "yes", "no")})
     edge = 10 * nb.cuts[1] / CELLS  # the first bin's upper edge
-    assert depends_on(lambda d: d.x > edge - 1e-3, data, "x", nb, 0.0, 10.0, False)
+    assert depends_on(lambda d: d.x > edge - 1e-3, data, "x", nb, Column("x", "numeric", 0.0, 10.0))
 
 
 def test_a_bundles_mean_adds_the_bins_part_to_its_bias():

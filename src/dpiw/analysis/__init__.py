@@ -1,12 +1,12 @@
 """The analyst's side: importance-weighted estimates from a release bundle (:mod:`.bundle`), their standard
 errors (:mod:`.estimates`), noise-aware intervals (:mod:`.noise_aware`) and exports (:mod:`.export`).
 
-A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows: numeric columns scaled to
-[0, 1] by the schema's public bounds, value = lower + v (upper - lower); categorical columns as category
-codes), ``weights.parquet`` (one weight per row, column ``weight``), ``manifest.json`` (the privacy spend
-and the weights' diagnostics) and ``schema.json`` (the public bounds and categories), with which
-:func:`load_bundle` gives the rows back in their units and labels. Everything here is post-processing of the
-release: it costs no privacy.
+A bundle (``.../release/``) holds ``synthetic.parquet`` (the synthetic rows: numeric columns scaled to [0, 1] by the
+schema's public bounds, value = lower + v (upper - lower), or lower + exp(v log(1 + upper - lower)) - 1 for a column
+with ``scale: log``; categorical columns as category codes), ``weights.parquet`` (one weight per row, column
+``weight``), ``manifest.json`` (the privacy spend and the weights' diagnostics) and ``schema.json`` (the public
+bounds and categories), with which :func:`load_bundle` gives the rows back in their units and labels. Everything
+here is post-processing of the release: it costs no privacy.
 
     from dpiw.analysis import load_bundle
     b = load_bundle("releases/clinic/eps=1-.../run/runs/clinic/eps=1/seed=0/mst/none/none/release")

@@ -44,6 +44,44 @@ def binning_of(schema, measurements: dict | None):
     return Binning.equal_width(schema, int(gen["bins"]))
 
 
+#: a fine cell (not a spike's) holding more than this share of a column's rows: its values are drawn evenly
+#: across it, so the column's shape inside is lost (a skewed column on wide bounds: spending on 0 to 100,000)
+CROWDED = 0.2
+
+
+def crowded(schema, measurements: dict | None) -> list[tuple[str, float, float, float]]:
+    """Per numeric column on a linear scale whose published fine histogram (a DP output) puts more than
+    :data:`CROWDED` of its rows in one fine cell (not a spike's, not a whole number's own cell): the column,
+    that share and the cell's range in the column's units. ``scale: log`` (or narrower public bounds) gives such
+    a column fine cells where its rows are."""
+    binning = binning_of(schema, measurements)
+    out = []
+    for name, nb in ({} if binning is None else binning.numeric).items():
+        col, grid = schema.column(name), nb.grid
+        if nb.fine is None or col.scale != "linear" or grid.per_integer:
+            continue
+        mass = np.asarray(nb.fine, float)[: grid.support]
+        mass = mass / mass.sum() if mass.sum() > 0 else mass
+        inner = np.arange(grid.offset, grid.offset + grid.middle)  # the equal-width cells, between the spikes
+        k = int(inner[np.argmax(mass[inner])])
+        if mass[k] > CROWDED:
+            if grid.span is None:
+                below, above = grid.edges()
+                lo, hi = float(col.from_unit(below[k])), float(col.from_unit(above[k]))
+            else:  # runs of whole numbers: the cell's first and last
+                first = grid.first()
+                lo, hi = col.lower + float(first[k]), col.lower + float(first[k + 1] - 1)
+            out.append((name, float(mass[k]), lo, hi))
+    return out
+
+
+def crowded_text(name: str, share: float, lo: float, hi: float) -> str:
+    """What :func:`crowded` found, for a person."""
+    return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({lo:,.4g} to {hi:,.4g}) of its public "
+            "bounds, where values are drawn evenly across the cell: its shape there is lost and its mean can be far "
+            "off; `scale: log` in the schema gives it narrow cells near the lower bound (or name narrower bounds)")
+
+
 def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each supported fine cell's points in scaled units, their mass (the cell's, spread evenly) and their cell."""
     grid = nb.grid
@@ -60,9 +98,11 @@ def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos, fine[cell] / np.maximum(counts[cell], 1), cell
 
 
-def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width: float) -> float:
-    """The estimate (in the column's units: ``width`` = upper - lower) of the weighted mean of ``scaled`` over
-    ``mask`` minus the one whose within-bin values follow the subgroup (the module's text); positive: too high.
+def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width) -> float:
+    """The estimate (in the column's units: ``width`` = upper - lower, or a function from scaled values to the
+    units, :meth:`dpiw.data.schema.Column.from_unit`, for a column with ``scale: log``) of the weighted mean of
+    ``scaled`` over ``mask`` minus the one whose within-bin values follow the subgroup (the module's text);
+    positive: too high.
 
     ``nb`` is the column's :class:`dpiw.sdgp.binning.NumericBins`, ``scaled`` its released values in [0, 1],
     ``weights`` the rows' weights, ``mask`` the subgroup (rows with a value only)."""
@@ -71,9 +111,15 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
     w_all = np.bincount(cell, weights=weights, minlength=card)
     w_in = np.bincount(cell[mask], weights=weights[mask], minlength=card)
     pos, mass, fcell = _points(nb)
+    if callable(width):  # a log scale: the means in the column's units (the tilt stays on the scaled positions)
+        at, width = width(pos), 1.0
+    else:
+        at = pos
     bin_of = np.searchsorted(nb.cuts, fcell, side="right") - 1
     bin_mass = np.bincount(bin_of, weights=mass, minlength=card)
     centre = np.bincount(bin_of, weights=mass * pos, minlength=card) / np.where(bin_mass > 0, bin_mass, 1.0)
+    centre_at = centre if at is pos else np.bincount(bin_of, weights=mass * at, minlength=card) / np.where(
+        bin_mass > 0, bin_mass, 1.0)
     seen = (w_all > 0) & (w_in > 0) & (bin_mass > 0)
     if seen.sum() < 2:
         return 0.0
@@ -82,17 +128,18 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
     # flat 75-110%)
     tilt = np.exp(np.interp(pos, centre[seen], np.log(w_in[seen] / w_all[seen])))
     tilted_mass = np.bincount(bin_of, weights=mass * tilt, minlength=card)
-    tilted = np.bincount(bin_of, weights=mass * tilt * pos, minlength=card) / np.where(tilted_mass > 0,
-                                                                                        tilted_mass, 1.0)
+    tilted = np.bincount(bin_of, weights=mass * tilt * at, minlength=card) / np.where(tilted_mass > 0,
+                                                                                       tilted_mass, 1.0)
     share = w_in / w_in.sum()  # P(b | S) as released
     use = (bin_mass > 0) & (tilted_mass > 0)
-    return float(width * (share[use] @ (centre[use] - tilted[use])))
+    return float(width * (share[use] @ (centre_at[use] - tilted[use])))
 
 
-def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: float, integer: bool) -> bool:
+def depends_on(where, data: pd.DataFrame, column: str, nb, spec) -> bool:
     """Whether the subgroup ``where`` (None, a mapping, or a function of the rows) changes when ``column``'s
     values move inside their bins: to each bin's lowest point, to its highest, and drawn again. Then it is
-    defined by the column itself."""
+    defined by the column itself. ``spec``: the column's :class:`dpiw.data.schema.Column` (its bounds, scale
+    and whether it holds whole numbers)."""
     if where is None:
         return False
     if isinstance(where, dict):
@@ -101,13 +148,13 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, lower: float, upper: 
 
     x = data[column].to_numpy(float)
     has = ~np.isnan(x)
-    cell = nb.cells((x[has] - lower) / (upper - lower))
+    cell = nb.cells(spec.to_unit(x[has]))
     lowest, highest = nb.ends()
     base = subgroup(data, where)
     for scaled in (lowest[cell], highest[cell], nb.values(cell, np.random.default_rng(0))):
         moved = x.copy()
-        value = lower + scaled * (upper - lower)
-        moved[has] = np.rint(value) if integer else value
+        value = spec.from_unit(scaled)
+        moved[has] = np.rint(value) if spec.integer else value
         if not np.array_equal(base, subgroup(data.assign(**{column: moved}), where)):
             return True
     return False

@@ -245,13 +245,13 @@ class Bundle:
 
         binning = bin_bias.binning_of(self.schema, self.measurements)
         nb = None if binning is None else binning.numeric.get(column)
-        if nb is None or bin_bias.depends_on(where, self.data, column, nb, spec.lower, spec.upper, spec.integer):
+        if nb is None or bin_bias.depends_on(where, self.data, column, nb, spec):
             return {}
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
         mask = noise_aware.subgroup(self.data, where)[has]
-        part = bin_bias.within_bin_bias(nb, (x[has] - spec.lower) / (spec.upper - spec.lower), self.weights[has],
-                                        mask, spec.upper - spec.lower)
+        part = bin_bias.within_bin_bias(nb, spec.to_unit(x[has]), self.weights[has], mask,
+                                        spec.from_unit if spec.scale == "log" else spec.upper - spec.lower)
         biases = {**(est.biases or {"weights": est.bias}), "bins": part}
         return {"bias": float(sum(biases.values())), "biases": biases}
 

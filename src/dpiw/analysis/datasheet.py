@@ -31,6 +31,7 @@ h1 { font-size: 1.4em; margin: 0 0 0.3em 0; } h2 { font-size: 1.1em; margin: 1em
 .key span { display: inline-block; width: 0.9em; height: 0.6em; margin: 0 0.2em 0 0.8em; }
 code, pre { background: #f4f4f4; } pre { padding: 0.5em; font-size: 0.85em; }
 ul { margin: 0.2em 0; }
+.warn { color: #9a4d00; }
 </style>"""
 
 #: a categorical column with more categories than this shows its largest ones only
@@ -111,26 +112,34 @@ def _bin_labels(nb, col) -> list[str]:
     """Each bin in the column's units: its range, or the whole numbers it holds (one per fine cell, or runs of
     them, on an integer grid)."""
     width = col.upper - col.lower
+    below, above = nb.grid.edges()
     if col.integer:
-        edges = col.lower + np.asarray(nb.cuts, float) / nb.grid.cells * width
+        edges = col.from_unit(np.asarray(nb.cuts, float) / nb.grid.cells)
         edges[-1] = col.upper
         if nb.grid.span is not None:  # the grid's whole numbers
             lowest, highest = nb.ends()
             ints = [(int(round(col.lower + a * width)), int(round(col.lower + b * width)))
                     for a, b in zip(lowest, highest, strict=True)]
+        elif col.scale == "log":  # cells on log(1 + x), a value drawn in one rounded: its edges rounded
+            ints = [(int(np.rint(col.from_unit(a))), int(np.rint(col.from_unit(b))))
+                    for a, b in zip(below[nb.cuts[:-1]], above[nb.cuts[1:] - 1], strict=True)]
         else:  # equal-width bins: the whole numbers a bin holds (the last bin holds its upper edge)
             ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
                     for k in range(len(edges) - 1)]
         return [f"{a:,}" if a == b else f"{a:,} to {b:,}" if a < b else "(no whole number)" for a, b in ints]
-    step = width / nb.grid.middle  # a fine cell, to two significant digits: 196 for bounds 0 to 50,000
-    decimals = max(0, 1 - int(np.floor(np.log10(step))))
-    below, above = nb.grid.edges()
-    lows, highs = (col.lower + e * width for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
+    lows, highs = (col.from_unit(e) for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
     past = nb.grid.low & (np.asarray(nb.cuts[:-1]) == nb.grid.offset)  # the bin after a lower spike: open at it
+    if col.scale == "log":  # cells of every size: three significant digits
+        def edge(x: float) -> str:
+            text = f"{float(f'{x:.3g}'):,.{max(0, 2 - int(np.floor(np.log10(abs(x)))))}f}" if x else "0"
+            return text.rstrip("0").rstrip(".") if "." in text else text
+    else:
+        step = width / nb.grid.middle  # a fine cell, to two significant digits: 196 for bounds 0 to 50,000
+        decimals = max(0, 1 - int(np.floor(np.log10(step))))
 
-    def edge(x: float) -> str:
-        text = f"{x:,.{decimals}f}"
-        return text.rstrip("0").rstrip(".") if "." in text else text  # 0, not 0.0; 247.1
+        def edge(x: float) -> str:
+            text = f"{x:,.{decimals}f}"
+            return text.rstrip("0").rstrip(".") if "." in text else text  # 0, not 0.0; 247.1
 
     return [edge(a) if a == b else f"{'above ' if after else ''}{edge(a)} to {edge(b)}"
             for a, b, after in zip(lows, highs, past, strict=True)]  # a spike: its bound alone
@@ -147,7 +156,7 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
         nb = _bins(bundle, col)
         labels = _bin_labels(nb, col)
         idx = np.full(len(x), -1)
-        idx[present] = nb.cells((x[present] - col.lower) / (col.upper - col.lower))  # as the generator binned them
+        idx[present] = nb.cells(col.to_unit(x[present]))  # as the generator binned them
         unw = [_share(present & (idx == k), one) / max(_share(present, one), 1e-12) for k in range(len(labels))]
         wtd = [_share(present & (idx == k), w) / max(_share(present, w), 1e-12) for k in range(len(labels))]
     else:
@@ -182,6 +191,10 @@ def _card(bundle, col) -> str:
         extra = (f"<div>mean {_mean(mean_u)} unweighted, {_mean(mean_w)} weighted"
                  + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
                  + "</div>")
+        from dpiw.analysis.bin_bias import crowded, crowded_text
+
+        extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found))}</small></div>"
+                         for found in crowded(bundle.schema, bundle.measurements) if found[0] == col.name)
         if col.missing:
             extra += ("<div><small>the rows with a value, measured (the generator's count beside the empty flag) "
                       "and released</small></div>" if _flag_pair(bundle, col.name) is not None else

@@ -587,6 +587,7 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     print("\n".join(describe(manifest)))
     print(delta_rule(delta, manifest["budget"]["delta"], n_rows))
     bundle = run_dir / "release"
+    _crowded(bundle, schema)
     if manifest["release"]["fit_to_release"]:
         files = ", ".join(sorted(p.name for p in bundle.iterdir()))
         witness.record(url, manifest["ledger"]["entry"], bundle=str(bundle.resolve()), name=f"{name}/{release}")
@@ -596,6 +597,15 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     else:
         print(f"\nno bundle to publish: {os.path.relpath(bundle, args.origin)}/ holds the reasons")
         raise refused(manifest)
+
+
+def _crowded(bundle: Path, schema) -> None:
+    """Warn of a numeric column most of whose rows the published fine histogram puts in one cell (a DP output)."""
+    from dpiw.analysis.bin_bias import crowded, crowded_text
+
+    if (bundle / "measurements.json").is_file():
+        for found in crowded(schema, read_json(bundle / "measurements.json")):
+            print(f"dpiw release: {crowded_text(*found)}")
 
 
 def refused(manifest: dict) -> DpiwError:

@@ -24,6 +24,8 @@ MISSING_LABEL = "missing"
 #: `missing: indicator`: the name of the 0/1 column that records where a numeric column was empty
 INDICATOR_SUFFIX = "_missing"
 MISSING = {"categorical": "category", "numeric": "indicator"}
+#: a numeric column's ``scale``: how its values map onto the [0, 1] the generators model (:meth:`Column.to_unit`)
+SCALES = ("linear", "log")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Column:
     missing: str | None = None  # "category" (categorical) or "indicator" (numeric): what an empty value becomes
     indicator_of: str | None = None  # the numeric column whose emptiness this 0/1 column records (not in the file)
     spikes: tuple[str, ...] = ()  # numeric: "lower" / "upper", a bound many rows hold exactly (no debt: 0)
+    scale: str = "linear"  # numeric: "linear", or "log": the generators see log(1 + x - lower) (SCALES)
 
     @property
     def labels(self) -> list:
@@ -60,6 +63,34 @@ class Column:
         """
         v = np.asarray(values, dtype=float)
         return np.rint(v) if self.integer else v
+
+    def to_unit(self, values: np.ndarray, lower: float | None = None, upper: float | None = None) -> np.ndarray:
+        """A numeric column's values on the scale the generators model, [0, 1] between the bounds (``lower`` /
+        ``upper``: other bounds than the schema's), not clipped: linear, or with ``scale: log`` the share of
+        log(1 + upper - lower) that log(1 + x - lower) is (fine cells narrow near the lower bound, wide in the
+        tail; a value below the lower bound maps to 0).
+
+        >>> Column("x", "numeric", 0.0, 100.0).to_unit(np.array([0.0, 10.0, 100.0]))
+        array([0. , 0.1, 1. ])
+        >>> Column("x", "numeric", 0.0, 99.0, scale="log").to_unit(np.array([0.0, 9.0, 99.0]))
+        array([0. , 0.5, 1. ])
+        """
+        lo, hi = (self.lower if lower is None else lower), (self.upper if upper is None else upper)
+        v = np.asarray(values, dtype=float)
+        if self.scale == "log":
+            return np.log1p(np.maximum(v - lo, 0.0)) / math.log1p(hi - lo)
+        return (v - lo) / (hi - lo)
+
+    def from_unit(self, unit: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`to_unit` with the schema's bounds: values in the column's units.
+
+        >>> Column("x", "numeric", 0.0, 99.0, scale="log").from_unit(np.array([0.0, 0.5, 1.0]))
+        array([ 0.,  9., 99.])
+        """
+        u = np.asarray(unit, dtype=float)
+        if self.scale == "log":
+            return self.lower + np.expm1(u * math.log1p(self.upper - self.lower))
+        return self.lower + u * (self.upper - self.lower)
 
 
 @dataclass(frozen=True)
@@ -111,7 +142,8 @@ class Schema:
         cols = [{"name": c.name, "type": c.type, **({"lower": c.lower, "upper": c.upper} if c.is_numeric else
                                                     {"categories": c.labels}),
                  **({"integer": True} if c.integer else {}), **({"missing": c.missing} if c.missing else {}),
-                 **({"spikes": [c.lower if b == "lower" else c.upper for b in c.spikes]} if c.spikes else {})}
+                 **({"spikes": [c.lower if b == "lower" else c.upper for b in c.spikes]} if c.spikes else {}),
+                 **({"scale": c.scale} if c.scale != "linear" else {})}
                 for c in self.columns if c.indicator_of is None]  # an indicator is made again by parse_schema
         return {"name": self.name, "task": self.task, "target": self.target, "columns": cols}
 
@@ -153,7 +185,7 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
     where = f"columns[{i}]"
     if not isinstance(c, dict) or "name" not in c or "type" not in c:
         raise DpiwError(f"{where} needs 'name' and 'type'")
-    known = ("name", "type", "lower", "upper", "categories", "description", "integer", "missing", "spikes")
+    known = ("name", "type", "lower", "upper", "categories", "description", "integer", "missing", "spikes", "scale")
     extra = sorted(map(str, set(c) - set(known)))
     if extra:
         import difflib
@@ -181,10 +213,14 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         if integer and not (float(lo).is_integer() and float(hi).is_integer()):
             raise DpiwError(f"column '{name}': an integer column needs whole-number bounds, got lower={lo}, "
                             f"upper={hi}")
+        scale = c.get("scale", "linear")
+        if scale not in SCALES:
+            raise DpiwError(f"column '{name}': scale must be one of {', '.join(SCALES)} (log: fine cells narrow near "
+                            f"the lower bound, for a skewed column such as spending), got {scale!r}")
         return Column(name, "numeric", float(lo), float(hi), integer=integer, missing=missing,
-                      spikes=_spikes(name, c.get("spikes"), lo, hi))
+                      spikes=_spikes(name, c.get("spikes"), lo, hi), scale=scale)
     if c["type"] == "categorical":
-        for key in ("integer", "spikes"):
+        for key in ("integer", "spikes", "scale"):
             if key in c:
                 raise DpiwError(f"column '{name}': '{key}' applies to numeric columns only")
         cats = c.get("categories")

@@ -47,6 +47,8 @@ SCHEMA = "schema.json"
 
 #: the noisy measurements behind the rows and the weights (dpiw.analysis's noise-aware intervals)
 MEASUREMENTS = "measurements.json"
+#: the encoding's words for a column with `scale: log` (said only where a column has one)
+LOG_ENCODING = "; a column with scale: log: lower + exp(v log(1 + upper - lower)) - 1"
 
 
 def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_weights: str | Path,
@@ -95,8 +97,10 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
         if schema is not None:
             write_json({"schema": schema.public_dict(),
                         "encoding": "synthetic.parquet holds numeric columns scaled to [0, 1] by the public bounds "
-                                    "(value = lower + v (upper - lower)) and categories as codes (code i is the "
-                                    "i-th category); dpiw.analysis.load_bundle decodes them"}, d / SCHEMA)
+                                    "(value = lower + v (upper - lower)" + LOG_ENCODING * any(
+                                        c.scale == "log" for c in schema.columns)
+                                    + ") and categories as codes (code i is the i-th category); "
+                                    "dpiw.analysis.load_bundle decodes them"}, d / SCHEMA)
             from dpiw.analysis.datasheet import write_datasheet
 
             write_datasheet(d)  # from the files above alone: DP outputs and the public schema

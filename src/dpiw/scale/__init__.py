@@ -136,7 +136,7 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
                 raise DpiwError(f"dataset '{schema.name}': column '{c.name}' has {int((~np.isfinite(v)).sum())} "
                                 "missing, non-numeric or infinite value(s); remove or impute them")
             v = c.held(v)  # a whole-number column: 45.7 is read as 46 (RowChecks.rounded() says how many)
-            out[c.name] = np.clip((v - lo) / (hi - lo), 0.0, 1.0)
+            out[c.name] = np.clip(c.to_unit(v, lo, hi), 0.0, 1.0)  # linear, or log(1 + x - lower) (`scale`)
         else:
             from dpiw.data.datasets import public_list
 
@@ -153,10 +153,10 @@ def scale_frame(df: pd.DataFrame, schema: Schema, bounds: dict[str, tuple[float,
 
 
 def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
-    """The inverse of :func:`scale_frame` with the schema's public bounds: numeric columns back in their units
-    (lower + v (upper - lower)), category codes back to their labels (a pandas Categorical in the schema's order);
-    a `missing: indicator` column is empty (NaN; pandas' nullable Int64 for an integer column) where its 0/1
-    column is 1.
+    """The inverse of :func:`scale_frame` with the schema's public bounds: numeric columns back in their units (lower +
+    v (upper - lower); with `scale: log`, lower + exp(v log(1 + upper - lower)) - 1), category codes back to their
+    labels (a pandas Categorical in the schema's order); a `missing: indicator` column is empty (NaN; pandas'
+    nullable Int64 for an integer column) where its 0/1 column is 1.
 
     >>> from dpiw.data.schema import parse_schema
     >>> s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
@@ -172,7 +172,7 @@ def decode_frame(df: pd.DataFrame, schema: Schema) -> pd.DataFrame:
     for c in schema.columns:
         v = df[c.name].to_numpy()
         if c.is_numeric:
-            x = c.lower + v.astype(float) * (c.upper - c.lower)
+            x = c.from_unit(v.astype(float))
             x = np.where(v == 1, c.upper, x)  # an upper spike is the bound itself, not one ulp off it
             if c.name in flags:  # `missing: indicator`: empty where the row's 0/1 column says so
                 x = np.where(flags[c.name], np.nan, x)

@@ -86,7 +86,7 @@ class FineGrid:
         # a `missing: indicator` column holds its empty rows at the lower bound: a leaf (and a bin) of their own
         low = "lower" in column.spikes or column.missing == "indicator"
         high = "upper" in column.spikes
-        if not column.integer:
+        if not column.integer or column.scale == "log":  # a log scale's cells: continuous, rounded when drawn
             return cls(fine_cells, fine_cells, None, low, high)
         span = int(round(column.upper - column.lower))
         values = span + 1

@@ -1,0 +1,113 @@
+"""`scale: log`: a numeric column's fine cells equal-width in log(1 + x - lower), so a skewed column on wide public
+bounds keeps its shape (spending: two thirds of the rows in the first $391 cell on a linear scale)."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from dpiw import DpiwError
+from dpiw.analysis.bin_bias import crowded, within_bin_bias
+from dpiw.analysis.datasheet import _bin_labels
+from dpiw.data.schema import Column, parse_schema
+from dpiw.scale import decode_frame, scale_frame
+from dpiw.sdgp.binning import FineGrid, NumericBins
+from dpiw.sdgp.mst import MST
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+from log_scale import schema, table  # noqa: E402  (the bench's simulated spending)
+
+
+def test_the_scale_is_a_numeric_columns_and_says_what_it_takes():
+    base = {"name": "t", "task": "classification", "target": "y"}
+    y = {"name": "y", "type": "categorical", "categories": ["a", "b"]}
+    with pytest.raises(DpiwError, match="scale must be one of linear, log"):
+        parse_schema({**base, "columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 9, "scale": "ln"},
+                                          y]})
+    with pytest.raises(DpiwError, match="'scale' applies to numeric columns only"):
+        parse_schema({**base, "columns": [{**y, "name": "g", "scale": "log"}, y]})
+    s = parse_schema({**base, "columns": [{"name": "x", "type": "numeric", "lower": 0, "upper": 9, "scale": "log"},
+                                          {"name": "z", "type": "numeric", "lower": 0, "upper": 9}, y]})
+    assert s.public_dict()["columns"][0]["scale"] == "log"  # the bundle's schema says it; a linear one says nothing
+    assert "scale" not in s.public_dict()["columns"][1]
+    assert parse_schema(s.public_dict()) == s
+
+
+def test_values_go_to_the_unit_scale_and_back():
+    c = Column("x", "numeric", 10.0, 100_010.0, scale="log")
+    x = np.array([10.0, 10.5, 11.0, 1_000.0, 100_010.0])
+    u = c.to_unit(x)
+    assert u[0] == 0.0 and u[-1] == pytest.approx(1.0) and np.all(np.diff(u) > 0)
+    assert c.from_unit(u) == pytest.approx(x)
+    assert c.to_unit(np.array([5.0]))[0] == 0.0  # below the bound: the bound (the release clips it there)
+    # a fine cell of 256 is 4.6% of the value near the bound's end, not $391
+    assert c.from_unit(np.array([1 / 256]))[0] - 10.0 == pytest.approx(np.expm1(np.log1p(1e5) / 256))
+
+
+def test_a_skewed_column_keeps_its_shape_on_a_log_scale():
+    """MST at epsilon 1 on 5,000 simulated rows (bench/log_scale.py's spending: 25% zeros, the rest lognormal with a
+    median near $55, bounds 0 to 100,000), the same noise on either scale: on the linear one the median comes back
+    five times too large and the share above $100 doubles; on the log one both are near the table's."""
+    mst = yaml.safe_load((ROOT / "params.yaml").read_text())["sdgp"]["mst"]
+    raw = table(5000, 0)
+    x = raw.spend.to_numpy()
+    got = {}
+    for scale in ("linear", "log"):
+        s = schema(scale)
+        gen = MST(**mst).fit(scale_frame(raw, s, {"spend": (0.0, 1e5)}), s, epsilon=1.0, delta=5000**-1.5,
+                             rng=np.random.default_rng(11))
+        v = decode_frame(gen.sample(5000, rng=np.random.default_rng(12)), s).spend.to_numpy()
+        got[scale] = (np.median(v), (v > 100).mean(), (v == 0).mean())
+    truth = (np.median(x), (x > 100).mean(), (x == 0).mean())
+    assert got["log"][0] == pytest.approx(truth[0], rel=0.25) and abs(got["log"][1] - truth[1]) < 0.03
+    assert got["linear"][0] > 3 * truth[0] and got["linear"][1] > truth[1] + 0.2
+    assert abs(got["log"][2] - truth[2]) < 0.03  # the zero spike holds on either scale
+
+
+def test_a_crowded_cell_is_found_on_a_linear_scale_only():
+    grid = FineGrid(256, 256, None, True, False)
+    fine = np.zeros(256)
+    fine[0], fine[1], fine[2:40] = 0.25, 0.6, 0.15 / 38
+    cuts = np.array([0, 1, 2, 40, 256])
+    for scale, expect in (("linear", 1), ("log", 0)):
+        s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+            {"name": "x", "type": "numeric", "lower": 0, "upper": 1e5, "spikes": [0], "scale": scale},
+            {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+        from dpiw.sdgp.binning import Binning
+
+        published = {"generator": {"bins": 4, "fine": {"binning": Binning(s, {"x": NumericBins(grid, cuts, fine)})
+                                                     .to_dict()}}}
+        found = crowded(s, published)
+        assert len(found) == expect
+        if expect:  # the cell after the zero spike: 0.6 of the rows, $0 to $391 (not the spike itself)
+            name, share, lo, hi = found[0]
+            assert name == "x" and share == pytest.approx(0.6) and lo == 0.0 and hi == pytest.approx(1e5 / 255)
+
+
+def test_a_log_columns_bins_are_labelled_in_its_units():
+    grid = FineGrid(256, 256, None, True, False)
+    nb = NumericBins(grid, np.array([0, 1, 64, 128, 256]))
+    c = Column("x", "numeric", 0.0, 1e5, spikes=("lower",), scale="log")
+    # 255 cells after the spike's: cut 64 is exp(63/255 log(1 + 100,000)) - 1 = 16.19
+    assert _bin_labels(nb, c) == ["0", "above 0 to 16.2", "16.2 to 308", "308 to 100,000"]
+    whole = Column("n", "numeric", 0.0, 1e5, integer=True, scale="log")  # a log grid: continuous, values rounded
+    g = FineGrid.of(whole, 256)
+    assert g.span is None
+    assert _bin_labels(NumericBins(g, np.array([0, 64, 128, 256])), whole) == ["0 to 17", "17 to 315",
+                                                                                 "315 to 100,000"]
+
+
+def test_the_bins_tilt_in_the_units_of_a_log_column():
+    """The within-bin estimate with a map to the units equals the width's when the map is linear."""
+    rng = np.random.default_rng(3)
+    grid = FineGrid(64, 64)
+    fine = rng.uniform(0.5, 1.5, 64)
+    nb = NumericBins(grid, np.array([0, 16, 32, 64]), fine / fine.sum())
+    x = rng.uniform(size=4000)
+    s = rng.uniform(size=4000) < 0.2 + 0.6 * x
+    lin = within_bin_bias(nb, x, np.ones(4000), s, 7.0)
+    assert lin != 0.0
+    assert within_bin_bias(nb, x, np.ones(4000), s, lambda u: 3.0 + 7.0 * u) == pytest.approx(lin, rel=1e-9)
