@@ -70,8 +70,10 @@ def test_schema_infer_reads_no_value_and_leaves_the_bounds_to_fill(tmp_path):
 
 
 def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path):
-    """Debt: 0 for 60 of 100 rows, the rest in cents: `spikes: [0]`; a filled-in draft then keeps the zeros. A few
-    zeros, or zeros of a small whole-number count (a cell per value already), get none."""
+    """Debt: 0 for 60 of 100 rows, the rest in cents: `spikes: [0]`; a filled-in draft then keeps the zeros. A
+    whole-number count gets one too (its bounds, not yet filled in, decide whether a cell holds one value). A few
+    zeros, or zeros of a column with negative values, get none. A column whose values are mostly far below its
+    largest gets `scale: log`."""
     import yaml
 
     rng = np.random.default_rng(0)
@@ -79,12 +81,15 @@ def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path
     kids = np.where(np.arange(100) < 60, 0, rng.integers(1, 6, 100))
     some = np.where(np.arange(100) < 2, 0.0, rng.uniform(1, 900, 100))
     balance = np.where(np.arange(100) < 60, 0.0, rng.uniform(-900, 900, 100))  # 0 is not its lower bound
+    cost = np.round(rng.lognormal(3, 2, 100), 2)  # a median near 20, a largest in the thousands
     data = tmp_path / "loans.csv"
-    pd.DataFrame({"debt": debt, "kids": kids, "some": some, "balance": balance,
+    pd.DataFrame({"debt": debt, "kids": kids, "some": some, "balance": balance, "cost": cost,
                   "y": rng.choice(["a", "b"], 100)}).to_csv(data, index=False)
     text = draft(data, target="y")
-    spiked = [line.split(",")[0] for line in text.splitlines() if "spikes: [0]}" in line]
-    assert spiked == ["  - {name: debt"], text
+    spiked = [line.split(",")[0] for line in text.splitlines() if "spikes: [0]" in line and "{name" in line]
+    assert spiked == ["  - {name: debt", "  - {name: kids"], text
+    logged = [line.split(",")[0] for line in text.splitlines() if "scale: log}" in line]
+    assert logged == ["  - {name: cost"], text
     filled = yaml.safe_load(text.replace(f"lower: {FILL}", "lower: 0").replace(f"upper: {FILL}", "upper: 1000")
                             .replace(f"[{FILL}]", "[a, b]"))
     assert parse_schema(filled).column("debt").spikes == ("lower",)

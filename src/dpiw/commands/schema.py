@@ -95,7 +95,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              "# categories must be PUBLIC (units, forms, codebooks), never read off the rows. A numeric column",
              "# with few values (a code) may be better declared categorical; `integer: true` (whole-number",
              "# bounds) releases whole numbers; `spikes: [0]` keeps a bound that many rows hold exactly (no",
-             "# debt) as it is. `integer`, `missing`, `spikes` and the kinds were read off the rows:",
+             "# debt) as it is; `scale: log` gives a skewed column fine cells where most of its values are.",
+             "# `integer`, `missing`, `spikes`, `scale` and the kinds were read off the rows:",
              "# the schema is published with every bundle, so keep only what public documentation says too.",
              f"name: {name}",
              f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
@@ -115,13 +116,19 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)
             whole = ", integer: true" if _whole(s) else ""
             gap = ", missing: indicator" if empty else ""
-            # many exact zeros (no debt) on a grid of more than one cell per value: a spike keeps them as zeros
-            spike = ((s.dropna() == 0).mean() >= SPIKE_SHARE and bool((s.dropna() >= 0).all())  # 0 as lower
-                     and (not whole or s.nunique() > SPIKE_VALUES))
+            # many exact zeros (no debt): a spike keeps them as zeros (on a grid of a cell per whole number, which
+            # the bounds not yet filled in decide, it only gives them a bin of their own)
+            values = s.dropna()
+            spike = (values == 0).mean() >= SPIKE_SHARE and bool((values >= 0).all())  # 0 as the lower bound
+            # most values far below the largest (spending): fine cells on log(1 + x) where the rows are
+            positive = values[values > 0]
+            log = bool((values >= 0).all()) and len(positive) > 0 and positive.median() < LOG_SKEW * values.max()
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
-                     *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else [])]
+                     *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
+                     *(["most values far below the largest: `scale: log` gives them fine cells"] if log else [])]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
-                         + (", spikes: [0]" if spike else "") + "}" + (f"   # {'; '.join(notes)}" if notes else ""))
+                         + (", spikes: [0]" if spike else "") + (", scale: log" if log else "") + "}"
+                         + (f"   # {'; '.join(notes)}" if notes else ""))
         else:
             gap = ", missing: category" if empty else ""
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
@@ -129,10 +136,11 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     return "\n".join(lines) + "\n"
 
 
-#: a numeric column with at least this share of its values exactly 0 is drafted with `spikes: [0]`, where its grid
-#: would have more than one value a cell (not whole, or more than SPIKE_VALUES distinct values)
+#: a numeric column with at least this share of its values exactly 0 (and none below) is drafted with `spikes: [0]`
 SPIKE_SHARE = 0.05
-SPIKE_VALUES = 256
+#: a column of values >= 0 whose positive values' median is below this share of its largest is drafted with
+#: `scale: log` (spending: a median of $60 and a largest of $40,000)
+LOG_SKEW = 0.02
 
 #: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
 ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}
