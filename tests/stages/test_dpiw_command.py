@@ -13,7 +13,7 @@ import pytest
 from dpiw import DpiwError
 from dpiw.commands import STAGES, build_parser, main
 from dpiw.commands.schema import FILL, draft
-from dpiw.commands.show import describe, find_manifest
+from dpiw.commands.show import describe, find_manifest, find_manifests
 from dpiw.data.schema import parse_schema
 
 
@@ -150,6 +150,16 @@ def test_show_says_the_manifest_in_words(tmp_path):
     assert "(0.9, 1e-05)-DP" in text and "add/remove neighbours" in text and "FIT TO RELEASE" in text
     with pytest.raises(DpiwError, match="no manifest.json"):
         find_manifest(tmp_path)
+    # a folder of releases (releases/<name>), each with its bundle: every one of them, in order
+    releases = tmp_path / "releases" / "clinic"
+    for k in ("eps=1-aa", "eps=1-bb"):
+        bundle = releases / k / "run" / "runs" / "clinic" / "eps=1" / "seed=0" / "mst" / "none" / "none"
+        (bundle / "release").mkdir(parents=True)
+        (bundle / "manifest.json").write_text(json.dumps(m))
+        (bundle / "release" / "manifest.json").write_text(json.dumps(m))
+    found = find_manifests(releases)
+    assert [f.relative_to(releases).parts[0] for f in found] == ["eps=1-aa", "eps=1-bb"]
+    assert find_manifests(releases / "eps=1-aa") == found[:1] and find_manifests(run) == [run / "manifest.json"]
     m["ledger"] = {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
                    "lifetime": {"epsilon": 0.9, "delta": 1e-5}, "default_budget": True}
     lines = describe(m)

@@ -64,6 +64,36 @@ def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
         b.mean("x", where={"g": "yes"})
     with pytest.raises(DpiwError, match="rate: 'x' is numeric.*b.mean"):  # not a share of 0 with no width
         b.rate("x", 1.0)
+    with pytest.raises(DpiwError, match="True is not a category of 'g'"):  # True == 1, but not a label
+        b.mean("x", where={"g": True})
+    with pytest.raises(DpiwError, match="'x' is numeric; a mapping picks categories.*lambda d: d\\['x'\\] > 3"):
+        b.mean("y", where={"x": 3.0})  # no row holds exactly 3.0: not "no synthetic row in this subgroup"
+    assert b.mean("y", where={"n": [10, 11]}).value == pytest.approx(b.data.y[b.data.n.isin([10, 11])].mean())
+    from sklearn.linear_model import LinearRegression
+
+    with _no_warning():  # a misspelt column: its error, no warning first
+        with pytest.raises(DpiwError, match="no column 'gg'"):
+            b.mean("y", where={"gg": 1})
+        with pytest.raises(DpiwError, match="no column 'xx'"):
+            b.fit(LinearRegression(), ["xx"], "y")
+    with pytest.raises(DpiwError, match="the target 'y' is among the features"):
+        b.fit(LinearRegression(), ["x", "y"], "y")
+    with pytest.raises(DpiwError, match=r"features must be a list of column names, e.g. \['x'\]"):
+        b.fit(LinearRegression(), "x", "y")
+
+
+def _no_warning():
+    import warnings
+    from contextlib import contextmanager
+
+    @contextmanager
+    def check():
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            yield
+        assert not seen, [str(w.message) for w in seen]
+
+    return check()
 
 
 def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):

@@ -107,6 +107,8 @@ class Bundle:
         """The columns a subgroup reads: a dict's keys, or the columns a function of the rows looks up (``d.age``,
         ``d["age"]``), found by calling it on a recording view of the rows; none for a mask."""
         if isinstance(where, dict):
+            for column in where:  # a misspelt column: its error, before any warning about its pairs
+                self._column(column)
             return list(where)
         if not callable(where):
             return []
@@ -314,6 +316,12 @@ class Bundle:
             raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
                             "(measurements.json: generators mst, aim) and its schema")
         self._column(target)
+        if isinstance(features, str):
+            raise DpiwError(f"fit: features must be a list of column names, e.g. [{features!r}]")
+        for f in features:
+            self._column(f)
+        if target in features:
+            raise DpiwError(f"fit: the target {target!r} is among the features; leave it out of them")
         try:  # scikit-learn's tags (an estimator of another library, or without tags: no check)
             from sklearn.base import is_classifier, is_regressor
 

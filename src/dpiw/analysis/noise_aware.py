@@ -420,10 +420,15 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
             values = value if isinstance(value, list | tuple | set) else [value]
             col = data[column]
             if isinstance(col.dtype, pd.CategoricalDtype):
-                unknown = [v for v in values if v not in list(col.cat.categories)]
+                # True == 1 in Python: a flag is not the category 1 (nor "yes")
+                unknown = [v for v in values if isinstance(v, bool | np.bool_) or v not in list(col.cat.categories)]
                 if unknown:
                     raise DpiwError(f"where: {unknown[0]!r} is not a category of {column!r}; its categories are "
                                     f"{list(col.cat.categories)}")
+            elif not pd.api.types.is_integer_dtype(col):  # a continuous column: no row holds exactly a value
+                raise DpiwError(f"where: {column!r} is numeric; a mapping picks categories (or whole numbers of an "
+                                f"integer column): give a function for a range, e.g. where=lambda d: d[{column!r}] > "
+                                f"{values[0]!r}")
             mask &= col.isin(values).to_numpy()
     else:
         raise DpiwError("where: None, a mapping {column: label} or a function of the rows (a boolean mask cannot "

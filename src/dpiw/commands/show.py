@@ -14,9 +14,10 @@ from dpiw.io import read_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", metavar="RUN|BUNDLE",
+    p.add_argument("path", metavar="RUN|BUNDLE", nargs="+",
                    help="a release's folder (releases/<name>/<release>), a run's folder, its release/ bundle, or a "
-                        "manifest.json")
+                        "manifest.json; several (a shell pattern such as releases/clinic/eps=1-*), or a folder of "
+                        "releases (releases/clinic), show each")
 
 
 def find_manifest(path: str | Path) -> Path:
@@ -30,8 +31,8 @@ def find_manifest(path: str | Path) -> Path:
     if (p / "refused.json").is_file():
         raise DpiwError(f"{p}: a refused bundle (no rows, no weights); the reasons are in {p / 'refused.json'}; "
                         f"the run's manifest is in {p.parent / 'manifest.json'}")
-    raise DpiwError(f"{p}: no manifest.json here (give a release's folder, a run's folder, its release/ folder or a "
-                    "manifest.json)")
+    raise DpiwError(f"{p}: no manifest.json here (give a release's folder, a folder of releases, a run's folder, its "
+                    "release/ folder or a manifest.json)")
 
 
 def _num(x) -> str:
@@ -167,10 +168,24 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
     return lines
 
 
+def find_manifests(path: str | Path) -> list[Path]:
+    """:func:`find_manifest`'s, or every release bundle's under a folder of releases (releases/<name>)."""
+    p = Path(path)
+    if p.is_dir() and not (p / "manifest.json").is_file():
+        bundles = sorted(p.glob("**/run/runs/**/release/manifest.json"))
+        if bundles:
+            return bundles
+    return [find_manifest(p)]
+
+
 def main(args) -> None:
-    path = find_manifest(args.path)
-    lines = describe(read_json(path), later=True)
-    folder = bundle_folder(path)
-    if folder is not None:
-        lines += describe_bundle(folder)
-    print("\n".join(lines))
+    paths = [args.path] if isinstance(args.path, str) else list(args.path)
+    manifests = [m for p in paths for m in find_manifests(p)]  # every path checked before anything is printed
+    for i, path in enumerate(manifests):
+        lines = describe(read_json(path), later=True)
+        folder = bundle_folder(path)
+        if folder is not None:
+            lines += describe_bundle(folder)
+        if len(manifests) > 1:
+            lines = [("\n" if i else "") + f"== {folder or path.parent}"] + lines
+        print("\n".join(lines))
