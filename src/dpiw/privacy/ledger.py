@@ -37,7 +37,7 @@ import hmac
 import json
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -483,19 +483,30 @@ class Resolution:
     earlier: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None  # why a table that overlaps a ledgered one is a new population
     files: list | None = None  # the table's files' state before its rows were read (dpiw.privacy.identity)
+    # the other ledgers it is charged to as well: each of them shares OVERLAP of the smaller table's rows with it
+    # (halves released first, then the whole): {"ledger", "share", "labels", "spent", "budget"}
+    others: tuple = ()
 
     @property
     def target(self) -> str:
         return self.ledger or self.key
+
+    @property
+    def also(self) -> list[str]:
+        return [o["ledger"] for o in self.others]
 
     def note(self) -> str | None:
         """A line for the curator when the table was charged to another table's ledger by overlap."""
         if self.via != "overlap":
             return None
         e = self.earlier
-        return (f"this table shares about {self.share:.0%} of its rows with the ledgered table "
+        line = (f"this table shares about {self.share:.0%} of its rows with the ledgered table "
                 f"'{', '.join(e['labels'])}' (lifetime epsilon {e['spent']:.6g} of {e['budget']:g}): it is charged "
-                "to that ledger (--new-population REASON declares it another population)")
+                "to that ledger")
+        for o in self.others:
+            line += (f", and about {o['share']:.0%} with '{', '.join(o['labels'])}' (lifetime epsilon "
+                     f"{o['spent']:.6g} of {o['budget']:g}): charged to that one too")
+        return line + " (--new-population REASON declares it another population)"
 
 
 def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -514,7 +525,7 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
     the workers), unless ``measured`` (a :class:`dpiw.privacy.identity.Measured`: the same rows measured
     earlier) was measured under this store's secret and holds every sketch the store's tables ask for; writes
     nothing but the store's secret."""
-    from dpiw.privacy.identity import OVERLAP, files_state, overlap
+    from dpiw.privacy.identity import files_state
     from dpiw.sdgp.engines import measure_table
 
     if new_population is not None and not new_population.strip():
@@ -540,13 +551,38 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
         table = measure_table(schema, path, secret, checks=checks, engine=engine, also=also)
         if files_state(path) != files:
             raise DpiwError(f"{path} changed while its rows were read: leave the table as it is and run again")
-    if table.key in known:
-        return Resolution(table.key, known[table.key][0], "identity", table, files=files)
+    if table.key in known:  # the ledgers its first release was charged to
+        ledger, entry = known[table.key]
+        return Resolution(table.key, ledger, "identity", table, files=files,
+                          others=tuple({"ledger": k} for k in entry.get("also", [])))
     # stores written before row identities keyed a table by its file's bytes (never a folder's: none was read then)
     legacy = None if Path(path).is_dir() else dataset_key(secret, content_digest(path))
     if legacy is not None and legacy in budgets:
         return Resolution(table.key, legacy, "bytes", table, files=files)
-    best: tuple[float, str | None] = (0.0, None)
+    found = _overlaps(table, known)
+    if not found:
+        return Resolution(table.key, None, "new", table, reason=new_population, files=files)
+    (share, ledger_key), rest = found[0], found[1:]
+    earlier = _earlier(entries, ledger_key)
+    if new_population:
+        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population,
+                          files=files)
+    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier, files=files,
+                      others=tuple({"ledger": k, "share": s, **_earlier(entries, k)} for s, k in rest))
+
+
+def _earlier(entries: list[Entry], ledger_key: str) -> dict[str, Any]:
+    state = fold(entries, ledger_key)
+    return {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
+
+
+def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple[float, str]]:
+    """(share, ledger key) of every ledger holding a table that shares at least OVERLAP of the smaller table's
+    rows with ``table`` (a :class:`dpiw.privacy.identity.TableId`; over the earlier table's columns when it adds
+    some, or without the one it dropped), the largest share first; a ledger once, at its largest."""
+    from dpiw.privacy.identity import OVERLAP, overlap
+
+    names, best = set(table.columns), {}
     for ledger_key, t in known.values():
         columns = tuple(t["columns"])
         mine, theirs = (table.sketch if columns == table.columns else table.over.get(columns)), t["sketch"]
@@ -554,16 +590,10 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
         if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
             mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
         if mine is not None and theirs is not None:
-            best = max(best, (overlap(mine, table.rows, theirs, t["rows"]), ledger_key), key=lambda b: b[0])
-    share, ledger_key = best
-    if ledger_key is None or share < OVERLAP:
-        return Resolution(table.key, None, "new", table, reason=new_population, files=files)
-    state = fold(entries, ledger_key)
-    earlier = {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
-    if new_population:
-        return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population,
-                          files=files)
-    return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier, files=files)
+            share = overlap(mine, table.rows, theirs, t["rows"])
+            if share >= OVERLAP and share > best.get(ledger_key, -1.0):
+                best[ledger_key] = share
+    return sorted(((s, k) for k, s in best.items()), key=lambda b: (-b[0], b[1]))
 
 
 def keep_measured(store: Store, where: Resolution, data, out) -> None:
@@ -576,15 +606,25 @@ def keep_measured(store: Store, where: Resolution, data, out) -> None:
 
 
 def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, label: str
-           ) -> tuple[str, Resolution | None]:
-    """The ledger key a change goes to (``where``: a :class:`Resolution`, or a legacy content digest), re-read in
-    this transaction (another process may have placed the table since it was resolved)."""
+           ) -> tuple[str, Resolution | None, list[str]]:
+    """The ledger key a change goes to (``where``: a :class:`Resolution`, or a legacy content digest), the
+    placement to record (None: already recorded) and the other ledgers charged too, re-read in this transaction:
+    another process may have placed the table since it was resolved, or placed a table it overlaps (two new
+    tables of the same people released at once must not both start a ledger)."""
     if isinstance(where, str):
-        return dataset_key(txn.secret(), where), None
+        return dataset_key(txn.secret(), where), None, []
     known = _tables(entries)
-    if where.table is not None and where.table.key in known:
-        return known[where.table.key][0], None  # already placed (by another release of it, or a race)
-    return where.target, where
+    if where.table is not None and where.table.key in known:  # already placed (another release of it, or a race)
+        ledger, entry = known[where.table.key]
+        return ledger, None, list(entry.get("also", []))
+    if where.table is not None and where.reason is None and where.via in ("new", "overlap"):
+        found = _overlaps(where.table, known)
+        placed = [k for _, k in found]
+        if found and [where.ledger, *where.also] != placed:  # tables ledgered since it was resolved
+            (share, ledger), rest = found[0], found[1:]
+            where = replace(where, ledger=ledger, via="overlap", share=share, earlier=_earlier(entries, ledger),
+                            others=tuple({"ledger": k, "share": s, **_earlier(entries, k)} for s, k in rest))
+    return where.target, where, where.also
 
 
 def _record_table(txn: Transaction, key: str, where: Resolution | None, label: str) -> None:
@@ -594,6 +634,9 @@ def _record_table(txn: Transaction, key: str, where: Resolution | None, label: s
     body = {**where.table.record(), "label": label, "via": where.via, "at": _now()}
     if where.via == "overlap" or where.earlier:
         body["overlap"] = {"share": round(where.share, 4), "with": where.earlier.get("labels")}
+    if where.others:  # charged to these ledgers too (its rows hold theirs): every later release of it as well
+        body["also"] = where.also
+        body["also_overlap"] = [{"share": round(o["share"], 4), "with": o.get("labels")} for o in where.others]
     if where.reason:
         body["new_population"] = where.reason.strip()
     txn.append(key, "table", body)
@@ -628,7 +671,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        key, placing, also = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         created = state.budget is None
         if created:
@@ -654,6 +697,22 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
                 f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s); "
                 f"{manifest['run']} would bring it to {_eps(after)} at delta {state.budget['delta']:.3g}. Release "
                 "less, or raise the budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+        # the other ledgers its rows overlap: the same mechanisms, each within that ledger's own budget
+        others = []
+        for other in also:
+            o = fold(entries, other)
+            if o.budget is None or bundle_id in o.releases:
+                continue
+            reused(incoming, o.mechanisms, label)
+            o_new = {k: convert(m, o.budget["neighbours"]) for k, m in incoming.items() if k not in o.mechanisms}
+            o_after = lifetime([*o.mechanisms.values(), *o_new.values()], o.budget["delta"])
+            if o_after["epsilon"] > o.budget["epsilon"] * (1 + _TOL) + 1e-12:
+                raise DpiwError(
+                    f"release refused: its rows overlap table '{', '.join(o.labels)}', which has spent epsilon = "
+                    f"{o.spent()['epsilon']:.6g} of its lifetime ({o.budget['epsilon']:g}, {o.budget['delta']:.3g}); "
+                    f"{manifest['run']} would bring it to {_eps(o_after)}. Release less, or raise that budget on the "
+                    "record (`dpiw ledger set-budget`) only if the data's owners agree")
+            others.append((other, o, o_new, o_after))
         _record_table(txn, key, placing, label)
         for m in new.values():
             txn.append(key, "mechanism", {**m, "label": label})
@@ -661,8 +720,18 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
             "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
             "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, "at": _now()})
+        charged = []
+        for other, o, o_new, o_after in others:
+            for m in o_new.values():
+                txn.append(other, "mechanism", {**m, "label": label})
+            txn.append(other, "release", {
+                "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
+                "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
+                "lifetime": {"epsilon": o_after["epsilon"], "delta": o_after["delta"], "from": o_after["from"]},
+                "overlapping": entry.hash, "at": _now()})
+            charged.append({"labels": o.labels, "budget": o.budget, "lifetime": o_after})
         return {"entry": entry.hash, "budget": state.budget, "created": created, "lifetime": after,
-                "releases": len(state.releases) + 1, "again": False, "labels": state.labels}
+                "releases": len(state.releases) + 1, "again": False, "labels": state.labels, "also": charged}
 
     return _transact(store, work, release_of=lambda out: out["entry"])
 
@@ -700,7 +769,19 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
     lifetime budget, before any of them runs; writes nothing. Returns the budget and the lifetime after it."""
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key, _ = _place(txn, entries, table, label)
+        key, _, also = _place(txn, entries, table, label)
+        for other in also:  # a ledger its rows overlap: the same release within that ledger's budget too
+            o = fold(entries, other)
+            if o.budget is None:
+                continue
+            o_after = lifetime([*o.mechanisms.values(), *(convert(m, o.budget["neighbours"])
+                                                          for m in mechanisms.values())], o.budget["delta"])
+            if o_after["epsilon"] > o.budget["epsilon"] * (1 + _TOL) + 1e-12:
+                raise DpiwError(
+                    f"release refused before anything ran: its rows overlap table '{', '.join(o.labels)}', which has "
+                    f"spent epsilon = {o.spent()['epsilon']:.6g} of its lifetime ({o.budget['epsilon']:g}, "
+                    f"{o.budget['delta']:.3g}); this release would bring it to {_eps(o_after)}. Release less, or "
+                    "raise that budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
         state = fold(entries, key)
         if state.budget is None:
             budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
@@ -741,7 +822,7 @@ def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None,
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        key, placing, _ = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         if state.budget is None:
             if delta is None:
@@ -788,7 +869,7 @@ def import_json(store: Store, *, label: str, old: dict[str, Any], delta: float |
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
-        key, placing = _place(txn, entries, table if table is not None else digest, label)
+        key, placing, _ = _place(txn, entries, table if table is not None else digest, label)
         if fold(entries, key).budget is not None:
             raise DpiwError(f"table '{label}' already has a ledger in {describe(store.url)}: nothing imported")
         txn.append(key, "budget", _budget_body(label, budget, delta, "replace_one", reason))

@@ -206,6 +206,9 @@ def admit_release(args, manifest: dict) -> dict:
               f"epsilon {budget['epsilon']:g}{note}, delta {budget['delta']:.3g}, {budget['neighbours']} neighbours")
     print(f"privacy_ledger: table '{schema.name}': lifetime epsilon {spent['epsilon']:.6g} of {budget['epsilon']:g} "
           f"at delta {budget['delta']:.3g} over {out['releases']} release(s) ({describe(store.url)})")
+    for o in out.get("also", []):  # the ledgers of tables whose rows this one holds too
+        print(f"privacy_ledger: also charged to table '{', '.join(o['labels'])}' (its rows are in this table): "
+              f"lifetime epsilon {o['lifetime']['epsilon']:.6g} of {o['budget']['epsilon']:g}")
     return {"entry": out["entry"], "budget": budget,
             "lifetime": {"epsilon": spent["epsilon"], "delta": spent["delta"], "composition": spent["from"]},
             "releases": out["releases"], "default_budget": bool(out["created"] and args.dataset_epsilon is None),
