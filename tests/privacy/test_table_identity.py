@@ -416,3 +416,41 @@ def test_a_table_resolved_before_an_overlapping_one_was_ledgered_is_placed_with_
     assert not out["created"] and out["lifetime"]["epsilon"] == pytest.approx(1.0)
     tables = [e.data() for e in store.atomic(lambda t: t.entries()) if e.kind == "table"]
     assert tables[1]["via"] == "overlap" and tables[1]["overlap"]["with"] == ["clinic"]
+
+
+def test_a_ledger_whose_delta_a_small_first_release_set_is_lowered_before_a_large_table_joins_it(clinic, tmp_path):
+    """A 40-row pilot creates the ledger at its delta (40^-1.5 = 0.004); the whole table (400 rows, 1/N = 0.0025)
+    shares every pilot row and is charged there, where that delta says little: refused, with the fix. `dpiw ledger
+    set-budget --delta` may lower the delta (never raise it); the spend so far is composed again at it."""
+    from dpiw import DpiwError
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store
+
+    schema, frame = clinic
+    store = Store(str(tmp_path / "ledger.sqlite"))
+
+    def placed(rows, name):
+        path = tmp_path / f"{name}.csv"
+        rows.to_csv(path, index=False)
+        return L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+
+    pilot = placed(frame.iloc[:40], "pilot")
+    m = _manifest("rp")
+    m["budget"]["delta"] = 40**-1.5
+    L.admit(store, table=pilot, label="pilot", manifest=m, bundle_id="rp", epsilon=2)
+    whole = placed(frame, "whole")
+    assert (whole.via, whole.ledger) == ("overlap", pilot.key)
+    with pytest.raises(DpiwError, match=r"delta 0.00395 .* not below 1/400.*set-budget .* --delta 0.000125"):
+        L.admit(store, table=whole, label="whole", manifest=_manifest("rw"), bundle_id="rw")
+    with pytest.raises(DpiwError, match="not below 1/400"):
+        L.check_plan(store, table=whole, label="whole", mechanisms=L.planned(_manifest("r")["records"],
+                                                                               "replace_one"),
+                     relation="replace_one", run_delta=1e-6)
+    with pytest.raises(DpiwError, match="can only be lowered"):
+        L.set_budget(store, table=whole, label="whole", epsilon=2, delta=0.01, reason="looser")
+    before = L.fold(store.atomic(lambda t: t.entries()), pilot.key).spent()["epsilon"]
+    L.set_budget(store, table=whole, label="whole", epsilon=2, delta=1e-6, reason="the whole table joins")
+    state = L.fold(store.atomic(lambda t: t.entries()), pilot.key)
+    assert state.budget["delta"] == 1e-6 and state.spent()["epsilon"] >= before  # never falls
+    out = L.admit(store, table=whole, label="whole", manifest=_manifest("rw"), bundle_id="rw")
+    assert out["budget"]["delta"] == 1e-6 and out["lifetime"]["epsilon"] == pytest.approx(1.0)

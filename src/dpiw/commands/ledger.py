@@ -49,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             sp.add_argument("data", metavar="DATA", help="the private table (CSV or parquet) whose budget this is")
             sp.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon")
             sp.add_argument("--delta", type=float,
-                            help="the lifetime delta (a new ledger only: it is fixed when the ledger is created)")
+                            help="the lifetime delta: a new ledger's, or a lower one for an existing ledger (never "
+                                 "higher; every release so far is composed again at it)")
             sp.add_argument("--reason", required=True, help="why: kept in the ledger with the change")
             sp.add_argument("--label", help="a name for the table in `dpiw ledger show` (default: the schema's name)")
             sp.add_argument("--neighbours", choices=("replace_one", "add_remove"), default="replace_one",

@@ -449,6 +449,20 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _delta_for(state: DatasetLedger, where, label: str) -> None:
+    """Refuse a table charged to a ledger whose lifetime delta is not below 1 / its row count (a small first
+    release, a pilot, set the delta; a guarantee at delta >= 1/N allows releasing a row outright)."""
+    rows = getattr(getattr(where, "table", None), "rows", None)
+    if state.budget is None or not rows or state.budget["delta"] < 1.0 / rows:
+        return
+    raise DpiwError(
+        f"release refused: table '{label}' ({rows:,} rows) is charged to the ledger of "
+        f"'{', '.join(state.labels) or label}', whose lifetime delta {state.budget['delta']:.3g} (set by its first "
+        f"release) is not below 1/{rows:,}: a guarantee at that delta says little for this table. Lower it on the "
+        f"record first: `dpiw ledger set-budget DATA --schema S --epsilon E --delta {rows ** -1.5:.3g} "
+        "--reason ...` (every release so far is composed again at the new delta)")
+
+
 def _requested(state: DatasetLedger, epsilon: float | None, delta: float | None) -> None:
     """A budget named by a flag or config must be the stored one: changing it is `dpiw ledger set-budget`."""
     for name, asked in (("epsilon", epsilon), ("delta", delta)):
@@ -684,6 +698,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
         else:
             _requested(state, epsilon, delta)
+        _delta_for(state, placing or table, label)
         if bundle_id in state.releases:  # the same bytes again: already counted
             return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
@@ -790,6 +805,7 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
             state.budget = budget
         else:
             _requested(state, epsilon, delta)
+        _delta_for(state, table, label)
         new = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]
         before = state.spent()
         after = lifetime([*state.mechanisms.values(), *new], state.budget["delta"])
@@ -829,14 +845,17 @@ def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None,
                 raise DpiwError("a new ledger needs its lifetime --delta too (well below 1/N_D)")
             body = _budget_body(label, epsilon, delta, neighbours, reason.strip())
         else:
-            if delta is not None and not math.isclose(delta, state.budget["delta"], rel_tol=1e-9):
-                raise DpiwError(f"the lifetime delta ({state.budget['delta']:.3g}) is fixed when the ledger is "
-                                "created; only epsilon can change")
-            spent = state.spent()["epsilon"]
+            new_delta = state.budget["delta"] if delta is None else float(delta)
+            if new_delta > state.budget["delta"] * (1 + 1e-9):
+                raise DpiwError(f"the lifetime delta ({state.budget['delta']:.3g}) can only be lowered (a larger one "
+                                "would weaken what every release so far was admitted under)")
+            # a lower delta: every mechanism so far is composed again at it (a larger epsilon, a stronger statement)
+            spent = lifetime(state.mechanisms.values(), new_delta)["epsilon"]
             if epsilon < spent * (1 - _TOL):
-                raise DpiwError(f"the table has already spent epsilon = {spent:.6g}: a budget of {epsilon:g} "
-                                "would be broken from the start")
-            body = _budget_body(label, epsilon, state.budget["delta"], state.budget["neighbours"], reason.strip(),
+                raise DpiwError(f"the table has already spent epsilon = {spent:.6g}"
+                                + (f" at delta {new_delta:.3g}" if new_delta != state.budget["delta"] else "")
+                                + f": a budget of {epsilon:g} would be broken from the start")
+            body = _budget_body(label, epsilon, new_delta, state.budget["neighbours"], reason.strip(),
                                 previous=state.budget)
         entry = txn.append(key, "budget", body)
         _record_table(txn, key, placing, label)
