@@ -347,6 +347,18 @@ print(json.dumps(out))
     assert "has 2 row(s) outside its declared categories" in out["bad"]  # counted as one pass counts them
 
 
+def _placer(store, schema, folder):
+    """resolve() of rows written as a CSV named ``name`` in ``folder``."""
+    from dpiw.privacy import ledger as L
+
+    def placed(rows, name):
+        path = folder / f"{name}.csv"
+        rows.to_csv(path, index=False)
+        return L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+
+    return placed
+
+
 def test_a_table_holding_two_ledgered_tables_is_charged_to_both(clinic, tmp_path):
     """Halves released first (two ledgers: no row in common), then the whole table: it shares every row of each
     half, so its release is charged to both ledgers, each within its own budget, and so is every later release of
@@ -359,10 +371,7 @@ def test_a_table_holding_two_ledgered_tables_is_charged_to_both(clinic, tmp_path
     schema, frame = clinic
     store = Store(str(tmp_path / "ledger.sqlite"))
 
-    def placed(rows, name):
-        path = tmp_path / f"{name}.csv"
-        rows.to_csv(path, index=False)
-        return L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+    placed = _placer(store, schema, tmp_path)
 
     a, b = placed(frame.iloc[:200], "a"), placed(frame.iloc[200:], "b")
     assert a.via == "new"
@@ -404,10 +413,7 @@ def test_a_table_resolved_before_an_overlapping_one_was_ledgered_is_placed_with_
     schema, frame = clinic
     store = Store(str(tmp_path / "ledger.sqlite"))
 
-    def placed(rows, name):
-        path = tmp_path / f"{name}.csv"
-        rows.to_csv(path, index=False)
-        return L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+    placed = _placer(store, schema, tmp_path)
 
     first, second = placed(frame, "first"), placed(frame.iloc[1:], "second")  # both resolved: no ledger yet
     assert first.via == second.via == "new"
@@ -429,10 +435,7 @@ def test_a_ledger_whose_delta_a_small_first_release_set_is_lowered_before_a_larg
     schema, frame = clinic
     store = Store(str(tmp_path / "ledger.sqlite"))
 
-    def placed(rows, name):
-        path = tmp_path / f"{name}.csv"
-        rows.to_csv(path, index=False)
-        return L.resolve(store, replace(schema, source={"kind": "file", "path": str(path)}))
+    placed = _placer(store, schema, tmp_path)
 
     pilot = placed(frame.iloc[:40], "pilot")
     m = _manifest("rp")

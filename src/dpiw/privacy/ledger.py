@@ -703,10 +703,9 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
         reused(incoming, state.mechanisms, label)
-        new = {k: convert(m, state.budget["neighbours"]) for k, m in incoming.items() if k not in state.mechanisms}
+        new, after = _adding(state, incoming)
         before = state.spent()
-        after = lifetime([*state.mechanisms.values(), *new.values()], state.budget["delta"])
-        if after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12:
+        if _over(state, after):
             raise DpiwError(
                 f"release refused: table '{label}' has spent epsilon = {before['epsilon']:.6g} of its lifetime "
                 f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s); "
@@ -719,31 +718,24 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             if o.budget is None or bundle_id in o.releases:
                 continue
             reused(incoming, o.mechanisms, label)
-            o_new = {k: convert(m, o.budget["neighbours"]) for k, m in incoming.items() if k not in o.mechanisms}
-            o_after = lifetime([*o.mechanisms.values(), *o_new.values()], o.budget["delta"])
-            if o_after["epsilon"] > o.budget["epsilon"] * (1 + _TOL) + 1e-12:
-                raise DpiwError(
-                    f"release refused: its rows overlap table '{', '.join(o.labels)}', which has spent epsilon = "
-                    f"{o.spent()['epsilon']:.6g} of its lifetime ({o.budget['epsilon']:g}, {o.budget['delta']:.3g}); "
-                    f"{manifest['run']} would bring it to {_eps(o_after)}. Release less, or raise that budget on the "
-                    "record (`dpiw ledger set-budget`) only if the data's owners agree")
+            o_new, o_after = _adding(o, incoming)
+            _overlapped(o, o_after, manifest["run"])
             others.append((other, o, o_new, o_after))
         _record_table(txn, key, placing, label)
-        for m in new.values():
-            txn.append(key, "mechanism", {**m, "label": label})
-        entry = txn.append(key, "release", {
-            "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
-            "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
-            "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, "at": _now()})
-        charged = []
-        for other, o, o_new, o_after in others:
-            for m in o_new.values():
-                txn.append(other, "mechanism", {**m, "label": label})
-            txn.append(other, "release", {
+
+        def charge(key, new, after, **more):  # its mechanisms new to the ledger, and the release entry
+            for m in new.values():
+                txn.append(key, "mechanism", {**m, "label": label})
+            return txn.append(key, "release", {
                 "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
                 "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
-                "lifetime": {"epsilon": o_after["epsilon"], "delta": o_after["delta"], "from": o_after["from"]},
-                "overlapping": entry.hash, "at": _now()})
+                "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, **more,
+                "at": _now()})
+
+        entry = charge(key, new, after)
+        charged = []
+        for other, o, o_new, o_after in others:
+            charge(other, o_new, o_after, overlapping=entry.hash)
             charged.append({"labels": o.labels, "budget": o.budget, "lifetime": o_after})
         return {"entry": entry.hash, "budget": state.budget, "created": created, "lifetime": after,
                 "releases": len(state.releases) + 1, "again": False, "labels": state.labels, "also": charged}
@@ -787,16 +779,8 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
         key, _, also = _place(txn, entries, table, label)
         for other in also:  # a ledger its rows overlap: the same release within that ledger's budget too
             o = fold(entries, other)
-            if o.budget is None:
-                continue
-            o_after = lifetime([*o.mechanisms.values(), *(convert(m, o.budget["neighbours"])
-                                                          for m in mechanisms.values())], o.budget["delta"])
-            if o_after["epsilon"] > o.budget["epsilon"] * (1 + _TOL) + 1e-12:
-                raise DpiwError(
-                    f"release refused before anything ran: its rows overlap table '{', '.join(o.labels)}', which has "
-                    f"spent epsilon = {o.spent()['epsilon']:.6g} of its lifetime ({o.budget['epsilon']:g}, "
-                    f"{o.budget['delta']:.3g}); this release would bring it to {_eps(o_after)}. Release less, or "
-                    "raise that budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+            if o.budget is not None:
+                _overlapped(o, _adding(o, mechanisms)[1], None)
         state = fold(entries, key)
         if state.budget is None:
             budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
@@ -806,10 +790,9 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
         else:
             _requested(state, epsilon, delta)
         _delta_for(state, table, label)
-        new = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]
         before = state.spent()
-        after = lifetime([*state.mechanisms.values(), *new], state.budget["delta"])
-        if after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12:
+        after = _adding(state, mechanisms)[1]
+        if _over(state, after):
             who = ", ".join(state.labels) or label
             raise DpiwError(
                 f"release refused before anything ran: table '{who}' has spent epsilon = {before['epsilon']:.6g} of "
@@ -820,6 +803,28 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
                 "created": not state.releases and not state.mechanisms}
 
     return _transact(store, work)
+
+
+def _adding(state: DatasetLedger, incoming: dict[str, dict[str, Any]]) -> tuple[dict, dict[str, Any]]:
+    """The mechanisms of ``incoming`` new to a ledger (in its neighbouring relation) and its lifetime with them."""
+    new = {k: convert(m, state.budget["neighbours"]) for k, m in incoming.items() if k not in state.mechanisms}
+    return new, lifetime([*state.mechanisms.values(), *new.values()], state.budget["delta"])
+
+
+def _over(state: DatasetLedger, after: dict[str, Any]) -> bool:
+    return after["epsilon"] > state.budget["epsilon"] * (1 + _TOL) + 1e-12
+
+
+def _overlapped(state: DatasetLedger, after: dict[str, Any], run: str | None) -> None:
+    """Refuse a release that would take the ledger of a table its rows overlap past that ledger's budget (``run``
+    None: before anything ran)."""
+    if _over(state, after):
+        raise DpiwError(
+            "release refused" + (" before anything ran" if run is None else "") + f": its rows overlap table "
+            f"'{', '.join(state.labels)}', which has spent epsilon = {state.spent()['epsilon']:.6g} of its lifetime "
+            f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}); "
+            + ("this release" if run is None else run) + f" would bring it to {_eps(after)}. Release less, or "
+            "raise that budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
 
 
 def _eps(spent: dict[str, Any]) -> str:
