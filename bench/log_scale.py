@@ -8,7 +8,10 @@ two thirds of the rows share the first cell after the zeros and are drawn evenly
 the synthetic mean relative to the table's (bias, sd, root mean square, median of the absolute error), of the
 mean among children, and the error of the share of rows above $100 and of the median (absolute).
 
-    python bench/log_scale.py [--tables 12] [--rows 5000 20000]
+``--threshold T`` sets the fine trees' pruning threshold (dpiw.sdgp.binning.THRESHOLD, in noise stds) for the
+run: an experiment, not a setting.
+
+    python bench/log_scale.py [--tables 12] [--rows 5000 20000] [--threshold 1]
 """
 
 from __future__ import annotations
@@ -52,7 +55,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", type=int, default=12)
     p.add_argument("--rows", type=int, nargs="+", default=[5000, 20000])
+    p.add_argument("--threshold", type=float, default=None)
     args = p.parse_args()
+    if args.threshold is not None:
+        from dpiw.sdgp import binning
+
+        binning.THRESHOLD = args.threshold
     mst = yaml.safe_load((ROOT / "params.yaml").read_text())["sdgp"]["mst"]
     print("| rows | scale | mean: bias | sd | rmse | median of abs error | mean among children: bias | median of abs "
           "error | share above $100: bias | median: bias (truth) |")
