@@ -538,3 +538,29 @@ def test_a_streamed_release_refuses_a_clipped_column_after_the_last_chunk(user_d
         run(scale.main, _release_args(user_data(frame), user_data.out, 50))
     assert "50% of column 'bmi' lies outside its public bounds" in capsys.readouterr().err
     assert not any(user_data.out.rglob("*"))
+
+
+def test_values_past_the_upper_bound_are_named_a_top_code_unless_the_schema_says_so():
+    """2% of w above its upper bound: clipped there, a top code the fine histogram would spread over its top
+    cell; `spikes: [200]` keeps them, so v (10% above) is not named. Below 1%, and below the lower bound, no."""
+    from dpiw.data.datasets import RowChecks
+    from dpiw.data.schema import parse_schema
+
+    s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "w", "type": "numeric", "lower": 0, "upper": 200},
+        {"name": "v", "type": "numeric", "lower": 0, "upper": 200, "spikes": [200]},
+        {"name": "u", "type": "numeric", "lower": 0, "upper": 200},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    checks = RowChecks(s, out_of_bounds="clip")
+    rows = 200
+    checks.add(pd.DataFrame({"w": [250.0] * 4 + [5.0] * (rows - 4), "v": [300.0] * 20 + [1.0] * (rows - 20),
+                             "u": [-5.0] * 30 + [250.0] + [1.0] * (rows - 31), "y": ["a"] * rows}))
+    assert checks.top_coded() == ["w"]
+    half = RowChecks(s, out_of_bounds="clip")  # the same rows in two parts (a worker's each), merged
+    other = RowChecks(s, out_of_bounds="clip")
+    frame = pd.DataFrame({"w": [250.0] * 4 + [5.0] * (rows - 4), "v": [1.0] * rows, "u": [1.0] * rows,
+                          "y": ["a"] * rows})
+    half.add(frame.iloc[:100])
+    other.add(frame.iloc[100:])
+    half.merge(other)
+    assert half.top_coded() == ["w"]

@@ -277,6 +277,10 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
         if shares:  # said to the curator only (shares of the private rows: never into an artifact)
             print(f"dpiw release: {what}: " + ", ".join(f"{name} {share_text(share)} of its values"
                                                        for name, share in shares.items()))
+    for name in checks.top_coded():  # said to the curator only, as above
+        print(f"dpiw release: {name}: its values above {schema.column(name).upper:g} are held at that bound, a top "
+              f"code, and would be drawn across the top fine cell: `spikes: [{schema.column(name).upper:g}]` in its "
+              "schema entry keeps them as that value")
     if schema.missing_note():
         print(f"dpiw release: empty values: {schema.missing_note()}")
     return table, schema, url

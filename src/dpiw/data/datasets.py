@@ -658,6 +658,7 @@ class RowChecks:
         self.schema, self.out_of_bounds, self.rows, self.clip_fix = schema, out_of_bounds, 0, clip_fix
         self.seen: dict[str, set] = {c.name: set() for c in schema.columns}  # at most 2 distinct values each
         self.outside = {c.name: 0 for c in schema.columns if c.is_numeric}
+        self.above = {c.name: 0 for c in schema.columns if c.is_numeric}  # of those, above the upper bound
         self.present = {c.name: 0 for c in schema.columns if c.is_numeric}  # values there (an empty one is no value)
         self.fractional = {c.name: 0 for c in schema.columns if c.integer}  # values that are not whole numbers
         self.empty: dict[str, int] = {}  # NaN or inf (numeric), empty (the rest), by column
@@ -685,6 +686,7 @@ class RowChecks:
             if c.is_numeric:
                 x = df[c.name].to_numpy(float)
                 self.outside[c.name] += int(((held < c.lower) | (held > c.upper)).sum())
+                self.above[c.name] += int((held > c.upper).sum())
                 self.present[c.name] += int(holds_value(df, schema, c.name).sum())
                 self.infinite[c.name] += int(np.isinf(x).sum())
                 if c.integer:  # 45.5 in a whole-number column: rounded by scaling, and said (rounded())
@@ -705,6 +707,8 @@ class RowChecks:
             self.seen[name] = set(list(self.seen[name] | seen)[:2]) if len(self.seen[name]) < 2 else self.seen[name]
         for name, out in other.outside.items():
             self.outside[name] += out
+        for name, n in other.above.items():
+            self.above[name] += n
         for name, n in other.present.items():
             self.present[name] += n
 
@@ -739,6 +743,12 @@ class RowChecks:
         """The share of each ``integer: true`` column's values that are not whole numbers (scaling rounds them to
         the nearest: to say to the curator, never into an artifact), for the columns that have any."""
         return {name: n / max(self.present[name], 1) for name, n in self.fractional.items() if n}
+
+    def top_coded(self, share: float = 0.01) -> list[str]:
+        """The columns of which at least ``share`` of the values lie above the upper bound (clipped to it: a top
+        code) and whose schema does not name the bound in ``spikes``."""
+        return [c.name for c in self.schema.columns if c.is_numeric and "upper" not in c.spikes
+                and self.above[c.name] >= share * max(self.present[c.name], 1)]
 
     def clipped(self, *, max_fraction: float) -> dict[str, float]:
         from dpiw.scale import clip_verdict
