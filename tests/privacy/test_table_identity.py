@@ -457,3 +457,46 @@ def test_a_ledger_whose_delta_a_small_first_release_set_is_lowered_before_a_larg
     assert state.budget["delta"] == 1e-6 and state.spent()["epsilon"] >= before  # never falls
     out = L.admit(store, table=whole, label="whole", manifest=_manifest("rw"), bundle_id="rw")
     assert out["budget"]["delta"] == 1e-6 and out["lifetime"]["epsilon"] == pytest.approx(1.0)
+
+
+def test_every_ledger_a_table_is_charged_to_is_checked_and_found_again(clinic, tmp_path):
+    """The delta rule holds in every ledger a table is charged to, not only the first; a table inside a ledgered
+    table that was charged to two ledgers is charged to both (its people are in each); and a --new-population
+    reason given before a table of the same people was ledgered is not taken for one that was weighed."""
+    from dpiw import DpiwError
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store
+
+    schema, frame = clinic
+    # the review's case: a 40-row pilot (delta 40^-1.5), the other 360 rows, then all rows but 5 of the pilot's
+    store = Store(str(tmp_path / "one.sqlite"))
+    placed = _placer(store, schema, tmp_path)
+    pilot, rest = placed(frame.iloc[:40], "pilot"), placed(frame.iloc[40:], "rest")
+    m = _manifest("rp")
+    m["budget"]["delta"] = 40**-1.5
+    L.admit(store, table=pilot, label="pilot", manifest=m, bundle_id="rp", epsilon=2)
+    L.admit(store, table=rest, label="rest", manifest=_manifest("rr"), bundle_id="rr", epsilon=2)
+    most = placed(frame.iloc[5:], "most")
+    assert {most.ledger, *most.also} == {pilot.key, rest.key}
+    with pytest.raises(DpiwError, match="not below 1/395"):
+        L.admit(store, table=most, label="most", manifest=_manifest("rm"), bundle_id="rm")
+    # halves a and b, then the whole (charged to both); then b with 30 of a's rows: a's 30 people are charged too
+    store = Store(str(tmp_path / "two.sqlite"))
+    placed = _placer(store, schema, tmp_path)
+    a, b = placed(frame.iloc[:200], "a"), placed(frame.iloc[200:], "b")
+    L.admit(store, table=a, label="a", manifest=_manifest("ra"), bundle_id="ra", epsilon=3)
+    L.admit(store, table=b, label="b", manifest=_manifest("rb"), bundle_id="rb", epsilon=3)
+    L.admit(store, table=placed(frame, "whole"), label="whole", manifest=_manifest("rw"), bundle_id="rw")
+    for part in (pd.concat([frame.iloc[200:], frame.iloc[:30]]), pd.concat([frame.iloc[:200], frame.iloc[200:230]])):
+        found = placed(part, f"part{len(part)}")
+        assert {found.ledger, *found.also} == {a.key, b.key}
+    # a reason given while nothing overlapped, then the overlapping table is ledgered first
+    store = Store(str(tmp_path / "three.sqlite"))
+    placed = _placer(store, schema, tmp_path)
+    first = placed(frame, "first")
+    second = L.resolve(store, replace(schema, source={"kind": "file", "path": str(tmp_path / "first.csv")}),
+                       new_population="another cohort")
+    second = replace(second, table=replace(second.table, key="other"))  # another table of the same rows
+    L.admit(store, table=first, label="first", manifest=_manifest("r1"), bundle_id="r1")
+    with pytest.raises(DpiwError, match="ledgered while it was being read; run the release again"):
+        L.admit(store, table=second, label="second", manifest=_manifest("r2"), bundle_id="r2")

@@ -157,8 +157,14 @@ def test_show_says_the_manifest_in_words(tmp_path):
         (bundle / "release").mkdir(parents=True)
         (bundle / "manifest.json").write_text(json.dumps(m))
         (bundle / "release" / "manifest.json").write_text(json.dumps(m))
+    refused = releases / "eps=1-cc" / "run" / "runs" / "clinic" / "eps=1" / "seed=0" / "mst" / "none" / "none"
+    (refused / "release").mkdir(parents=True)  # the gate refused its bundle: the run's manifest says why
+    (refused / "manifest.json").write_text(json.dumps(m))
+    (refused / "release" / "refused.json").write_text("{}")
     found = find_manifests(releases)
-    assert [f.relative_to(releases).parts[0] for f in found] == ["eps=1-aa", "eps=1-bb"]
+    assert [f.relative_to(releases).parts[0] for f in found] == ["eps=1-aa", "eps=1-bb", "eps=1-cc"]
+    assert found[2] == refused / "manifest.json"
+    found = found[:2]
     assert find_manifests(releases / "eps=1-aa") == found[:1] and find_manifests(run) == [run / "manifest.json"]
     m["ledger"] = {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
                    "lifetime": {"epsilon": 0.9, "delta": 1e-5}, "default_budget": True}

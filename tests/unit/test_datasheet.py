@@ -103,3 +103,21 @@ def test_an_indicator_columns_measured_shares_divide_by_the_total_less_the_empty
     assert np.mean(old) - truth > 25  # what the card divided by before
     g.pop("total")  # no total published: None (the card then sums the cells)
     assert _with_value(b, "debt") is None
+
+
+def test_an_indicator_columns_card_divides_by_the_rows_with_a_value():
+    """The card's measured shares are the pair's counts over the total less the flag's one-way count of 1."""
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "debt", "type": "numeric", "lower": 0, "upper": 1000, "missing": "indicator"},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    grid = FineGrid.of(schema.column("debt"), 256)
+    binning = Binning(schema, {"debt": NumericBins(grid, np.array([0, 1, 64, 256]))})
+    g = {"columns": schema.names, "cards": [3, 2, 2], "total": 100.0, "bins": 3,
+         "fine": {"binning": binning.to_dict()}, "measurements": [
+             {"clique": [1], "counts": [62.0, 38.0]},  # 38 empty: 62 with a value
+             {"clique": [0, 1], "counts": [3.0, 40.0, 30.0, 0.0, 24.0, 0.0]}]}  # the cells sum to 57, not 62
+    data = pd.DataFrame({"debt": [1.0, 500.0, np.nan], "debt_missing": pd.Categorical([0, 0, 1], [0, 1]),
+                         "y": pd.Categorical(["a"] * 3, ["a", "b"])})
+    b = SimpleNamespace(schema=schema, data=data, weights=np.ones(3), measurements={"generator": g})
+    _, measured, _, _ = _rows(b, schema.column("debt"))
+    assert np.allclose(measured, [3 / 62, 30 / 62, 24 / 62])

@@ -120,9 +120,10 @@ def _bin_labels(nb, col) -> list[str]:
             lowest, highest = nb.ends()
             ints = [(int(round(col.lower + a * width)), int(round(col.lower + b * width)))
                     for a, b in zip(lowest, highest, strict=True)]
-        elif col.scale == "log":  # cells on log(1 + x), a value drawn in one rounded: its edges rounded
-            ints = [(int(np.rint(col.from_unit(a))), int(np.rint(col.from_unit(b))))
-                    for a, b in zip(below[nb.cuts[:-1]], above[nb.cuts[1:] - 1], strict=True)]
+        elif col.scale == "log":  # cells on log(1 + x): the whole numbers whose scaled value is in the bin
+            lo, hi = (col.from_unit(e) for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
+            last = [int(np.ceil(b - 1e-9)) - 1 for b in hi[:-1]] + [int(np.floor(col.upper))]
+            ints = [(int(np.ceil(a - 1e-9)), b) for a, b in zip(lo, last, strict=True)]
         else:  # equal-width bins: the whole numbers a bin holds (the last bin holds its upper edge)
             ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
                     for k in range(len(edges) - 1)]

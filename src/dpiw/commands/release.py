@@ -73,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default 10, printed); afterwards it must be the stored one (change it with `dpiw ledger "
                         "set-budget`)")
     p.add_argument("--dataset-delta", type=float,
-                   help="the table's lifetime delta, fixed when its ledger is created (default: this release's delta)")
+                   help="the table's lifetime delta, set when its ledger is created (default: this release's delta; "
+                        "`dpiw ledger set-budget --delta` may lower it later)")
     p.add_argument("--ledger", help="the ledger store: a SQLite path or a postgresql:// URL (it beats "
                                     "$DPIW_LEDGER_URL, which beats privacy.ledger; default ledger.sqlite in the user's "
                                     "dpiw folder, $DPIW_HOME or the platform's user data folder)")
@@ -277,7 +278,12 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
         if shares:  # said to the curator only (shares of the private rows: never into an artifact)
             print(f"dpiw release: {what}: " + ", ".join(f"{name} {share_text(share)} of its values"
                                                        for name, share in shares.items()))
-    for name in checks.top_coded():  # said to the curator only, as above
+    cells = int((load_yaml(root / "params.yaml")["sdgp"].get(args.sdgp) or {}).get("fine_cells") or 0)
+    from dpiw.sdgp.binning import FineGrid
+
+    for name in checks.top_coded():  # said to the curator only, as above; where the generator's fine cells are
+        if not cells or FineGrid.of(schema.column(name), cells).per_integer:  # none, or a cell per whole number
+            continue
         print(f"dpiw release: {name}: its values above {schema.column(name).upper:g} are held at that bound, a top "
               f"code, and would be drawn across the top fine cell: `spikes: [{schema.column(name).upper:g}]` in its "
               "schema entry keeps them as that value")

@@ -169,12 +169,15 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
 
 
 def find_manifests(path: str | Path) -> list[Path]:
-    """:func:`find_manifest`'s, or every release bundle's under a folder of releases (releases/<name>)."""
+    """:func:`find_manifest`'s, or every release's under a folder of releases (releases/<name>): its bundle's
+    manifest, or its run's where the gate refused the bundle (the run's manifest says why)."""
     p = Path(path)
     if p.is_dir() and not (p / "manifest.json").is_file():
-        bundles = sorted(p.glob("**/run/runs/**/release/manifest.json"))
-        if bundles:
-            return bundles
+        found = [r / "manifest.json" if (r / "manifest.json").is_file() else r.parent / "manifest.json"
+                 for r in sorted(p.glob("**/run/runs/**/release")) if r.is_dir()]
+        found = [m for m in found if m.is_file()]
+        if found:
+            return found
     return [find_manifest(p)]
 
 

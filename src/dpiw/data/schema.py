@@ -77,8 +77,9 @@ class Column:
         """
         lo, hi = (self.lower if lower is None else lower), (self.upper if upper is None else upper)
         v = np.asarray(values, dtype=float)
-        if self.scale == "log":
-            return np.log1p(np.maximum(v - lo, 0.0)) / math.log1p(hi - lo)
+        if self.scale == "log":  # the bounds exactly 0 and 1 (numpy's log1p may differ from math's in the last bit)
+            u = np.log1p(np.maximum(v - lo, 0.0)) / math.log1p(hi - lo)
+            return np.where(v >= hi, 1.0, np.where(v <= lo, 0.0, u))
         return (v - lo) / (hi - lo)
 
     def from_unit(self, unit: np.ndarray) -> np.ndarray:

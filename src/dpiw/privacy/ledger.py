@@ -8,10 +8,10 @@ table's ledger unless the curator declares a new population with a reason, which
 The schema's name is only a label; the keys say nothing about the data without the store's secret. Ledgers of
 stores written before (keyed by a file's bytes, :func:`content_digest`) are still found.
 
-**A budget over (epsilon, delta), fixed when the ledger is created** (the first release, or
+**A budget over (epsilon, delta), set when the ledger is created** (the first release, or
 ``dpiw ledger set-budget``): epsilon defaults to :data:`DEFAULT_LIFETIME_EPSILON`, delta to the first
-release's delta. Changing it is an explicit entry with a reason (:func:`set_budget`); a flag that asks
-for another budget is refused.
+release's delta. Changing it is an explicit entry with a reason (:func:`set_budget`; delta only lower); a flag
+that asks for another budget is refused.
 
 **Admission** composes the ledger's distinct mechanisms with the new release's (a mechanism shared by
 two bundles of one run, identified by its noise streams, counts once) at the lifetime delta
@@ -605,8 +605,9 @@ def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple
             mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
         if mine is not None and theirs is not None:
             share = overlap(mine, table.rows, theirs, t["rows"])
-            if share >= OVERLAP and share > best.get(ledger_key, -1.0):
-                best[ledger_key] = share
+            for key in (ledger_key, *t.get("also", [])):  # that table's people are in each ledger it was charged to
+                if share >= OVERLAP and share > best.get(key, -1.0):
+                    best[key] = share
     return sorted(((s, k) for k, s in best.items()), key=lambda b: (-b[0], b[1]))
 
 
@@ -631,6 +632,9 @@ def _place(txn: Transaction, entries: list[Entry], where: Resolution | str, labe
     if where.table is not None and where.table.key in known:  # already placed (another release of it, or a race)
         ledger, entry = known[where.table.key]
         return ledger, None, list(entry.get("also", []))
+    if where.table is not None and where.reason is not None and not where.earlier and _overlaps(where.table, known):
+        raise DpiwError(f"table '{label}': a table sharing rows with it was ledgered while it was being read; run the "
+                        "release again, so that --new-population is weighed against that table")
     if where.table is not None and where.reason is None and where.via in ("new", "overlap"):
         found = _overlaps(where.table, known)
         placed = [k for _, k in found]
@@ -717,6 +721,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             o = fold(entries, other)
             if o.budget is None or bundle_id in o.releases:
                 continue
+            _delta_for(o, placing or table, label)
             reused(incoming, o.mechanisms, label)
             o_new, o_after = _adding(o, incoming)
             _overlapped(o, o_after, manifest["run"])
@@ -780,6 +785,7 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
         for other in also:  # a ledger its rows overlap: the same release within that ledger's budget too
             o = fold(entries, other)
             if o.budget is not None:
+                _delta_for(o, table, label)
                 _overlapped(o, _adding(o, mechanisms)[1], None)
         state = fold(entries, key)
         if state.budget is None:
@@ -836,7 +842,8 @@ def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None,
                neighbours: str = "replace_one", digest: str | None = None, table: Resolution | None = None
                ) -> dict[str, Any]:
     """Set a table's lifetime budget on the record: create its ledger with (epsilon, delta), or change the
-    epsilon of an existing one (its delta stays as created). Refused below what is already spent. ``table``: where
+    epsilon of an existing one and lower its delta (never raise it: every mechanism so far is composed again at
+    the lower delta). Refused below what is already spent. ``table``: where
     :func:`resolve` placed the table (or ``digest``, a content digest, as before)."""
     if not reason or not reason.strip():
         raise DpiwError("--reason is required: say why the budget is set (it is kept in the ledger)")
