@@ -100,6 +100,16 @@ def test_a_log_columns_bins_are_labelled_in_its_units():
     # each whole number in the bin its scaled value falls in: the edges are 16.8 and 315.2
     assert _bin_labels(NumericBins(g, np.array([0, 64, 128, 256])), whole) == ["0 to 16", "17 to 315",
                                                                                  "316 to 100,000"]
+    # spikes at both ends: each bound alone, and every whole number in the bin the datasheet counts it in
+    visits = Column("v", "numeric", 0.0, 365.0, integer=True, spikes=("lower", "upper"), scale="log")
+    nb = NumericBins(FineGrid.of(visits, 256), np.array([0, 1, 30, 60, 90, 150, 255, 256]))
+    labels = _bin_labels(nb, visits)
+    assert labels == ["0", "(no whole number)", "1 to 2", "3 to 6", "7 to 30", "31 to 364", "365"]
+    spans = [(0, 0), None, (1, 2), (3, 6), (7, 30), (31, 364), (365, 365)]
+    for k, span in enumerate(spans):
+        if span is not None:
+            x = np.arange(span[0], span[1] + 1, dtype=float)
+            assert set(nb.cells(visits.to_unit(x)).tolist()) == {k}
 
 
 @pytest.mark.parametrize("upper", [195.0, 200.0, 307.0])

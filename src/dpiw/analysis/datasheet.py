@@ -122,8 +122,14 @@ def _bin_labels(nb, col) -> list[str]:
                     for a, b in zip(lowest, highest, strict=True)]
         elif col.scale == "log":  # cells on log(1 + x): the whole numbers whose scaled value is in the bin
             lo, hi = (col.from_unit(e) for e in (below[nb.cuts[:-1]], above[nb.cuts[1:] - 1]))
-            last = [int(np.ceil(b - 1e-9)) - 1 for b in hi[:-1]] + [int(np.floor(col.upper))]
-            ints = [(int(np.ceil(a - 1e-9)), b) for a, b in zip(lo, last, strict=True)]
+            spike = lo == hi  # a spike's bin: its bound alone; the bin after a lower spike is open at it
+            after = nb.grid.low & (np.asarray(nb.cuts[:-1]) == nb.grid.offset)
+            first = [int(round(a)) if s else int(np.floor(a)) + 1 if f else int(np.ceil(a - 1e-9))
+                     for a, s, f in zip(lo, spike, after, strict=True)]
+            last = [int(round(b)) if s else int(np.ceil(b - 1e-9)) - 1 for b, s in zip(hi, spike, strict=True)]
+            if not spike[-1]:
+                last[-1] = int(np.floor(col.upper))
+            ints = list(zip(first, last, strict=True))
         else:  # equal-width bins: the whole numbers a bin holds (the last bin holds its upper edge)
             ints = [(int(np.ceil(edges[k])), int(np.ceil(edges[k + 1])) - (k < len(edges) - 2))
                     for k in range(len(edges) - 1)]
