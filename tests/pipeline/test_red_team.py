@@ -125,7 +125,7 @@ def test_row1_a_corrected_and_appended_copy_and_a_copy_with_a_column_added_are_c
         before = tree(wd / "releases")
         proc = release(wd, "--epsilon", "11", data=data, schema=schema)  # past any budget of 10: which one?
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-        assert "shares about" in proc.stdout and "ledgered table 'clinic, clinic_pq'" in proc.stdout
+        assert "share rows (about" in proc.stdout and "ledgered table 'clinic, clinic_pq' (ledger " in proc.stdout
         assert "--new-population REASON" in proc.stdout
         found = re.search(r"table 'clinic, clinic_pq' has spent epsilon = ([0-9.]+) of its lifetime \(10,", proc.stderr)
         assert found and float(found.group(1)) == pytest.approx(spent, rel=1e-3), proc.stderr

@@ -381,16 +381,21 @@ def test_a_table_holding_two_ledgered_tables_is_charged_to_both(clinic, tmp_path
     whole = placed(frame, "whole")
     assert whole.via == "overlap" and len(whole.others) == 1
     assert {whole.ledger, *whole.also} == {a.key, b.key}
-    assert "charged to that one too" in whole.note()
+    assert "too (about 100% shared" in whole.note() and "(ledger " in whole.note()
     out = L.admit(store, table=whole, label="whole", manifest=_manifest("rw"), bundle_id="rw")
     assert out["lifetime"]["epsilon"] == pytest.approx(1.0)
     assert [o["lifetime"]["epsilon"] for o in out["also"]] == [pytest.approx(1.0)]
+    charged = L.also_charged(store, whole)  # what dpiw release prints after the release: the other half's ledger
+    assert [(o["key"], o["lifetime"]["epsilon"]) for o in charged] == [(whole.also[0], pytest.approx(1.0))]
     entries = store.atomic(lambda t: t.entries())
     assert L.fold(entries, a.key).spent()["epsilon"] == pytest.approx(1.0)
     assert L.fold(entries, b.key).spent()["epsilon"] == pytest.approx(1.0)
     # a second release of the whole table (by identity) is refused: half b's budget would pass 1.2
     again = placed(frame.sample(frac=1, random_state=1), "again")
     assert again.via == "identity" and set(again.also) == {a.key, b.key} - {again.ledger}
+    plan = L.check_plan(store, table=again, label="whole", mechanisms=L.planned(
+        [{**_manifest("r")["records"][0], "epsilon": 0.1}], "replace_one"), relation="replace_one", run_delta=1e-6)
+    assert [o["key"] for o in plan["others"]] == again.also  # the other ledger's spend after it, for the line
     with pytest.raises(DpiwError, match="overlap table"):
         L.check_plan(store, table=again, label="whole", mechanisms=L.planned(_manifest("r")["records"], "replace_one"),
                      relation="replace_one", run_delta=1e-6)

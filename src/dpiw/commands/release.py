@@ -574,15 +574,17 @@ def _plan(args, schema, url: str, table, delta, n_rows) -> dict:
 
 def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows, plan: dict) -> None:
     from dpiw.privacy import witness
-    from dpiw.privacy.ledger import keep_measured
+    from dpiw.privacy.ledger import also_charged, keep_measured, ledger_name
     from dpiw.privacy.store import Store
 
     store = Store(url)
     name, release = schema.name, args.release
     folder = root / "releases" / name / release
     print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
-          f"{plan['after']['epsilon']:.6g} of {plan['budget']['epsilon']:g}; running it in "
-          f"{os.path.relpath(folder, args.origin)}/")
+          f"{plan['after']['epsilon']:.6g} of {plan['budget']['epsilon']:g}"
+          + "".join(f", and the ledger of {ledger_name(o['labels'], o['key'])} {o['after']['epsilon']:.6g} of "
+                    f"{o['budget']['epsilon']:g}" for o in plan.get("others", []))
+          + f"; running it in {os.path.relpath(folder, args.origin)}/")
     log = root / "logs" / "releases" / name / f"{release}.log"
     _prepare(folder, root, data, Path(args.schema).resolve(), schema, _config(args, name, delta, url))
     # the identity measured above, for the ledger stage: its rows are not hashed a second time
@@ -595,6 +597,11 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     run_dir = _bundle_dir(folder, name, args)
     manifest = read_json(run_dir / "manifest.json")
     print("\n".join(describe(manifest)))
+    for o in also_charged(store, table) if manifest["release"]["fit_to_release"] else []:
+        left = o["budget"]["epsilon"] - o["lifetime"]["epsilon"]
+        print(f"also       charged to the ledger of {ledger_name(o['labels'], o['key'])}, whose table's rows are in "
+              f"this one: lifetime epsilon {o['lifetime']['epsilon']:.4g} of {o['budget']['epsilon']:g} "
+              f"({max(left, 0):.4g} left)")
     print(delta_rule(delta, manifest["budget"]["delta"], n_rows))
     bundle = run_dir / "release"
     _crowded(bundle, schema)

@@ -514,13 +514,18 @@ class Resolution:
         if self.via != "overlap":
             return None
         e = self.earlier
-        line = (f"this table shares about {self.share:.0%} of its rows with the ledgered table "
-                f"'{', '.join(e['labels'])}' (lifetime epsilon {e['spent']:.6g} of {e['budget']:g}): it is charged "
-                "to that ledger")
+        line = (f"this table and the ledgered table {ledger_name(e['labels'], self.ledger)} share rows (about "
+                f"{self.share:.0%} of the smaller one's; its lifetime epsilon {e['spent']:.6g} of {e['budget']:g}): "
+                "it is charged to that ledger")
         for o in self.others:
-            line += (f", and about {o['share']:.0%} with '{', '.join(o['labels'])}' (lifetime epsilon "
-                     f"{o['spent']:.6g} of {o['budget']:g}): charged to that one too")
+            line += (f", and to {ledger_name(o['labels'], o['ledger'])}'s too (about {o['share']:.0%} shared; "
+                     f"lifetime epsilon {o['spent']:.6g} of {o['budget']:g})")
         return line + " (--new-population REASON declares it another population)"
+
+
+def ledger_name(labels: list[str], key: str) -> str:
+    """A ledger for the curator: its tables' labels and the start of its key (two ledgers may share a label)."""
+    return f"'{', '.join(labels)}' (ledger {key[:8]})"
 
 
 def _tables(entries: list[Entry]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -609,6 +614,22 @@ def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple
                 if share >= OVERLAP and share > best.get(key, -1.0):
                     best[key] = share
     return sorted(((s, k) for k, s in best.items()), key=lambda b: (-b[0], b[1]))
+
+
+def also_charged(store: Store, where: Resolution) -> list[dict[str, Any]]:
+    """The other ledgers a table's releases are charged to (its rows hold their tables'), as the store holds them
+    now: labels, key, budget and lifetime spend; for the curator's terminal (never a bundle: which tables share
+    rows is a fact about the private rows)."""
+    entries = _transact(store, lambda txn: _verified(txn, store))
+    known = _tables(entries)
+    keys = (known[where.table.key][1].get("also", []) if where.table is not None and where.table.key in known
+            else where.also)
+    out = []
+    for key in keys:
+        o = fold(entries, key)
+        if o.budget is not None:
+            out.append({"labels": o.labels, "key": key, "budget": o.budget, "lifetime": o.spent()})
+    return out
 
 
 def keep_measured(store: Store, where: Resolution, data, out) -> None:
@@ -782,11 +803,14 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
         key, _, also = _place(txn, entries, table, label)
+        others = []
         for other in also:  # a ledger its rows overlap: the same release within that ledger's budget too
             o = fold(entries, other)
             if o.budget is not None:
                 _delta_for(o, table, label)
-                _overlapped(o, _adding(o, mechanisms)[1], None)
+                o_after = _adding(o, mechanisms)[1]
+                _overlapped(o, o_after, None)
+                others.append({"labels": o.labels, "key": other, "budget": o.budget, "after": o_after})
         state = fold(entries, key)
         if state.budget is None:
             budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
@@ -806,7 +830,7 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
                 f"release(s); this release would bring it to {_eps(after)}. Release less, or raise the budget on the "
                 "record (`dpiw ledger set-budget`) only if the data's owners agree")
         return {"budget": state.budget, "before": before, "after": after, "releases": len(state.releases),
-                "created": not state.releases and not state.mechanisms}
+                "created": not state.releases and not state.mechanisms, "others": others}
 
     return _transact(store, work)
 
@@ -827,8 +851,8 @@ def _overlapped(state: DatasetLedger, after: dict[str, Any], run: str | None) ->
     if _over(state, after):
         raise DpiwError(
             "release refused" + (" before anything ran" if run is None else "") + f": its rows overlap table "
-            f"'{', '.join(state.labels)}', which has spent epsilon = {state.spent()['epsilon']:.6g} of its lifetime "
-            f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}); "
+            f"{ledger_name(state.labels, state.key)}, which has spent epsilon = {state.spent()['epsilon']:.6g} of "
+            f"its lifetime ({state.budget['epsilon']:g}, {state.budget['delta']:.3g}); "
             + ("this release" if run is None else run) + f" would bring it to {_eps(after)}. Release less, or "
             "raise that budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
 
