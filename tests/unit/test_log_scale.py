@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from dpiw import DpiwError
-from dpiw.analysis.bin_bias import crowded, within_bin_bias
+from dpiw.analysis.bin_bias import crowded, crowded_text, within_bin_bias
 from dpiw.analysis.datasheet import _bin_labels
 from dpiw.data.schema import Column, parse_schema
 from dpiw.scale import decode_frame, scale_frame
@@ -84,8 +84,36 @@ def test_a_crowded_cell_is_found_on_a_linear_scale_only():
         found = crowded(s, published)
         assert len(found) == expect
         if expect:  # the cell after the zero spike: 0.6 of the rows, $0 to $391 (not the spike itself)
-            name, share, lo, hi = found[0]
+            name, share, lo, hi, where = found[0]
             assert name == "x" and share == pytest.approx(0.6) and lo == 0.0 and hi == pytest.approx(1e5 / 255)
+            assert where == "first" and "`scale: log`" in crowded_text(*found[0], column=s.column("x"))
+
+
+def _published(schema, fine, cuts, low=False, high=False):
+    from dpiw.sdgp.binning import Binning
+
+    grid = FineGrid(256, 256, None, low, high)
+    return {"generator": {"bins": len(cuts) - 1, "fine": {"binning": Binning(
+        schema, {"x": NumericBins(grid, np.asarray(cuts), fine)}).to_dict()}}}
+
+
+def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is():
+    """41% of the rows on one coded value (12 years of schooling on 0 to 25) in a cell of 0.1: narrow for a column
+    whose middle half spans 30 cells, so not named; every row in the top cell (a share at 1 on 0 to 1): named,
+    with the upper spike as its fix, not a log scale."""
+    s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 25},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    fine = np.zeros(256)
+    fine[100:140] = 0.59 / 40
+    fine[123] += 0.41
+    assert crowded(s, _published(s, fine, [0, 100, 123, 124, 140, 256])) == []
+    top = np.zeros(256)
+    top[-1] = 1.0
+    found = crowded(s, _published(s, top, [0, 255, 256]))
+    assert [f[-1] for f in found] == ["last"]
+    text = crowded_text(*found[0], column=s.column("x"))
+    assert "`spikes: [25]`" in text and "scale: log" not in text
 
 
 def test_a_log_columns_bins_are_labelled_in_its_units():

@@ -49,11 +49,12 @@ def binning_of(schema, measurements: dict | None):
 CROWDED = 0.2
 
 
-def crowded(schema, measurements: dict | None) -> list[tuple[str, float, float, float]]:
+def crowded(schema, measurements: dict | None) -> list[tuple[str, float, float, float, str]]:
     """Per numeric column on a linear scale whose published fine histogram (a DP output) puts more than
-    :data:`CROWDED` of its rows in one fine cell (not a spike's, not a whole number's own cell): the column,
-    that share and the cell's range in the column's units. ``scale: log`` (or narrower public bounds) gives such
-    a column fine cells where its rows are."""
+    :data:`CROWDED` of its rows in one fine cell (not a spike's, not a whole number's own cell) that is wide for
+    the column (at least half its interquartile range, by the same histogram: a column whose rows sit on a few
+    coded values in narrow cells is not crowded): the column, that share, the cell's range in the column's units
+    and where the cell is ("first", "last" or "inside" the equal-width cells)."""
     binning = binning_of(schema, measurements)
     out = []
     for name, nb in ({} if binning is None else binning.numeric).items():
@@ -64,22 +65,34 @@ def crowded(schema, measurements: dict | None) -> list[tuple[str, float, float, 
         mass = mass / mass.sum() if mass.sum() > 0 else mass
         inner = np.arange(grid.offset, grid.offset + grid.middle)  # the equal-width cells, between the spikes
         k = int(inner[np.argmax(mass[inner])])
-        if mass[k] > CROWDED:
+        cdf = np.cumsum(mass)
+        q1, q3 = (int(np.searchsorted(cdf, q)) for q in (0.25, 0.75))
+        if mass[k] > CROWDED and q3 - q1 <= 2:  # the middle half of the rows within two cells or fewer
             if grid.span is None:
                 below, above = grid.edges()
                 lo, hi = float(col.from_unit(below[k])), float(col.from_unit(above[k]))
             else:  # runs of whole numbers: the cell's first and last
                 first = grid.first()
                 lo, hi = col.lower + float(first[k]), col.lower + float(first[k + 1] - 1)
-            out.append((name, float(mass[k]), lo, hi))
+            where = "first" if k == grid.offset else "last" if k == inner[-1] else "inside"
+            out.append((name, float(mass[k]), lo, hi, where))
     return out
 
 
-def crowded_text(name: str, share: float, lo: float, hi: float) -> str:
-    """What :func:`crowded` found, for a person."""
+def crowded_text(name: str, share: float, lo: float, hi: float, where: str, column=None) -> str:
+    """What :func:`crowded` found, for a person, with the fix that fits where the cell is."""
+    lower, upper = ("the lower bound", "the upper bound") if column is None else (f"{column.lower:g}",
+                                                                                  f"{column.upper:g}")
+    spiked = () if column is None else column.spikes
+    fix = {"first": ("" if "lower" in spiked else f"if many rows hold exactly {lower}, `spikes: [{lower}]` in the "
+                                                   "schema keeps them; ")
+                    + "a skewed column gets narrow cells near the lower bound with `scale: log`",
+           "last": f"if many rows hold exactly {upper} (a top code), `spikes: [{upper}]` in the schema keeps them; "
+                   "else narrower public bounds",
+           "inside": "narrower public bounds, or `scale: log` for a skewed column"}[where]
     return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({lo:,.4g} to {hi:,.4g}) of its public "
             "bounds, where values are drawn evenly across the cell: its shape there is lost and its mean can be far "
-            "off; `scale: log` in the schema gives it narrow cells near the lower bound (or name narrower bounds)")
+            f"off; {fix}")
 
 
 def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -200,7 +200,7 @@ def _card(bundle, col) -> str:
                  + "</div>")
         from dpiw.analysis.bin_bias import crowded, crowded_text
 
-        extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found))}</small></div>"
+        extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found, column=col))}</small></div>"
                          for found in crowded(bundle.schema, bundle.measurements) if found[0] == col.name)
         if col.missing:
             extra += ("<div><small>the rows with a value, measured (the generator's count beside the empty flag) "

@@ -622,7 +622,7 @@ def _crowded(bundle: Path, schema) -> None:
 
     if (bundle / "measurements.json").is_file():
         for found in crowded(schema, read_json(bundle / "measurements.json")):
-            print(f"dpiw release: {crowded_text(*found)}")
+            print(f"dpiw release: {crowded_text(*found, column=schema.column(found[0]))}")
 
 
 def refused(manifest: dict) -> DpiwError:
