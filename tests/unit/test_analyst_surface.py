@@ -76,6 +76,18 @@ def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
             b.mean("y", where={"gg": 1})
         with pytest.raises(DpiwError, match="no column 'xx'"):
             b.fit(LinearRegression(), ["xx"], "y")
+    with pytest.raises(DpiwError, match="not a whole number, and 'n' holds whole numbers"):
+        b.mean("y", where={"n": 3.5})
+    with pytest.raises(DpiwError, match="not a whole number"):
+        b.mean("y", where={"n": "3"})
+    with _no_warning():  # an empty subgroup or a failing function: the error alone
+        with pytest.raises(DpiwError, match="no synthetic row is in the subgroup"):
+            b.mean("y", where={"n": 1000})
+        with pytest.raises(DpiwError, match="the function failed .*AttributeError.*columns are"):
+            b.mean("y", where=lambda d: d.nn > 3)
+    for bad in ([], ["x", "x"]):
+        with pytest.raises(DpiwError, match="at least one column, each once"):
+            b.fit(LinearRegression(), bad, "y")
     with pytest.raises(DpiwError, match="the target 'y' is among the features"):
         b.fit(LinearRegression(), ["x", "y"], "y")
     with pytest.raises(DpiwError, match=r"features must be a list of column names, e.g. \['x'\]"):

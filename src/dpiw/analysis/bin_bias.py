@@ -90,9 +90,10 @@ def crowded_text(name: str, share: float, lo: float, hi: float, where: str, colu
            "last": f"if many rows hold exactly {upper} (a top code), `spikes: [{upper}]` in the schema keeps them; "
                    "else narrower public bounds",
            "inside": "narrower public bounds, or `scale: log` for a skewed column"}[where]
-    return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({lo:,.4g} to {hi:,.4g}) of its public "
-            "bounds, where values are drawn evenly across the cell: its shape there is lost and its mean can be far "
-            f"off; {fix}")
+    above = "above " if where == "first" and "lower" in spiked else ""  # the cell after a lower spike's own
+    return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({above}{lo:,.4g} to {hi:,.4g}) of its "
+            "public bounds, where values are drawn evenly across the cell: its shape there is lost and its mean can be "
+            f"far off; {fix}")
 
 
 def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -109,6 +109,10 @@ class Bundle:
         if isinstance(where, dict):
             for column in where:  # a misspelt column: its error, before any warning about its pairs
                 self._column(column)
+            from dpiw.analysis.noise_aware import subgroup
+
+            if not subgroup(self.data, where).any():  # a bad label or value: its error, before any warning
+                raise DpiwError(f"where: no synthetic row is in the subgroup {where}")
             return list(where)
         if not callable(where):
             return []
@@ -318,6 +322,8 @@ class Bundle:
         self._column(target)
         if isinstance(features, str):
             raise DpiwError(f"fit: features must be a list of column names, e.g. [{features!r}]")
+        if not len(features) or len(set(features)) != len(features):
+            raise DpiwError(f"fit: features must name at least one column, each once; got {list(features)}")
         for f in features:
             self._column(f)
         if target in features:

@@ -235,9 +235,14 @@ def _trust(bundle) -> list[str]:
     weak = snr is not None and snr < SIGNAL_MIN
     can = ["Shares of a category and rates of the target, overall and in subgroups the generator's measured "
            "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>."]
+    from dpiw.analysis.bin_bias import crowded
+
+    lost = [found[0] for found in crowded(bundle.schema, bundle.measurements)]
     if not weak:
         can.append("A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram "
-                   "of the column, so a skewed column keeps its shape.")
+                   "of the column, so a skewed column keeps its shape"
+                   + (f" (not {', '.join(map(html.escape, lost))}: most of its rows share one fine cell, see its card)"
+                      if lost else "") + ".")
     cannot = [*([f"<b>Much at all, at this size and ε</b>: a typical cell the generator measured holds about "
                  f"{snr:.2g} times its noise sd (below {SIGNAL_MIN:g}, its measurements are mostly noise): every "
                  "estimate, numeric means included, can be far from the table's and outside its interval. Treat "
@@ -247,7 +252,10 @@ def _trust(bundle) -> list[str]:
               "and the sampling, NOT that bias.",
               "Anything about one person: the rows are synthetic, and the guarantee bounds what any row could "
               "reveal.",
-              "Rare categories and small subgroups: their counts are mostly noise."]
+              "Rare categories and small subgroups: their counts are mostly noise.",
+              "The mean of a heavy-tailed column (spending, income): its largest values are few rows of a fine "
+              "histogram's noisy tail, which the release drops or moves, so its mean can be off by more than its "
+              "interval says; its median and shares above a value hold better."]
     if unit:
         can.append("The weights are all 1 (no weights were spent on, or their signal did not pass its noise): "
                    "the rows are used as they are.")

@@ -408,7 +408,11 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
     if where is None:
         return np.ones(len(data), dtype=bool)
     if callable(where):
-        mask = where(data)
+        try:
+            mask = where(data)
+        except (AttributeError, KeyError, NameError) as exc:  # a misspelt column, read as d.name or d["name"]
+            raise DpiwError(f"where: the function failed ({type(exc).__name__}: {exc}); the bundle's columns are "
+                            f"{list(data.columns)}") from None
         if isinstance(mask, pd.Series | pd.api.extensions.ExtensionArray):  # an empty value (Int64's <NA>) is out
             mask = pd.Series(mask).fillna(False)
         mask = np.asarray(mask, dtype=bool)
@@ -425,6 +429,12 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
                 if unknown:
                     raise DpiwError(f"where: {unknown[0]!r} is not a category of {column!r}; its categories are "
                                     f"{list(col.cat.categories)}")
+            elif pd.api.types.is_integer_dtype(col):
+                odd = [v for v in values if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.number)
+                       or not float(v).is_integer()]
+                if odd:
+                    raise DpiwError(f"where: {odd[0]!r} is not a whole number, and {column!r} holds whole numbers; "
+                                    f"give one (e.g. {{{column!r}: 3}}) or a function for a range")
             elif not pd.api.types.is_integer_dtype(col):  # a continuous column: no row holds exactly a value
                 raise DpiwError(f"where: {column!r} is numeric; a mapping picks categories (or whole numbers of an "
                                 f"integer column): give a function for a range, e.g. where=lambda d: d[{column!r}] > "
