@@ -435,7 +435,7 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
                 if odd:
                     raise DpiwError(f"where: {odd[0]!r} is not a whole number, and {column!r} holds whole numbers; "
                                     f"give one (e.g. {{{column!r}: 3}}) or a function for a range")
-            elif not pd.api.types.is_integer_dtype(col):  # a continuous column: no row holds exactly a value
+            else:  # a continuous column: no row holds exactly a value
                 raise DpiwError(f"where: {column!r} is numeric; a mapping picks categories (or whole numbers of an "
                                 f"integer column): give a function for a range, e.g. where=lambda d: d[{column!r}] > "
                                 f"{values[0]!r}")

@@ -723,10 +723,10 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
         else:
             _requested(state, epsilon, delta)
-        _delta_for(state, placing or table, label)
         if bundle_id in state.releases:  # the same bytes again: already counted
             return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
+        _delta_for(state, placing or table, label)
         reused(incoming, state.mechanisms, label)
         new, after = _adding(state, incoming)
         before = state.spent()
@@ -867,8 +867,8 @@ def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None,
                ) -> dict[str, Any]:
     """Set a table's lifetime budget on the record: create its ledger with (epsilon, delta), or change the
     epsilon of an existing one and lower its delta (never raise it: every mechanism so far is composed again at
-    the lower delta). Refused below what is already spent. ``table``: where
-    :func:`resolve` placed the table (or ``digest``, a content digest, as before)."""
+    the lower delta). Refused below what is already spent. ``table``: where :func:`resolve` placed the table (or
+    ``digest``, a content digest, as before)."""
     if not reason or not reason.strip():
         raise DpiwError("--reason is required: say why the budget is set (it is kept in the ledger)")
 
