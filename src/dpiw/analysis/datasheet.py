@@ -180,7 +180,8 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
     return labels, meas, unw, wtd
 
 
-def _card(bundle, col) -> str:
+def _card(bundle, col, crowded: list) -> str:
+    """One column's card; ``crowded``: :func:`dpiw.analysis.bin_bias.crowded` of the bundle."""
     labels, meas, unw, wtd = _rows(bundle, col)
     top = max([v for v in (*meas, *unw, *wtd) if v is not None] + [1e-12])
     body = []
@@ -198,10 +199,10 @@ def _card(bundle, col) -> str:
         extra = (f"<div>mean {_mean(mean_u)} unweighted, {_mean(mean_w)} weighted"
                  + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
                  + "</div>")
-        from dpiw.analysis.bin_bias import crowded, crowded_text
+        from dpiw.analysis.bin_bias import crowded_text
 
         extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found, column=col))}</small></div>"
-                         for found in crowded(bundle.schema, bundle.measurements) if found[0] == col.name)
+                         for found in crowded if found[0] == col.name)
         if col.missing:
             extra += ("<div><small>the rows with a value, measured (the generator's count beside the empty flag) "
                       "and released</small></div>" if _flag_pair(bundle, col.name) is not None else
@@ -225,7 +226,7 @@ def signal(bundle) -> float | None:
     return float(np.median(ratios)) if ratios else None
 
 
-def _trust(bundle) -> list[str]:
+def _trust(bundle, crowded: list) -> list[str]:
     from dpiw.commands.export import weight_column
 
     m, rel = bundle.manifest, bundle.manifest.get("release", {})
@@ -235,9 +236,7 @@ def _trust(bundle) -> list[str]:
     weak = snr is not None and snr < SIGNAL_MIN
     can = ["Shares of a category and rates of the target, overall and in subgroups the generator's measured "
            "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>."]
-    from dpiw.analysis.bin_bias import crowded
-
-    lost = [found[0] for found in crowded(bundle.schema, bundle.measurements)]
+    lost = [found[0] for found in crowded]
     if not weak:
         can.append("A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram "
                    "of the column, so a skewed column keeps its shape"
@@ -315,7 +314,10 @@ def datasheet_html(folder: str | Path) -> str:
               if r.get("dp") and (r.get("epsilon") or 0) > 0]
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
     ess = kish_ess(b.weights) / len(b.weights)
-    can, cannot = _trust(b)
+    from dpiw.analysis.bin_bias import crowded
+
+    lost = crowded(b.schema, b.measurements)  # read off the published fine histograms once, for the page
+    can, cannot = _trust(b, lost)
     together = _measured_together(b)
     name = b.schema.name
     facts = [("guarantee", guarantee), ("neighbours", relation),
@@ -326,7 +328,7 @@ def datasheet_html(folder: str | Path) -> str:
                          + ("–" if k is None else f"{k:.2f}") + (f" (threshold {limit:.2f})" if limit else "")),
              ("release", ("fit to release: " if rel.get("fit_to_release") else "NOT fit to release: ")
               + html.escape("; ".join(rel.get("reasons", []))))]
-    cards = "".join(_card(b, c) for c in b.schema.columns)
+    cards = "".join(_card(b, c, lost) for c in b.schema.columns)
     body = [f"<h1>{html.escape(name)}: differentially private synthetic data with importance weights</h1>",
             "<dl class=\"facts\">" + "".join(f"<dt>{a}</dt><dd>{v}</dd>" for a, v in facts) + "</dl>",
             "<h2>What it can be trusted for</h2><ul>" + "".join(f"<li>{c}</li>" for c in can) + "</ul>",
