@@ -12,7 +12,11 @@ synthetic rows alone (interval="sampling", what dpiw gave before).
 The skewed population (``--populations skewed``): a lognormal-like column (bounds 0 to 50, 98% below 5), an
 integer age, a sex and an outcome that depends on both; its values known by a Monte Carlo of 4e6 draws.
 
+``--estimands quantiles`` asks for medians, a 90th percentile and shares above a threshold instead
+(``b.quantile``: Woodruff's interval from the share at or below the estimate; ``b.share``).
+
     python bench/interval_coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
+                                      [--estimands means|quantiles]
 """
 
 from __future__ import annotations
@@ -106,13 +110,68 @@ def skewed_truth() -> dict[str, float]:
             "P(M | death)": male[dead].mean()}
 
 
-def population(name: str):
-    """(schema, draw(n, rng), truth(), estimands) of a population."""
+#: ``--estimands quantiles``: quantiles (label: q) and shares above a threshold (label: (op, value)), per population
+#: (named before any run: the medians, a tail quantile, a clinical threshold)
+QUANTILES = {
+    "clinic": (
+        ("median bmi", "quantile", "bmi", 0.5, None),
+        ("median age", "quantile", "age", 0.5, None),
+        ("90th pct bmi", "quantile", "bmi", 0.9, None),
+        ("median bmi | ill", "quantile", "bmi", 0.5, {"outcome": "ill"}),
+        ("P(bmi > 30)", "share", "bmi", (">", 30), None),
+        ("P(bmi > 30 | ill)", "share", "bmi", (">", 30), {"outcome": "ill"}),
+        ("P(age >= 65)", "share", "age", (">=", 65), None),
+    ),
+    "skewed": (
+        ("median kappa", "quantile", "kappa", 0.5, None),
+        ("90th pct kappa", "quantile", "kappa", 0.9, None),
+        ("median kappa | death", "quantile", "kappa", 0.5, {"death": "yes"}),
+        ("median age", "quantile", "age", 0.5, None),
+        ("P(kappa > 3)", "share", "kappa", (">", 3), None),
+        ("P(kappa > 3 | death)", "share", "kappa", (">", 3), {"death": "yes"}),
+        ("P(age >= 70)", "share", "age", (">=", 70), None),
+    ),
+}
+OPS = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
+
+
+def quantile_truth(draw_rows, estimands, seed: int) -> dict[str, float]:
+    """Every quantile and share of ``estimands`` by a Monte Carlo of 4e6 draws (numpy's inverted-cdf quantile,
+    the estimator's own definition)."""
+    d = draw_rows(4_000_000, np.random.default_rng(seed))
+    out = {}
+    for name, kind, column, label, where in estimands:
+        m = np.ones(len(d), bool) if where is None else np.logical_and.reduce(
+            [(d[k] == v).to_numpy() for k, v in where.items()])
+        x = d[column].to_numpy(float)[m]
+        out[name] = (float(np.quantile(x, label, method="inverted_cdf")) if kind == "quantile"
+                     else float(OPS[label[0]](x, label[1]).mean()))
+    return out
+
+
+def population(name: str, estimands: str = "means"):
+    """(schema, draw(n, rng), truth(), estimands) of a population; ``estimands`` "quantiles": :data:`QUANTILES`."""
     from dpiw.data.schema import load_schema, parse_schema
 
     if name == "clinic":
-        return load_schema(ROOT / "data/schemas/clinic.yaml"), draw, truth, ESTIMANDS
-    return parse_schema(SKEWED_SCHEMA), skewed_draw, skewed_truth, SKEWED_ESTIMANDS
+        schema, draw_rows, true, listed = load_schema(ROOT / "data/schemas/clinic.yaml"), draw, truth, ESTIMANDS
+    else:
+        schema, draw_rows, true, listed = parse_schema(SKEWED_SCHEMA), skewed_draw, skewed_truth, SKEWED_ESTIMANDS
+    if estimands == "quantiles":
+        listed = QUANTILES[name]
+        true = lambda: quantile_truth(draw_rows, listed, 1)  # noqa: E731
+    return schema, draw_rows, true, listed
+
+
+def estimate(bundle, kind: str, column: str, label, where, interval: str):
+    """One estimand's estimate from a bundle (an Estimate, or a Quantile for a quantile)."""
+    if kind == "mean":
+        return bundle.mean(column, where, interval=interval)
+    if kind == "rate":
+        return bundle.rate(column, label, where, interval=interval)
+    if kind == "quantile":
+        return bundle.quantile(column, label, where, interval=interval)
+    return bundle.share(column, label[0], label[1], where, interval=interval)
 
 
 def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.Generator, mst: dict | None = None):
@@ -156,26 +215,33 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
                   measured), advice.method
 
 
-def one(job: tuple[str, int, int, float]) -> list[dict]:
-    pop, n, r, epsilon = job
+def one(job: tuple[str, int, int, float, str]) -> list[dict]:
+    pop, n, r, epsilon, which = job
     import os
 
     os.environ["DPIW_CACHE"] = "off"  # every release's replicates are used once
     sys.path.insert(0, str(ROOT / "src"))
-    schema, draw_rows, _, estimands = population(pop)
+    import warnings
+
+    from dpiw.analysis import UnmeasuredWarning
+
+    schema, draw_rows, _, estimands = population(pop, which)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
     t0 = time.perf_counter()
     bundle, method = default_release(draw_rows(n, rng), schema, epsilon, rng)
     rows = []
     for name, kind, column, label, where in estimands:
         for interval in ("noise", "sampling"):
-            est = (bundle.mean(column, where, interval=interval) if kind == "mean" else
-                   bundle.rate(column, label, where, interval=interval))
+            with warnings.catch_warnings(record=True) as said:  # counted, not printed once a release
+                warnings.simplefilter("always", UnmeasuredWarning)
+                est = estimate(bundle, kind, column, label, where, interval)
+            warned = any(issubclass(w.category, UnmeasuredWarning) for w in said)
             lo, hi = est.ci(0.95)
-            parts = {**{f"var_{k}": v for k, v in (est.parts or {}).items()},
-                     **{f"bias_{k}": v for k, v in (est.biases or {}).items()}}
+            of = est.share if kind == "quantile" else est  # a quantile's parts: its share's
+            parts = {**{f"var_{k}": v for k, v in (of.parts or {}).items()},
+                     **{f"bias_{k}": v for k, v in (of.biases or {}).items()}}
             rows.append({"population": pop, "rows": n, "release": r, "weights": method, "estimand": name,
-                         "interval": interval,
+                         "interval": interval, "unmeasured": warned,
                          "value": est.value, "lo": lo, "hi": hi, **parts})
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
@@ -187,6 +253,8 @@ def main() -> None:
     p.add_argument("--rows", nargs="+", type=int, default=[1000, 20000])
     p.add_argument("--releases", type=int, default=50)
     p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--estimands", choices=["means", "quantiles"], default="means",
+                   help="means and rates (docs/analysis.md's table), or quantiles and shares above a threshold")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--csv", help="write every interval here")
     p.add_argument("--from-csv", nargs="+", help="summarise (and plot) the intervals of earlier runs instead")
@@ -199,11 +267,12 @@ def main() -> None:
             df["population"] = "clinic"
         jobs = df.drop_duplicates(["population", "rows", "release"])
     else:
-        jobs = [(pop, n, r, args.epsilon) for pop in args.populations for n in args.rows
+        jobs = [(pop, n, r, args.epsilon, args.estimands) for pop in args.populations for n in args.rows
                 for r in range(args.releases)]
         with mp.get_context("spawn").Pool(args.jobs) as pool:
             df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
-    truths = {pop: population(pop)[2]() for pop in df.population.unique()}
+    which = "quantiles" if df.estimand.isin([e[0] for q in QUANTILES.values() for e in q]).any() else "means"
+    truths = {pop: population(pop, which)[2]() for pop in df.population.unique()}
     df["truth"] = [truths[p][e] for p, e in zip(df.population, df.estimand, strict=True)]
     df["covered"] = (df.lo <= df.truth) & (df.truth <= df.hi)
     df["width"] = df.hi - df.lo
@@ -212,10 +281,12 @@ def main() -> None:
     print(f"\n{len(jobs)} releases, epsilon {args.epsilon:g}, {time.perf_counter() - t0:.0f} s; weights chosen: "
           + ", ".join(f"{p} N={n:,}: {dict(g.drop_duplicates('release').weights.value_counts())}"
                       for (p, n), g in df.groupby(["population", "rows"])))
+    if "unmeasured" not in df:  # an earlier run's CSV
+        df["unmeasured"] = False
     print("\n| population | N | estimand | truth | noise-aware coverage | its mean width | width / (2 x 1.96 sd "
           "of the error) | sampling-only coverage | mean error | sd of the estimates | noise share of the "
-          "noise-aware variance |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "noise-aware variance | warned unmeasured (coverage there) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (pop, n, name), g in df.groupby(["population", "rows", "estimand"], sort=False):
         a, s = g[g.interval == "noise"], g[g.interval == "sampling"]
         var = a[[c for c in a.columns if c.startswith("var_")]].mean()
@@ -225,12 +296,18 @@ def main() -> None:
         label = name.replace("|", "\\|")  # a markdown table's cell
         print(f"| {pop} | {n:,} | {label} | {truths[pop][name]:.4g} | {a.covered.mean():.0%} | {a.width.mean():.3g} "
               f"| {a.width.mean() / (2 * 1.96 * spread):.2f} | {s.covered.mean():.0%} | {err.mean():+.3g} | "
-              f"{a.value.std():.3g} | {share:.0%} |")
+              f"{a.value.std():.3g} | {share:.0%} | {_warned(a)} |")
     for interval in ("noise", "sampling"):
         g = df[df.interval == interval]
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
     if args.plot:
         plot(df, args.plot)
+
+
+def _warned(a: pd.DataFrame) -> str:
+    """In how many releases the estimate warned that its pair was never measured, and its coverage there."""
+    w = a[a.unmeasured.astype(bool)]
+    return f"{len(w)} of {len(a)}" + (f" ({w.covered.mean():.0%})" if len(w) else "")
 
 
 def plot(df: pd.DataFrame, path: str) -> None:

@@ -12,6 +12,7 @@ here is post-processing of the release: it costs no privacy.
     b = load_bundle("releases/clinic/eps=1-.../run/runs/clinic/eps=1/seed=0/mst/none/none/release")
     b.mean("age").value, b.mean("age").ci()                    # the IW mean in years and its 95% interval
     b.rate("outcome", "ill", where=b.data.smoker == "yes")     # a subgroup's weighted share of a label
+    b.quantile("bmi"), b.share("bmi", ">", 30)                 # the median (Woodruff's interval), a share above
     b.fit(LogisticRegression(), ["age", "region"], "outcome")  # any estimator with sample_weight
 
 The standard error of a self-normalised weighted mean is the weighted standard deviation over the square
@@ -26,10 +27,12 @@ from dpiw.analysis.estimates import (
     NOISE_AWARE,
     SAMPLING_ONLY,
     Estimate,
+    Quantile,
     UnreliableWeightsWarning,
     kish_ess,
     weighted_mean,
+    weighted_quantile,
 )
 
-__all__ = ["Bundle", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "SAMPLING_ONLY", "UnmeasuredWarning",
-           "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean"]
+__all__ = ["Bundle", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY", "UnmeasuredWarning",
+           "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean", "weighted_quantile"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,16 +17,27 @@ from dpiw.analysis.estimates import (
     MIN_ESS_FRACTION,
     NOISE_AWARE,
     Estimate,
+    Quantile,
     UnreliableWeightsWarning,
     _check_weights,
     kish_ess,
     weighted_mean,
+    weighted_quantile,
 )
 
 
 def _said(where) -> str:
     """A subgroup as a warning names it: a dict as written, a function as '...'."""
     return repr(where) if isinstance(where, dict) else "..."
+
+
+def _is_mask(where) -> bool:
+    """Whether a subgroup is given as a boolean mask of the rows (not None, a mapping or a function)."""
+    return where is not None and not callable(where) and not isinstance(where, dict)
+
+
+#: the comparisons :meth:`Bundle.share` takes
+COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 
 
 class UnmeasuredWarning(UserWarning):
@@ -182,7 +194,7 @@ class Bundle:
 
         if interval not in ("auto", "noise", "sampling"):
             raise DpiwError(f"interval must be 'auto', 'noise' or 'sampling', got {interval!r}")
-        is_mask = where is not None and not callable(where) and not isinstance(where, dict)
+        is_mask = _is_mask(where)
         if interval == "noise" and not self.noise_aware:
             raise DpiwError("interval='noise' needs a bundle that publishes its generator's measurements "
                             "(measurements.json: generators mst, aim) and its schema")
@@ -244,9 +256,10 @@ class Bundle:
             est = replace(est, **self._bin_bias(column, spec, where, est))
         return replace(est, limits=(spec.lower, spec.upper))
 
-    def _bin_bias(self, column: str, spec, where, est: Estimate) -> dict:
+    def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
-        drawn inside each bin from the column's own histogram put a subgroup's mean off."""
+        drawn inside each bin from the column's own histogram put a subgroup's mean off; of ``of(values)`` (a
+        function of the column's values in its units, e.g. whether each lies above a threshold) where given."""
         from dpiw.analysis import bin_bias, noise_aware
 
         binning = bin_bias.binning_of(self.schema, self.measurements)
@@ -256,10 +269,87 @@ class Bundle:
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
         mask = noise_aware.subgroup(self.data, where)[has]
-        part = bin_bias.within_bin_bias(nb, spec.to_unit(x[has]), self.weights[has], mask,
-                                        spec.from_unit if spec.scale == "log" else spec.upper - spec.lower)
+        if of is not None:
+            width = lambda u: of(np.rint(spec.from_unit(u)) if spec.integer else spec.from_unit(u))  # noqa: E731
+        else:
+            width = spec.from_unit if spec.scale == "log" else spec.upper - spec.lower
+        part = bin_bias.within_bin_bias(nb, spec.to_unit(x[has]), self.weights[has], mask, width)
         biases = {**(est.biases or {"weights": est.bias}), "bins": part}
         return {"bias": float(sum(biases.values())), "biases": biases}
+
+    def _numeric(self, call: str, column: str):
+        """The column, refused unless numeric."""
+        col = self._column(column)
+        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
+            raise DpiwError(f"{call}: column {column!r} is categorical; the share of one of its labels is "
+                            f"rate({column!r}, label)")
+        return col
+
+    def share(self, column: str, op: str, value: float, where=None, *, interval: str = "auto") -> Estimate:
+        """The weighted share of rows whose numeric ``column`` is ``op`` ``value``, over a subgroup or all rows:
+        ``b.share("spend", ">", 100)`` (``where`` and ``interval`` as for :meth:`mean`; rows without a value, of a
+        `missing: indicator` column, are left out as for :meth:`mean`).
+
+        Parameters
+        ----------
+        column : str
+            A numeric column.
+        op : {"<", "<=", ">", ">="}
+            The comparison, as written.
+        value : float
+            The threshold, in the column's units.
+        """
+        self._numeric(f"share({column!r}, {op!r}, {value!r})", column)
+        if op not in COMPARISONS:
+            raise DpiwError(f"share: op must be one of {list(COMPARISONS)}, got {op!r}")
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) or not np.isfinite(
+                value):
+            raise DpiwError(f"share: value must be a finite number in {column!r}'s units, got {value!r}")
+        compare, t = COMPARISONS[op], float(value)
+        self._unmeasured(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column,
+                         self._where_columns(where))
+
+        def values(data):
+            x = data[column].to_numpy(float)
+            return np.where(np.isnan(x), np.nan, compare(x, t))
+
+        est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
+        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        if spec is not None and spec.is_numeric and est.covers == NOISE_AWARE:
+            est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
+        return est
+
+    def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
+        """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,
+        with Woodruff's interval (:class:`dpiw.analysis.estimates.Quantile`): the interval of
+        ``share(column, "<=", estimate)`` carried back to the column's units, so it covers what that share's
+        interval covers (noise-aware where the bundle allows it). ``where`` and ``interval`` as for :meth:`mean`.
+        For a skewed column the median is the estimate to trust: a mean rests on a tail that few rows hold."""
+        col = self._numeric(f"quantile({column!r})", column)
+        if isinstance(q, bool | np.bool_) or not isinstance(q, int | float | np.number) or not 0 < q < 1:
+            raise DpiwError(f"quantile: q must be a probability strictly between 0 and 1 (0.5: the median), "
+                            f"got {q!r}")
+        self._unmeasured(f"quantile({column!r}, where={_said(where)})", column, self._where_columns(where))
+        from dpiw.analysis import noise_aware
+
+        mask = self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)
+        x = col.to_numpy(float)
+        mask = mask & ~np.isnan(x)
+        if not mask.any():
+            raise DpiwError("where: no synthetic row with a value is in this subgroup")
+        value = weighted_quantile(x[mask], self.weights[mask], float(q))
+        with warnings.catch_warnings():  # said once, above
+            warnings.simplefilter("ignore", UnmeasuredWarning)
+            share = self.share(column, "<=", value, where, interval=interval)
+        # the share at or below the estimate is v >= q; at the rows' largest value v = 1 and its spread from the
+        # rows is 0, though the table's q-quantile may lie above it: the spread at q itself is the least
+        floor = math.sqrt(float(q) * (1 - float(q)) / share.ess)
+        if share.se < floor:
+            share = replace(share, se=floor)
+        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
+            float(np.nanmin(x)), float(np.nanmax(x)))
+        return Quantile(value, float(q), share, limits, x[mask], self.weights[mask])
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all

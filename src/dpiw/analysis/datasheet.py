@@ -254,7 +254,8 @@ def _trust(bundle, crowded: list) -> list[str]:
               "Rare categories and small subgroups: their counts are mostly noise.",
               "The mean of a heavy-tailed column (spending, income): its largest values are few rows of a fine "
               "histogram's noisy tail, which the release drops or moves, so its mean can be off by more than its "
-              "interval says; its median and shares above a value hold better."]
+              "interval says; its median and shares above a value hold better (<code>b.quantile</code>, "
+              "<code>b.share</code>)."]
     if unit:
         can.append("The weights are all 1 (no weights were spent on, or their signal did not pass its noise): "
                    "the rows are used as they are.")

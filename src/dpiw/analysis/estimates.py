@@ -4,7 +4,7 @@ the :class:`Estimate` every analysis call returns."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -171,3 +171,79 @@ def weighted_mean(values, weights) -> Estimate:
     return Estimate(mean, math.sqrt(var / ess), ess)
 
 
+
+
+def weighted_quantile(values, weights, p: float) -> float:
+    """The smallest value whose weighted share of the rows at or below it is at least ``p`` (the inverse of the
+    weighted distribution function; numpy's ``method="inverted_cdf"``), for ``p`` in (0, 1].
+
+    >>> weighted_quantile([3, 1, 2], [1, 1, 2], 0.5), weighted_quantile([3, 1, 2], [1, 1, 2], 0.8)
+    (2.0, 3.0)
+    """
+    v = np.asarray(values, float)
+    w = _check_weights(weights)
+    order = np.argsort(v, kind="stable")
+    cdf = np.cumsum(w[order]) / w.sum()
+    k = min(int(np.searchsorted(cdf, p * (1 - 1e-12), side="left")), v.size - 1)  # a cdf's last bit of rounding
+    return float(v[order][k])
+
+
+@dataclass(frozen=True)
+class Quantile:
+    """A weighted quantile with its interval by Woodruff's method (1952): the interval of the share of rows at or
+    below the estimate (an :class:`Estimate`, noise-aware where the bundle allows it) carried back through the
+    rows' weighted distribution function.
+
+    If the released distribution function is off by e near the quantile (the share's error, which its interval
+    covers: ``value - share.ci()``), the table's q-quantile is where the released one reaches q + e; so the
+    interval runs from the released (q + v - hi)-quantile to the (q + v - lo)-quantile, where v is the released
+    share at or below the estimate and (lo, hi) its interval; past 0 or 1, to the column's public bound. The
+    share's standard error is at least the rows' binomial one at q, sqrt(q (1 - q) / ESS): at the rows' largest
+    value the share is 1 and its spread from the rows 0, though the table's quantile may lie above it.
+
+    Attributes
+    ----------
+    value : float
+        The weighted q-quantile of the rows (:func:`weighted_quantile`).
+    q : float
+        The probability asked for.
+    share : Estimate
+        The weighted share of rows at or below ``value``, with its interval.
+    limits : tuple
+        The column's public bounds: an interval running past the rows reaches them.
+    """
+
+    value: float
+    q: float
+    share: Estimate
+    limits: tuple[float, float]
+    _values: np.ndarray = field(repr=False, compare=False)
+    _weights: np.ndarray = field(repr=False, compare=False)
+
+    @property
+    def covers(self) -> str:
+        """What the interval accounts for: what the share's does."""
+        return self.share.covers
+
+    def at(self, p: float) -> float:
+        """The rows' weighted p-quantile, the public lower bound for p <= 0 and the upper one for p > 1."""
+        if p <= 0:
+            return float(self.limits[0])
+        if p > 1 + 1e-12:
+            return float(self.limits[1])
+        return weighted_quantile(self._values, self._weights, min(p, 1.0))
+
+    def ci(self, level: float = 0.95) -> tuple[float, float]:
+        """Woodruff's interval at ``level`` (the class's text)."""
+        lo, hi = self.share.ci(level)
+        v = self.share.value
+        return self.at(self.q + v - hi), self.at(self.q + v - lo)
+
+    def __str__(self) -> str:
+        """As :class:`Estimate` prints: ``34.1 (95% interval 31.2 to 38.0)``; whole numbers (an integer column's
+        quantile and interval) without decimals: ``61 (95% interval 60 to 64)``."""
+        lo, hi = self.ci(0.95)
+        digits = interval_digits(lo, hi)
+        if digits is not None and all(float(v).is_integer() for v in (self.value, lo, hi)):
+            digits = 0
+        return f"{fixed(self.value, digits)} (95% interval {fixed(lo, digits)} to {fixed(hi, digits)})"
