@@ -457,9 +457,13 @@ def test_a_ledger_whose_delta_a_small_first_release_set_is_lowered_before_a_larg
     with pytest.raises(DpiwError, match="can only be lowered"):
         L.set_budget(store, table=whole, label="whole", epsilon=2, delta=0.01, reason="looser")
     before = L.fold(store.atomic(lambda t: t.entries()), pilot.key).spent()["epsilon"]
-    L.set_budget(store, table=whole, label="whole", epsilon=2, delta=1e-6, reason="the whole table joins")
+    with pytest.raises(DpiwError, match="give the lifetime --epsilon, a lower --delta, or both"):
+        L.set_budget(store, table=whole, label="whole", epsilon=None, delta=None, reason="nothing")
+    # the delta lowered alone: the ledger keeps its epsilon
+    L.set_budget(store, table=whole, label="whole", epsilon=None, delta=1e-6, reason="the whole table joins")
     state = L.fold(store.atomic(lambda t: t.entries()), pilot.key)
     assert state.budget["delta"] == 1e-6 and state.spent()["epsilon"] >= before  # never falls
+    assert state.budget["epsilon"] == 2
     out = L.admit(store, table=whole, label="whole", manifest=_manifest("rw"), bundle_id="rw")
     assert out["budget"]["delta"] == 1e-6 and out["lifetime"]["epsilon"] == pytest.approx(1.0)
 

@@ -47,7 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                             help="the lifetime delta (default: the largest delta of its releases)")
         if name == "set-budget":
             sp.add_argument("data", metavar="DATA", help="the private table (CSV or parquet) whose budget this is")
-            sp.add_argument("--epsilon", type=float, required=True, help="the lifetime epsilon")
+            sp.add_argument("--epsilon", type=float,
+                            help="the lifetime epsilon (a new ledger needs it; an existing ledger keeps its own "
+                                 "when only --delta is given)")
             sp.add_argument("--delta", type=float,
                             help="the lifetime delta: a new ledger's, or a lower one for an existing ledger (never "
                                  "higher; every release so far is composed again at it)")
@@ -150,6 +152,9 @@ def main(args) -> None:
     out = ledger.set_budget(store, table=table, label=args.label or label, epsilon=args.epsilon, delta=args.delta,
                             reason=args.reason, neighbours=args.neighbours)
     b = out["budget"]
-    was = "" if out["created"] else f" (was epsilon {out['previous']['epsilon']:g})"
+    prev = out["previous"] or {}
+    was = "" if out["created"] else " (was " + ", ".join(
+        [f"epsilon {prev['epsilon']:g}"] * (prev.get("epsilon") != b["epsilon"])
+        + [f"delta {prev['delta']:.3g}"] * (prev.get("delta") != b["delta"]) or ["the same"]) + ")"
     print(f"{describe(url)}: {data.name}: lifetime budget epsilon {b['epsilon']:g}, delta {b['delta']:.3g}{was}; "
           f"entry {out['entry'][:16]}")

@@ -459,7 +459,7 @@ def _delta_for(state: DatasetLedger, where, label: str) -> None:
         f"release refused: table '{label}' ({rows:,} rows) is charged to the ledger of "
         f"'{', '.join(state.labels) or label}', whose lifetime delta {state.budget['delta']:.3g} (set by its first "
         f"release) is not below 1/{rows:,}: a guarantee at that delta says little for this table. Lower it on the "
-        f"record first: `dpiw ledger set-budget DATA --schema S --epsilon E --delta {rows ** -1.5:.3g} "
+        f"record first: `dpiw ledger set-budget DATA --schema S --delta {rows ** -1.5:.3g} "
         "--reason ...` (every release so far is composed again at the new delta)")
 
 
@@ -862,36 +862,40 @@ def _eps(spent: dict[str, Any]) -> str:
         f"a delta past the budget (summed {spent['basic']['delta']:.3g})"
 
 
-def set_budget(store: Store, *, label: str, epsilon: float, delta: float | None, reason: str,
+def set_budget(store: Store, *, label: str, epsilon: float | None, delta: float | None, reason: str,
                neighbours: str = "replace_one", digest: str | None = None, table: Resolution | None = None
                ) -> dict[str, Any]:
     """Set a table's lifetime budget on the record: create its ledger with (epsilon, delta), or change the
     epsilon of an existing one and lower its delta (never raise it: every mechanism so far is composed again at
-    the lower delta). Refused below what is already spent. ``table``: where :func:`resolve` placed the table (or
-    ``digest``, a content digest, as before)."""
+    the lower delta). Refused below what is already spent. ``epsilon`` None keeps an existing ledger's (a delta
+    lowered alone). ``table``: where :func:`resolve` placed the table (or ``digest``, a content digest, as
+    before)."""
     if not reason or not reason.strip():
         raise DpiwError("--reason is required: say why the budget is set (it is kept in the ledger)")
+    if epsilon is None and delta is None:
+        raise DpiwError("give the lifetime --epsilon, a lower --delta, or both")
 
     def work(txn: Transaction) -> dict[str, Any]:
         entries = _verified(txn, store)
         key, placing, _ = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         if state.budget is None:
-            if delta is None:
-                raise DpiwError("a new ledger needs its lifetime --delta too (well below 1/N_D)")
+            if delta is None or epsilon is None:
+                raise DpiwError("a new ledger needs its lifetime --epsilon and --delta (well below 1/N_D)")
             body = _budget_body(label, epsilon, delta, neighbours, reason.strip())
         else:
+            epsilon_ = state.budget["epsilon"] if epsilon is None else float(epsilon)
             new_delta = state.budget["delta"] if delta is None else float(delta)
             if new_delta > state.budget["delta"] * (1 + 1e-9):
                 raise DpiwError(f"the lifetime delta ({state.budget['delta']:.3g}) can only be lowered (a larger one "
                                 "would weaken what every release so far was admitted under)")
             # a lower delta: every mechanism so far is composed again at it (a larger epsilon, a stronger statement)
             spent = lifetime(state.mechanisms.values(), new_delta)["epsilon"]
-            if epsilon < spent * (1 - _TOL):
+            if epsilon_ < spent * (1 - _TOL):
                 raise DpiwError(f"the table has already spent epsilon = {spent:.6g}"
                                 + (f" at delta {new_delta:.3g}" if new_delta != state.budget["delta"] else "")
-                                + f": a budget of {epsilon:g} would be broken from the start")
-            body = _budget_body(label, epsilon, new_delta, state.budget["neighbours"], reason.strip(),
+                                + f": a budget of {epsilon_:g} would be broken from the start")
+            body = _budget_body(label, epsilon_, new_delta, state.budget["neighbours"], reason.strip(),
                                 previous=state.budget)
         entry = txn.append(key, "budget", body)
         _record_table(txn, key, placing, label)
