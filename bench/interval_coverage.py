@@ -132,12 +132,12 @@ QUANTILES = {
         ("P(age >= 70)", "share", "age", (">=", 70), None),
     ),
 }
-OPS = {">": np.greater, ">=": np.greater_equal, "<": np.less, "<=": np.less_equal}
-
 
 def quantile_truth(draw_rows, estimands, seed: int) -> dict[str, float]:
     """Every quantile and share of ``estimands`` by a Monte Carlo of 4e6 draws (numpy's inverted-cdf quantile,
     the estimator's own definition)."""
+    from dpiw.analysis.bundle import COMPARISONS
+
     d = draw_rows(4_000_000, np.random.default_rng(seed))
     out = {}
     for name, kind, column, label, where in estimands:
@@ -145,7 +145,7 @@ def quantile_truth(draw_rows, estimands, seed: int) -> dict[str, float]:
             [(d[k] == v).to_numpy() for k, v in where.items()])
         x = d[column].to_numpy(float)[m]
         out[name] = (float(np.quantile(x, label, method="inverted_cdf")) if kind == "quantile"
-                     else float(OPS[label[0]](x, label[1]).mean()))
+                     else float(COMPARISONS[label[0]](x, label[1]).mean()))
     return out
 
 

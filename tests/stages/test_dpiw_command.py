@@ -95,6 +95,24 @@ def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path
     assert parse_schema(filled).column("debt").spikes == ("lower",)
 
 
+def test_schema_infer_notes_a_value_many_rows_hold_in_a_column_of_fractions(tmp_path):
+    """Years of schooling: 12 for 40% of rows, a few fractional values (1.2%): a note says many rows hold one
+    value and names `integer: true`; a column of fractions with a pile (a dose of 2.5) names another fix; a
+    smooth column gets none. The notes name no value."""
+    rng = np.random.default_rng(1)
+    educ = np.where(np.arange(500) < 200, 12.0, rng.integers(0, 25, 500)).astype(float)
+    educ[:6] = 11.5
+    dose = np.where(np.arange(500) < 100, 2.5, rng.uniform(0, 10, 500).round(2))
+    data = tmp_path / "people.csv"
+    pd.DataFrame({"educ": educ, "dose": dose, "smooth": rng.normal(0, 1, 500),
+                  "y": rng.choice(["a", "b"], 500)}).to_csv(data, index=False)
+    lines = {ln.split(",")[0].split()[-1]: ln for ln in draft(data, target="y").splitlines() if "{name" in ln}
+    assert "many rows hold one value" in lines["educ"] and "`integer: true`" in lines["educ"], lines["educ"]
+    assert "many rows hold one value" in lines["dose"] and "a category" in lines["dose"], lines["dose"]
+    assert "#" not in lines["smooth"]
+    assert "12" not in lines["educ"] and "2.5" not in lines["dose"]  # no value of the rows in a published draft
+
+
 def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fill_in_at_once(tmp_path, capsys):
     rng = np.random.default_rng(0)
     n = 40

@@ -3,6 +3,7 @@ against numpy's, Woodruff's interval covering a known population's quantile as o
 it, then releases with their noise), the bins' tilt of a share within a subgroup against the model's exact error,
 whole numbers for an integer column, and clear refusals."""
 
+import warnings
 from math import erf, log, sqrt
 
 import numpy as np
@@ -107,6 +108,27 @@ def test_noise_aware_quantiles_cover_over_releases_and_the_rows_alone_do_not(mon
     assert sampling < noise, (sampling, noise)
 
 
+def test_a_bundles_share_carries_the_bins_tilt_with_its_sign(monkeypatch):
+    """Through Bundle.share: among the rows with y = yes (whose share grows with x), the values inside a bin sit
+    where the column's do, too low, so the released share above a threshold inside a bin is too low: the bins'
+    part of its bias is negative, that of the share at or below the same threshold is its opposite, and a
+    threshold the subgroup does not depend on (all rows) gets none."""
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    b = release(scaled(population(4000, np.random.default_rng(8))), 0, eps=3.0)
+    assert frozenset(("x", "y")) in b.measured_pairs
+    above, below = b.share("x", ">", 2.0, {"y": "yes"}), b.share("x", "<=", 2.0, {"y": "yes"})
+    assert above.biases["bins"] < 0 and below.biases["bins"] == pytest.approx(-above.biases["bins"], rel=1e-9)
+    assert above.value + below.value == pytest.approx(1.0)
+    assert b.share("x", ">", 2.0).biases["bins"] == 0.0
+    mean = b.mean("x", {"y": "yes"})
+    assert mean.biases["bins"] < 0  # the mean's, in the same release: the same sign
+    mask = (b.data.y == "yes").to_numpy()
+    with pytest.raises(DpiwError, match="a boolean mask cannot be applied"):
+        b.quantile("x", 0.5, mask, interval="noise")
+    with pytest.raises(DpiwError, match="a boolean mask cannot be applied"):
+        b.share("x", ">", 3, mask, interval="noise")
+
+
 def test_a_share_within_a_subgroup_tilts_with_the_bins_as_the_model_says():
     """A subgroup whose share grows with x, rows released as the generator does (a bin, then a value from the
     column's fine histogram inside it): the share of the subgroup's rows above a threshold inside a bin comes
@@ -159,9 +181,31 @@ def test_quantiles_and_shares_say_what_is_wrong():
     assert b.quantile("x", 0.5, mask).value == float(np.quantile(rows.x[mask], 0.5, method="inverted_cdf"))
     assert b.share("x", "<=", 2.0).value == pytest.approx((rows.x <= 2.0).mean())
     assert b.share("n", ">=", 30).value == pytest.approx((rows.n >= 30).mean())
-    # an interval that runs past the rows reaches the public bound
+    # an interval that runs past the rows reaches the public bound, and its other end stays below the estimate
+    # (the share's interval is not clipped to [0, 1] first: at the largest row the share is 1)
     few = rows_bundle(population(12, np.random.default_rng(4)))
-    assert few.quantile("x", 0.05).ci()[0] == 0.0 and few.quantile("x", 0.95).ci()[1] == 50.0
+    top, bottom = few.quantile("x", 0.95), few.quantile("x", 0.05)
+    assert top.ci()[1] == 50.0 and top.ci()[0] < top.value
+    assert bottom.ci()[0] == 0.0 and bottom.ci()[1] > bottom.value
+
+
+def test_woodruffs_interval_is_centred_on_q_where_values_tie():
+    """Half the rows hold 1, then 30% hold 2 and 20% 3: the 0.3-quantile is 1 (half the rows are at or below
+    it), and the interval, from the share 0.5 at or below 1 (+- 0.098), is (1, 1): the released distribution
+    reaches 0.3 + 0.5 - 0.598 to 0.3 + 0.5 - 0.402 at 1. Centred on the share (2v - hi), it would reach 2."""
+    n = np.r_[[1] * 50, [2] * 30, [3] * 20]
+    rows = pd.DataFrame({"x": np.ones(100), "n": n, "y": ["no"] * 100})
+    q = rows_bundle(rows).quantile("n", 0.3)
+    assert q.value == 1 and q.share.value == 0.5 and q.ci() == (1.0, 1.0)
+    assert rows_bundle(rows).quantile("n", 0.5).ci() == (1.0, 2.0)
+
+
+def test_rows_without_a_value_are_left_out():
+    """A `missing: indicator` column's empty rows (NaN in b.data) are in neither a quantile nor a share."""
+    x = np.r_[np.arange(1.0, 11.0), [np.nan] * 10]
+    data = pd.DataFrame({"x": x, "n": np.zeros(20), "y": pd.Categorical(["no"] * 20, ["no", "yes"])})
+    b = Bundle(data, np.ones(20), {}, None, SCHEMA, None)
+    assert b.quantile("x").value == 5.0 and b.share("x", ">", 8).value == pytest.approx(0.2)
 
 
 def test_an_integer_quantile_prints_as_whole_numbers():
@@ -169,3 +213,32 @@ def test_an_integer_quantile_prints_as_whole_numbers():
     text = str(b.quantile("n"))
     assert "." not in text and text.startswith("30 (95% interval "), text
     assert "." in str(b.quantile("x"))
+
+
+def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypatch):
+    """40% of x is exactly 12.0 (a coded value in a column not declared whole-numbered), inside the fine cell
+    11.91-12.11 of its bounds 0-50: the release spreads those rows evenly across the cell, so most come back
+    below 12 and the share at or above 12 comes out far too low. The interval reaches over the cell's rows on
+    both sides and covers the truth, with a CellWarning that names the fix; without the reach it would not. A
+    threshold in a smooth stretch of the column (no pile) is left as it is."""
+    from dpiw.analysis import CellWarning
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    rng = np.random.default_rng(9)
+    rows = population(5000, rng)
+    piled = rng.uniform(size=5000) < 0.4
+    rows["x"] = np.where(piled, 12.0, np.clip(rng.normal(12, 3, 5000), 0, 50))
+    truth = float((rows.x >= 12).mean())
+    b = release(scaled(rows), 1)
+    with pytest.warns(CellWarning, match=r"12 falls inside the fine cell 11.91 to 12.11.*`integer: true`"):
+        est = b.share("x", ">=", 12)
+    lo, hi = est.ci()
+    assert est.value < truth - 0.1 and lo <= truth <= hi, (est, truth)
+    assert est.value + 1.96 * est.se < truth  # the standard error alone does not reach it
+    assert est.reach[0] + est.reach[1] > 0.3
+    with pytest.warns(CellWarning, match=r"quantile\('x', 0.5\): the estimate .* lies inside"):
+        b.quantile("x")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CellWarning)
+        smooth = b.share("x", ">", 17.0)
+    assert smooth.reach == (0.0, 0.0)

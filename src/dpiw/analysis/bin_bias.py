@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-#: points per fine cell of a continuous column on which the tilt is evaluated (an integer cell: its integers)
+#: points per fine cell of a continuous column on which the tilt is evaluated (an integer cell: its whole numbers,
+#: or this many of them spread over it)
 POINTS = 8
 
 
@@ -107,16 +108,18 @@ def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return pos, fine[cell] / POINTS, cell
     first = grid.first()[: grid.support + 1]
     counts = np.diff(first)
-    cell = np.repeat(np.arange(grid.support), counts)
-    pos = np.arange(first[-1]) / grid.span
-    return pos, fine[cell] / np.maximum(counts[cell], 1), cell
+    points = np.minimum(counts, POINTS)  # every whole number of a cell, or POINTS of them spread over it
+    cell = np.repeat(np.arange(grid.support), points)
+    j = np.arange(cell.size) - np.repeat(np.cumsum(points) - points, points)
+    pos = (first[cell] + (j * counts[cell]) // np.maximum(points[cell], 1)) / grid.span
+    return pos, fine[cell] / np.maximum(points[cell], 1), cell
 
 
 def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width) -> float:
-    """The estimate (in the column's units: ``width`` = upper - lower, or a function from scaled values to the
-    units, :meth:`dpiw.data.schema.Column.from_unit`, for a column with ``scale: log``) of the weighted mean of
-    ``scaled`` over ``mask`` minus the one whose within-bin values follow the subgroup (the module's text);
-    positive: too high.
+    """The estimate (in the column's units: ``width`` = upper - lower, or a function from scaled values to what
+    is averaged: :meth:`dpiw.data.schema.Column.from_unit` for a column with ``scale: log``, an indicator of the
+    values above a threshold for a share) of the weighted mean of ``scaled`` (or of ``width(scaled)``) over
+    ``mask`` minus the one whose within-bin values follow the subgroup (the module's text); positive: too high.
 
     ``nb`` is the column's :class:`dpiw.sdgp.binning.NumericBins`, ``scaled`` its released values in [0, 1],
     ``weights`` the rows' weights, ``mask`` the subgroup (rows with a value only)."""
@@ -125,7 +128,8 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
     w_all = np.bincount(cell, weights=weights, minlength=card)
     w_in = np.bincount(cell[mask], weights=weights[mask], minlength=card)
     pos, mass, fcell = _points(nb)
-    if callable(width):  # a log scale: the means in the column's units (the tilt stays on the scaled positions)
+    if callable(width):  # a function of the values (a log scale's units, a share's indicator); the tilt stays on
+        # the scaled positions
         at, width = width(pos), 1.0
     else:
         at = pos
@@ -172,3 +176,51 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, spec) -> bool:
         if not np.array_equal(base, subgroup(data.assign(**{column: moved}), where)):
             return True
     return False
+
+
+#: a fine cell holding at least this share of a subgroup's rows, and more than PILE times either neighbour's mass
+#: in the column's fine histogram, is a pile: rows may sit on one value inside it (a coded 12 among 0-25), which
+#: the values drawn evenly across it do not show
+PILE_SHARE = 0.01
+PILE = 2.0
+
+
+def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray,
+               mask: np.ndarray) -> tuple[float, float, tuple[float, float] | None]:
+    """How far the share of a subgroup's rows whose value is ``compare``-ed to ``threshold`` may be off because
+    the threshold falls inside a fine cell where rows pile up (:data:`PILE`): the released values are spread
+    evenly across the cell, the table's may all lie on one side of the threshold. Returns the weighted share of
+    the subgroup's released rows in that cell on the share's side and on the other (how far the share may be
+    too high and too low), and the cell's range in the column's units; (0, 0, None) where the threshold is at a
+    cell's edge, in a spike's cell, in a cell of one whole number, or in a cell no pile.
+
+    ``nb`` is the column's :class:`dpiw.sdgp.binning.NumericBins`, ``spec`` its schema column, ``x`` the
+    released values in the column's units (rows with a value), ``weights`` their weights, ``mask`` the
+    subgroup."""
+    grid = nb.grid
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
+    if leaf >= grid.support:
+        return 0.0, 0.0, None
+    if grid.span is None:
+        below, above = grid.edges()
+        lo, hi = float(spec.from_unit(below[leaf])), float(spec.from_unit(above[leaf]))
+        ends = (np.rint(lo), np.rint(hi)) if spec.integer else (lo, hi)
+        inside = ends[0] < threshold < ends[1] if not spec.integer else compare(ends[0], threshold) != compare(
+            ends[1], threshold)
+    else:
+        first = grid.first()
+        lo, hi = spec.lower + float(first[leaf]), spec.lower + float(first[leaf + 1] - 1)
+        inside = bool(compare(lo, threshold) != compare(hi, threshold))
+    if not inside or lo == hi:
+        return 0.0, 0.0, None
+    fine = np.ones(grid.support) if nb.fine is None else np.maximum(np.asarray(nb.fine, float)[: grid.support], 0)
+    around = max(fine[leaf - 1] if leaf > 0 else 0.0, fine[leaf + 1] if leaf + 1 < grid.support else 0.0)
+    if not fine[leaf] > PILE * around:
+        return 0.0, 0.0, None
+    here = mask & (grid.leaf(spec.to_unit(x)) == leaf)
+    total = weights[mask].sum()
+    hit = compare(x, threshold)
+    on, off = float(weights[here & hit].sum() / total), float(weights[here & ~hit].sum() / total)
+    if on + off < PILE_SHARE:
+        return 0.0, 0.0, None
+    return on, off, (lo, hi)

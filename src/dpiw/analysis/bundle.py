@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,6 +41,11 @@ COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.grea
 
 class UnmeasuredWarning(UserWarning):
     """An estimate needs a relation between columns that no noisy marginal of the release measured."""
+
+
+class CellWarning(UserWarning):
+    """A share's threshold (or a quantile) falls inside a fine cell where rows pile up: where they lie inside it
+    was not measured, and the interval reaches over them."""
 
 
 @dataclass(frozen=True)
@@ -244,9 +248,7 @@ class Bundle:
             the synthetic rows' sampling); ``sampling``: from the synthetic rows alone (Kish's ESS);
             ``auto`` (default): noise-aware where the bundle allows it.
         """
-        col = self._column(column)
-        if isinstance(col.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(col):
-            raise DpiwError(f"column {column!r} is categorical: use rate({column!r}, label) for the share of a label")
+        self._numeric(f"mean({column!r})", column)
         self._unmeasured(f"mean({column!r}, where={_said(where)})", column, self._where_columns(where))
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
@@ -258,14 +260,17 @@ class Bundle:
 
     def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
-        drawn inside each bin from the column's own histogram put a subgroup's mean off; of ``of(values)`` (a
-        function of the column's values in its units, e.g. whether each lies above a threshold) where given."""
+        drawn inside each bin from the column's own histogram put a subgroup's mean off. With ``of`` (a function
+        of the column's values in its units, e.g. whether each lies above a threshold), the mean of ``of`` of
+        them."""
         from dpiw.analysis import bin_bias, noise_aware
 
         binning = bin_bias.binning_of(self.schema, self.measurements)
         nb = None if binning is None else binning.numeric.get(column)
         if nb is None or bin_bias.depends_on(where, self.data, column, nb, spec):
             return {}
+        if where is None:  # all rows: the tilt is flat, the part 0
+            return {"biases": {**(est.biases or {"weights": est.bias}), "bins": 0.0}}
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
         mask = noise_aware.subgroup(self.data, where)[has]
@@ -305,9 +310,13 @@ class Bundle:
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) or not np.isfinite(
                 value):
             raise DpiwError(f"share: value must be a finite number in {column!r}'s units, got {value!r}")
-        compare, t = COMPARISONS[op], float(value)
         self._unmeasured(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column,
                          self._where_columns(where))
+        return self._share(column, op, float(value), where, interval)
+
+    def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None) -> Estimate:
+        """:meth:`share` of a checked call (``quantile``: (q, estimate) when it is a quantile's share)."""
+        compare = COMPARISONS[op]
 
         def values(data):
             x = data[column].to_numpy(float)
@@ -315,9 +324,39 @@ class Bundle:
 
         est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
-        if spec is not None and spec.is_numeric and est.covers == NOISE_AWARE:
+        if spec is None or not spec.is_numeric:
+            return est
+        if est.covers == NOISE_AWARE:
             est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
-        return est
+        return self._pile(column, spec, op, t, where, est, quantile)
+
+    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None) -> Estimate:
+        """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
+        the interval reaches over that cell's rows on either side, and a warning says how to keep them."""
+        from dpiw.analysis import bin_bias, noise_aware
+
+        binning = bin_bias.binning_of(self.schema, self.measurements)
+        nb = None if binning is None else binning.numeric.get(column)
+        if nb is None:
+            return est
+        x = self.data[column].to_numpy(float)
+        has = ~np.isnan(x)
+        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
+        on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask)
+        if cell is None:
+            return est
+        fix = "" if spec.integer else ("; if many rows hold one whole number there, `integer: true` in the schema "
+                                       "keeps them")
+        if quantile is None:
+            said = (f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside", f"the interval reaches {on:.3f} lower "
+                    f"and {off:.3f} higher{fix} (or ask at a cell's edge)")
+        else:
+            said = (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",
+                    f"the interval reaches over them{fix}")
+        warnings.warn(f"{said[0]} the fine cell {cell[0]:.4g} to {cell[1]:.4g}, which holds {on + off:.0%} of these "
+                      "rows, piled higher than the cells beside it: where they lie inside it was not measured (they "
+                      f"are drawn evenly across it), so {said[1]}", CellWarning, stacklevel=4)
+        return replace(est, reach=(on, off))
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
         """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,
@@ -329,23 +368,17 @@ class Bundle:
         if isinstance(q, bool | np.bool_) or not isinstance(q, int | float | np.number) or not 0 < q < 1:
             raise DpiwError(f"quantile: q must be a probability strictly between 0 and 1 (0.5: the median), "
                             f"got {q!r}")
-        self._unmeasured(f"quantile({column!r}, where={_said(where)})", column, self._where_columns(where))
+        self._unmeasured(f"quantile({column!r}, {q!r}, where={_said(where)})", column, self._where_columns(where))
         from dpiw.analysis import noise_aware
 
         mask = self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)
         x = col.to_numpy(float)
         mask = mask & ~np.isnan(x)
         if not mask.any():
-            raise DpiwError("where: no synthetic row with a value is in this subgroup")
+            raise DpiwError("where: no synthetic row is in this subgroup, or every one of them is empty in this "
+                            "column")
         value = weighted_quantile(x[mask], self.weights[mask], float(q))
-        with warnings.catch_warnings():  # said once, above
-            warnings.simplefilter("ignore", UnmeasuredWarning)
-            share = self.share(column, "<=", value, where, interval=interval)
-        # the share at or below the estimate is v >= q; at the rows' largest value v = 1 and its spread from the
-        # rows is 0, though the table's q-quantile may lie above it: the spread at q itself is the least
-        floor = math.sqrt(float(q) * (1 - float(q)) / share.ess)
-        if share.se < floor:
-            share = replace(share, se=floor)
+        share = self._share(column, "<=", value, where, interval, quantile=(q, value))
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
         limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
             float(np.nanmin(x)), float(np.nanmax(x)))
@@ -357,7 +390,8 @@ class Bundle:
         col = self._column(column)
         if not isinstance(col.dtype, pd.CategoricalDtype):
             raise DpiwError(f"rate: {column!r} is numeric; a rate is the share of one label of a categorical "
-                            f"column (its mean: b.mean({column!r}))")
+                            f"column (its mean: b.mean({column!r}); its share above a value: "
+                            f"b.share({column!r}, '>', value))")
         if label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
         self._unmeasured(f"rate({column!r}, {label!r}, where={_said(where)})", column, self._where_columns(where))

@@ -4,7 +4,7 @@ the :class:`Estimate` every analysis call returns."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -53,8 +53,8 @@ SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP nois
 #: what a noise-aware interval covers (dpiw.analysis.noise_aware)
 NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                "measurements), the synthetic rows' sampling, how far the weights fall short of the private rows' "
-               "marginals and, for a numeric mean within a subgroup, how far the values drawn inside each bin put "
-               "it off (the interval reaches the estimate corrected for both); NOT the generator's bias")
+               "marginals and, for a numeric mean or share within a subgroup, how far the values drawn inside each "
+               "bin put it off (the interval reaches the estimate corrected for both); NOT the generator's bias")
 #: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
 NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                    "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
@@ -67,7 +67,7 @@ def interval_digits(lo: float, hi: float) -> int | None:
     two where its leading digits are below 355 (the Particle Data Group's rule), and no fewer than 0 decimals (a
     half-width of 40 prints as a whole number); None for an interval of no width or not finite."""
     half = hi / 2 - lo / 2  # no overflow at the largest floats
-    if not (np.isfinite(half) and half > 1e-300):
+    if not (np.isfinite(half) and half > 1e-12 * max(1.0, abs(lo), abs(hi))):  # none, or rounding's (1 - 3e-16)
         return None
     first = math.floor(math.log10(half))
     lead = half / 10.0**first  # in [1, 10)
@@ -106,11 +106,16 @@ class Estimate:
         Noise-aware estimates: the estimated bias that the interval reaches over, the sum of ``biases``;
         ``value - bias`` is the estimate corrected for it, and the interval reaches from the interval about
         ``value`` to the one about ``value - bias``. 0 otherwise.
+    reach : tuple
+        How far below and above the value the estimand may be for a reason no standard error describes, which
+        the interval reaches over: for a share above a value that falls inside a fine cell where rows pile up
+        (:meth:`dpiw.analysis.Bundle.share`), that cell's rows on either side of it. (0, 0) otherwise.
     biases : dict or None
         Noise-aware estimates: ``bias`` by source. ``weights``: how far marginal-matching weights fall short of
         the private rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`; 0 without
-        them); ``bins`` (a mean of a numeric column): how far the values drawn inside each bin from the column's
-        own histogram put a subgroup's mean off (:mod:`dpiw.analysis.bin_bias`).
+        them); ``bins`` (a mean of a numeric column, or its share above a value): how far the values drawn
+        inside each bin from the column's own histogram put a subgroup's estimate off
+        (:mod:`dpiw.analysis.bin_bias`).
     """
 
     value: float
@@ -121,17 +126,20 @@ class Estimate:
     limits: tuple[float, float] | None = None
     bias: float = 0.0
     biases: dict | None = None
+    reach: tuple[float, float] = (0.0, 0.0)
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95), widened on one side to reach
-        ``value - bias`` +- z se (a noise-aware estimate with weights: :attr:`bias`)."""
+        ``value - bias`` +- z se (a noise-aware estimate with weights: :attr:`bias`), and by :attr:`reach`
+        below and above."""
         from scipy.stats import norm
 
         if not 0 < level < 1:
             raise DpiwError(f"level must lie in (0, 1), got {level}")
         z = float(norm.ppf(0.5 + level / 2))
         corrected = self.value - self.bias
-        lo, hi = min(self.value, corrected) - z * self.se, max(self.value, corrected) + z * self.se
+        lo = min(self.value, corrected) - z * self.se - self.reach[0]
+        hi = max(self.value, corrected) + z * self.se + self.reach[1]
         if self.limits is not None:  # nothing outside what the estimand can be
             lo, hi = max(lo, self.limits[0]), min(hi, self.limits[1])
         return lo, hi
@@ -208,9 +216,10 @@ class Quantile:
     q : float
         The probability asked for.
     share : Estimate
-        The weighted share of rows at or below ``value``, with its interval.
+        The weighted share of rows at or below ``value``, with its interval (as :meth:`Bundle.share` gives it).
     limits : tuple
-        The column's public bounds: an interval running past the rows reaches them.
+        The column's public bounds (the rows' least and largest value for a bundle without a schema): an
+        interval running past the rows reaches them.
     """
 
     value: float
@@ -225,6 +234,12 @@ class Quantile:
         """What the interval accounts for: what the share's does."""
         return self.share.covers
 
+    def __getattr__(self, name: str):
+        if name in ("se", "bias", "biases", "parts", "ess", "reach"):
+            raise AttributeError(f"a Quantile has no {name!r}: its interval is Woodruff's (q.ci()); the share of rows "
+                                 f"at or below the estimate, q.share, has its {name}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def at(self, p: float) -> float:
         """The rows' weighted p-quantile, the public lower bound for p <= 0 and the upper one for p > 1."""
         if p <= 0:
@@ -234,8 +249,11 @@ class Quantile:
         return weighted_quantile(self._values, self._weights, min(p, 1.0))
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
-        """Woodruff's interval at ``level`` (the class's text)."""
-        lo, hi = self.share.ci(level)
+        """Woodruff's interval at ``level`` (the class's text): from the share's interval before it is kept
+        inside [0, 1] (clipped, one end would fall back to the estimate near q = 0 or 1), with the share's
+        standard error at least the binomial one at q."""
+        floor = math.sqrt(self.q * (1 - self.q) / self.share.ess)
+        lo, hi = replace(self.share, se=max(self.share.se, floor), limits=None).ci(level)
         v = self.share.value
         return self.at(self.q + v - hi), self.at(self.q + v - lo)
 

@@ -125,7 +125,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             log = bool((values >= 0).all()) and len(positive) > 0 and positive.median() < LOG_SKEW * values.max()
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
-                     *(["most values far below the largest: `scale: log` gives them fine cells"] if log else [])]
+                     *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
+                     *([_pile_note(values)] if not whole and not spike and _pile_note(values) else [])]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
                          + (", spikes: [0]" if spike else "") + (", scale: log" if log else "") + "}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
@@ -177,6 +178,28 @@ def _whole(s) -> bool:
 
     values = s.dropna()
     return pd.api.types.is_integer_dtype(s) or (len(values) > 0 and bool((values == values.round()).all()))
+
+
+#: a column not all whole numbers with at least this share of its values at one value is noted (:func:`_pile_note`)
+PILE_SHARE = 0.1
+
+
+def _pile_note(values) -> str | None:
+    """A note for a column (not all whole numbers) where :data:`PILE_SHARE` or more of the values hold one value
+    (at least 90% of them whole numbers, that value one too: `integer: true` keeps them, rounding the few others;
+    else another fix): released values are spread evenly across the fine cell that holds it, so a share or
+    quantile at it is lost. It names no value."""
+    if not len(values):
+        return None
+    counts = values.value_counts(normalize=True)
+    top, share = float(counts.index[0]), float(counts.iloc[0])
+    if share < PILE_SHARE:
+        return None
+    whole = float((values == values.round()).mean())
+    fix = ("`integer: true` keeps whole numbers (it rounds the few others)" if top == round(top) and whole >= 0.9
+           else "a category, or a spike at a bound, keeps it")
+    # no value or share of the rows in the draft: a schema is published with every bundle
+    return f"many rows hold one value, which a release spreads across a fine cell: {fix}"
 
 
 def _looks_like_codes(s) -> bool:
