@@ -102,7 +102,7 @@ def test_a_bundle_reads_back_in_units_and_labels(tmp_path):
     west = (raw.region == "west").to_numpy()
     assert b.rate("ill", "yes", where=b.data.region == "west").value == pytest.approx(
         np.average(raw.ill[west] == "yes", weights=w[west]))
-    with pytest.raises(DpiwError, match="categorical: use rate"):
+    with pytest.raises(DpiwError, match="'region' is categorical; the share of one of its labels is rate"):
         b.mean("region")
     with pytest.raises(DpiwError, match="not a category"):
         b.rate("region", "east")
