@@ -242,3 +242,61 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
         warnings.simplefilter("error", CellWarning)
         smooth = b.share("x", ">", 17.0)
     assert smooth.reach == (0.0, 0.0)
+
+
+def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
+    """bin_bias.cell_reach on hand-built grids (rows as a release draws them: evenly across their cell). 40% of
+    the rows are exactly 12 in the cell [12, 13) of bounds 0-64: "<= 12" may be too low by the whole pile, "> 12"
+    too high by it, "< 12" and ">= 12" are right as they are (no value the cell holds is on the other side); a
+    threshold inside the cell splits the pile; a cell no higher than its neighbours is no pile; a spike's leaf is
+    no neighbour; a cell of several whole numbers splits too, one whole number's never."""
+    from dpiw.analysis.bin_bias import cell_reach
+    from dpiw.analysis.bundle import COMPARISONS as C
+    from dpiw.data.schema import Column
+
+    rng = np.random.default_rng(0)
+
+    def rows(col, grid, mass):
+        nb = NumericBins(grid, np.array([0, grid.support]), np.asarray(mass, float) / np.sum(mass))
+        x = np.asarray(col.from_unit(nb.values(np.zeros(20_000, int), rng)))
+        return nb, np.rint(x) if col.integer else x
+
+    col = Column("x", "numeric", 0.0, 64.0)
+    mass = np.full(64, 0.6 / 63)
+    mass[12] = 0.4
+    nb, x = rows(col, FineGrid(64, 64), mass)
+    w, everyone = np.ones(x.size), np.ones(x.size, bool)
+
+    def reach(op, t, nb=nb, col=col, x=x):
+        on, off, _ = cell_reach(nb, col, t, C[op], x, w, everyone)
+        return round(on, 2), round(off, 2)
+
+    assert reach("<=", 12.0) == (0.0, 0.4) and reach(">", 12.0) == (0.4, 0.0)
+    assert reach("<", 12.0) == (0.0, 0.0) and reach(">=", 12.0) == (0.0, 0.0)
+    assert reach("<=", 12.5) == (0.2, 0.2) and reach(">", 12.5) == (0.2, 0.2)
+    assert reach(">", 30.5) == (0.0, 0.0)  # a cell no higher than its neighbours
+    near = (x > 25) & (x < 36)  # a subgroup where that cell holds a tenth of the rows: still no pile
+    assert cell_reach(nb, col, 30.5, C[">"], x, w, near)[2] is None
+    # a spike at the lower bound (30% at 0) beside a pile (15% in the first cell after it)
+    spiked = Column("x", "numeric", 0.0, 64.0, spikes=("lower",))
+    grid = FineGrid.of(spiked, 64)
+    mass = np.full(64, 0.55 / 62)
+    mass[0], mass[1] = 0.3, 0.15
+    nb2, x2 = rows(spiked, grid, mass)
+    on, off, cell = cell_reach(nb2, spiked, 0.5, C[">"], x2, w, everyone)
+    assert cell is not None and on + off == pytest.approx(0.15, abs=0.02)
+    # whole numbers 0-1000 on 64 cells of 15-16 each: a pile at 12 in the cell 0-15 splits; on 0-50, a cell each
+    wide = Column("n", "numeric", 0.0, 1000.0, integer=True)
+    grid = FineGrid.of(wide, 64)
+    assert not grid.per_integer
+    mass = np.full(64, 0.6 / 63)
+    mass[0] = 0.4
+    nb3, x3 = rows(wide, grid, mass)
+    assert reach(">=", 12, nb3, wide, x3)[0] > 0.05 and reach(">=", 12, nb3, wide, x3)[1] > 0.05
+    assert reach(">=", 16, nb3, wide, x3) == (0.0, 0.0)  # the next cell's first whole number: no split
+    narrow = Column("n", "numeric", 0.0, 50.0, integer=True)
+    grid = FineGrid.of(narrow, 64)
+    mass = np.full(grid.cells, 0.6 / 50)
+    mass[12], mass[51:] = 0.4, 0.0
+    nb4, x4 = rows(narrow, grid, mass)
+    assert all(reach(op, 12, nb4, narrow, x4) == (0.0, 0.0) for op in C)

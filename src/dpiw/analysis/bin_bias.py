@@ -1,5 +1,7 @@
-"""How far a mean within a subgroup is off because values are drawn inside their bins from the column's own
-histogram: a first-order estimate from the released rows (post-processing: no privacy cost).
+"""How far a mean (or a share above a value) within a subgroup is off because values are drawn inside their bins
+from the column's own histogram: a first-order estimate from the released rows (post-processing: no privacy
+cost); and how far a share may be off where its threshold splits a fine cell that rows pile up in
+(:func:`cell_reach`).
 
 A zCDP generator models a numeric column's coarse bins; inside a bin, every released row draws its value from
 the column's fine histogram restricted to the bin, whatever its other columns say (:mod:`dpiw.sdgp.binning`). The
@@ -108,10 +110,10 @@ def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return pos, fine[cell] / POINTS, cell
     first = grid.first()[: grid.support + 1]
     counts = np.diff(first)
-    points = np.minimum(counts, POINTS)  # every whole number of a cell, or POINTS of them spread over it
+    points = np.minimum(counts, POINTS)  # every whole number of a cell, or POINTS of them spread over it, centred
     cell = np.repeat(np.arange(grid.support), points)
     j = np.arange(cell.size) - np.repeat(np.cumsum(points) - points, points)
-    pos = (first[cell] + (j * counts[cell]) // np.maximum(points[cell], 1)) / grid.span
+    pos = (first[cell] + ((2 * j + 1) * counts[cell]) // (2 * np.maximum(points[cell], 1))) / grid.span
     return pos, fine[cell] / np.maximum(points[cell], 1), cell
 
 
@@ -191,8 +193,9 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     the threshold falls inside a fine cell where rows pile up (:data:`PILE`): the released values are spread
     evenly across the cell, the table's may all lie on one side of the threshold. Returns the weighted share of
     the subgroup's released rows in that cell on the share's side and on the other (how far the share may be
-    too high and too low), and the cell's range in the column's units; (0, 0, None) where the threshold is at a
-    cell's edge, in a spike's cell, in a cell of one whole number, or in a cell no pile.
+    too high and too low), and the cell's range in the column's units; (0, 0, None) where every value the cell
+    can hold is on one side of the threshold (a spike's cell, a cell of one whole number, a threshold at an edge
+    the comparison does not split: ``<`` or ``>=`` at a cell's lowest value), or the cell is no pile.
 
     ``nb`` is the column's :class:`dpiw.sdgp.binning.NumericBins`, ``spec`` its schema column, ``x`` the
     released values in the column's units (rows with a value), ``weights`` their weights, ``mask`` the
@@ -201,20 +204,23 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
     if leaf >= grid.support:
         return 0.0, 0.0, None
-    if grid.span is None:
+    if grid.span is None:  # the values a cell can release: [lo, hi), rounded for a whole-number column
         below, above = grid.edges()
         lo, hi = float(spec.from_unit(below[leaf])), float(spec.from_unit(above[leaf]))
-        ends = (np.rint(lo), np.rint(hi)) if spec.integer else (lo, hi)
-        inside = ends[0] < threshold < ends[1] if not spec.integer else compare(ends[0], threshold) != compare(
-            ends[1], threshold)
-    else:
+        top = float(np.nextafter(hi, -np.inf))
+        ends = (float(np.rint(lo)), float(np.rint(top))) if spec.integer else (lo, top)
+    else:  # its whole numbers
         first = grid.first()
         lo, hi = spec.lower + float(first[leaf]), spec.lower + float(first[leaf + 1] - 1)
-        inside = bool(compare(lo, threshold) != compare(hi, threshold))
-    if not inside or lo == hi:
+        ends = (lo, hi)
+    # the table's rows in the cell may lie anywhere in it, the lowest edge included (values drawn never are there)
+    if lo == hi or compare(ends[0], threshold) == compare(ends[1], threshold):
         return 0.0, 0.0, None
     fine = np.ones(grid.support) if nb.fine is None else np.maximum(np.asarray(nb.fine, float)[: grid.support], 0)
-    around = max(fine[leaf - 1] if leaf > 0 else 0.0, fine[leaf + 1] if leaf + 1 < grid.support else 0.0)
+    # the cells beside it, a spike's leaf left out (one value, not a stretch of the column)
+    spikes = ({0} if grid.low and grid.offset == 1 else set()) | (
+        {grid.support - 1} if grid.high and not grid.per_integer else set())
+    around = max([fine[k] for k in (leaf - 1, leaf + 1) if 0 <= k < grid.support and k not in spikes] or [0.0])
     if not fine[leaf] > PILE * around:
         return 0.0, 0.0, None
     here = mask & (grid.leaf(spec.to_unit(x)) == leaf)

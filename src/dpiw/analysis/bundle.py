@@ -326,8 +326,9 @@ class Bundle:
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
         if spec is None or not spec.is_numeric:
             return est
-        if est.covers == NOISE_AWARE:
-            est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
+        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says
+            return est
+        est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
         return self._pile(column, spec, op, t, where, est, quantile)
 
     def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None) -> Estimate:
@@ -341,15 +342,21 @@ class Bundle:
             return est
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
-        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
+        mask = noise_aware.subgroup(self.data, where)[has]  # noise-aware: never a mask
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask)
         if cell is None:
             return est
-        fix = "" if spec.integer else ("; if many rows hold one whole number there, `integer: true` in the schema "
-                                       "keeps them")
+        values = int(round(spec.upper - spec.lower)) + 1  # whole numbers between the bounds
+        if values > nb.grid.cells and spec.scale == "linear":  # more than a cell each: narrower bounds would
+            fix = (f"; if many rows hold one value there, public bounds spanning at most {nb.grid.cells} whole "
+                   "numbers (with `integer: true`) give each one a cell, or a category keeps it")
+        elif not spec.integer:
+            fix = "; if many rows hold one whole number there, `integer: true` in the schema keeps them"
+        else:
+            fix = ""
         if quantile is None:
             said = (f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside", f"the interval reaches {on:.3f} lower "
-                    f"and {off:.3f} higher{fix} (or ask at a cell's edge)")
+                    f"and {off:.3f} higher{fix}")
         else:
             said = (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",
                     f"the interval reaches over them{fix}")

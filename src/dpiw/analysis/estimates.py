@@ -54,7 +54,8 @@ SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP nois
 NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                "measurements), the synthetic rows' sampling, how far the weights fall short of the private rows' "
                "marginals and, for a numeric mean or share within a subgroup, how far the values drawn inside each "
-               "bin put it off (the interval reaches the estimate corrected for both); NOT the generator's bias")
+               "bin put it off (the interval reaches the estimate corrected for both; a share whose threshold splits "
+               "a fine cell where rows pile up reaches over that cell's rows); NOT the generator's bias")
 #: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
 NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                    "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
@@ -67,7 +68,7 @@ def interval_digits(lo: float, hi: float) -> int | None:
     two where its leading digits are below 355 (the Particle Data Group's rule), and no fewer than 0 decimals (a
     half-width of 40 prints as a whole number); None for an interval of no width or not finite."""
     half = hi / 2 - lo / 2  # no overflow at the largest floats
-    if not (np.isfinite(half) and half > 1e-12 * max(1.0, abs(lo), abs(hi))):  # none, or rounding's (1 - 3e-16)
+    if not (np.isfinite(half) and half > max(1e-300, 1e-12 * max(abs(lo), abs(hi)))):  # none, or rounding's
         return None
     first = math.floor(math.log10(half))
     lead = half / 10.0**first  # in [1, 10)
@@ -108,8 +109,8 @@ class Estimate:
         ``value`` to the one about ``value - bias``. 0 otherwise.
     reach : tuple
         How far below and above the value the estimand may be for a reason no standard error describes, which
-        the interval reaches over: for a share above a value that falls inside a fine cell where rows pile up
-        (:meth:`dpiw.analysis.Bundle.share`), that cell's rows on either side of it. (0, 0) otherwise.
+        the interval reaches over: for a share (:meth:`dpiw.analysis.Bundle.share`, and so a quantile's) whose
+        threshold splits a fine cell where rows pile up, that cell's rows on either side of it. (0, 0) otherwise.
     biases : dict or None
         Noise-aware estimates: ``bias`` by source. ``weights``: how far marginal-matching weights fall short of
         the private rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`; 0 without

@@ -126,7 +126,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
-                     *([_pile_note(values)] if not whole and not spike and _pile_note(values) else [])]
+                     *([pile] if not whole and (pile := _pile_note(values[values != 0] if spike else values))
+                       else [])]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
                          + (", spikes: [0]" if spike else "") + (", scale: log" if log else "") + "}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
@@ -196,8 +197,8 @@ def _pile_note(values) -> str | None:
     if share < PILE_SHARE:
         return None
     whole = float((values == values.round()).mean())
-    fix = ("`integer: true` keeps whole numbers (it rounds the few others)" if top == round(top) and whole >= 0.9
-           else "a category, or a spike at a bound, keeps it")
+    fix = ("`integer: true` keeps whole numbers, on bounds that span at most 256 of them (it rounds the few others)"
+           if top == round(top) and whole >= 0.9 else "a category, or a spike at a bound, keeps it")
     # no value or share of the rows in the draft: a schema is published with every bundle
     return f"many rows hold one value, which a release spreads across a fine cell: {fix}"
 
