@@ -241,7 +241,7 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
             parts = {**{f"var_{k}": v for k, v in (of.parts or {}).items()},
                      **{f"bias_{k}": v for k, v in (of.biases or {}).items()}}
             rows.append({"population": pop, "rows": n, "release": r, "weights": method, "estimand": name,
-                         "interval": interval, "unmeasured": warned,
+                         "interval": interval, "unmeasured": warned, "reach": float(sum(getattr(of, "reach", (0, 0)))),
                          "value": est.value, "lo": lo, "hi": hi, **parts})
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows

@@ -156,3 +156,35 @@ def assert_dp_sgd_bracket(noise_multiplier: float, sample_rate: float, steps: in
     met = dp_sgd_epsilon(noise_multiplier, sample_rate, steps, delta)
     less = dp_sgd_epsilon(0.98 * noise_multiplier, sample_rate, steps, delta)
     assert epsilon - 0.01 <= met <= epsilon * (1 + 1e-6) and less > epsilon, (noise_multiplier, met, less, epsilon)
+
+
+def tilted_release(centre: float, sd: float, cuts, seed: int = 3):
+    """A column with a bell-shaped density on 64 fine cells of [0, 1] (centred at ``centre``, spread ``sd``), coarse
+    bins at ``cuts``, and a subgroup S whose share grows with the column (logit -3 + 6 t); 400,000 rows released
+    as the generator does (a bin, then a value from the fine histogram inside it). Returns (nb, x, s, error):
+    the bins, the released scaled values, who is in S, and ``error(g)``, the release's exact error (from the
+    model) of the mean of ``g(t)`` within S."""
+    import numpy as np
+
+    from dpiw.sdgp.binning import FineGrid, NumericBins
+
+    rng = np.random.default_rng(seed)
+    t = (np.arange(64_000) + 0.5) / 64_000
+    dens = np.exp(-((t - centre) ** 2) / (2 * sd**2))
+    dens /= dens.sum()
+    nb = NumericBins(FineGrid(64, 64), np.asarray(cuts), np.add.reduceat(dens, np.arange(0, t.size, 1000)))
+    p_s = 1 / (1 + np.exp(-(-3.0 + 6.0 * t)))
+    b_of_t = nb.cells(t)
+    in_bin = np.maximum(np.bincount(b_of_t, weights=dens), 1e-300)
+    p_bin = np.bincount(b_of_t, weights=dens * p_s) / in_bin
+    mass = nb.coarse(nb.fine)
+    cell = rng.choice(len(mass), 400_000, p=mass / mass.sum())
+    x = nb.values(cell, rng)
+    s = rng.uniform(size=len(x)) < p_bin[cell]
+    p_b_s = mass * p_bin / (mass * p_bin).sum()
+
+    def error(g):
+        return float(p_b_s @ (np.bincount(b_of_t, weights=dens * g(t)) / in_bin)
+                     - (g(t) * dens * p_s).sum() / (dens * p_s).sum())
+
+    return nb, x, s, error

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from helpers import tilted_release
 
 from dpiw import DpiwError
 from dpiw.analysis.bin_bias import crowded, crowded_text, within_bin_bias
@@ -159,25 +160,10 @@ def test_the_bins_tilt_in_the_units_of_a_log_column():
     """A subgroup whose share grows with the column, rows released as the generator does (bin, then a value from
     the fine histogram inside it): the within-bin estimate with the log map to the units finds the release's
     error in the units (to first order, a fifth), and with a linear map equals the width's."""
-    rng = np.random.default_rng(3)
-    grid = FineGrid(64, 64)
-    t = (np.arange(64_000) + 0.5) / 64_000  # a fine grid of scaled values
     col = Column("x", "numeric", 0.0, 1e4, scale="log")
-    dens = np.exp(-((t - 0.45) ** 2) / (2 * 0.12**2))  # a lognormal-like column on the log scale
-    dens /= dens.sum()
-    fine = np.add.reduceat(dens, np.arange(0, t.size, 1000))
-    nb = NumericBins(grid, np.array([0, 16, 24, 28, 32, 36, 40, 48, 64]), fine)
-    p_s = 1 / (1 + np.exp(-(-3.0 + 6.0 * t)))
-    b_of_t = nb.cells(t)
-    p_bin = np.bincount(b_of_t, weights=dens * p_s) / np.maximum(np.bincount(b_of_t, weights=dens), 1e-300)
-    mass = nb.coarse(fine)
-    cell = rng.choice(len(mass), 400_000, p=mass / mass.sum())
-    x = nb.values(cell, rng)
-    s = rng.uniform(size=len(x)) < p_bin[cell]
-    g = col.from_unit(t)  # the release's error within S, in the column's units (exact, from the model)
-    e_bin = np.bincount(b_of_t, weights=dens * g) / np.maximum(np.bincount(b_of_t, weights=dens), 1e-300)
-    p_b_s = mass * p_bin / (mass * p_bin).sum()
-    error = float(p_b_s @ e_bin - (g * dens * p_s).sum() / (dens * p_s).sum())
+    # a lognormal-like column on the log scale; the release's error within S in the column's units
+    nb, x, s, model_error = tilted_release(0.45, 0.12, [0, 16, 24, 28, 32, 36, 40, 48, 64])
+    error = model_error(col.from_unit)
     assert error < -1.0
     est = within_bin_bias(nb, x, np.ones(len(x)), s, col.from_unit)
     assert est == pytest.approx(error, rel=0.2), (est, error)

@@ -9,6 +9,7 @@ from math import erf, log, sqrt
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import tilted_release
 
 from dpiw import DpiwError
 from dpiw.analysis import NOISE_AWARE, SAMPLING_ONLY, Bundle
@@ -133,24 +134,9 @@ def test_a_share_within_a_subgroup_tilts_with_the_bins_as_the_model_says():
     """A subgroup whose share grows with x, rows released as the generator does (a bin, then a value from the
     column's fine histogram inside it): the share of the subgroup's rows above a threshold inside a bin comes
     out too low; the bins' estimate (of an indicator of the values) finds that error to first order."""
-    rng = np.random.default_rng(3)
-    grid = FineGrid(64, 64)
-    t = (np.arange(64_000) + 0.5) / 64_000
-    dens = np.exp(-((t - 0.4) ** 2) / (2 * 0.15**2))
-    dens /= dens.sum()
-    fine = np.add.reduceat(dens, np.arange(0, t.size, 1000))
-    nb = NumericBins(grid, np.array([0, 16, 24, 28, 32, 40, 48, 64]), fine)
-    p_s = 1 / (1 + np.exp(-(-3.0 + 6.0 * t)))
-    b_of_t = nb.cells(t)
-    p_bin = np.bincount(b_of_t, weights=dens * p_s) / np.maximum(np.bincount(b_of_t, weights=dens), 1e-300)
-    mass = nb.coarse(fine)
-    cell = rng.choice(len(mass), 400_000, p=mass / mass.sum())
-    x = nb.values(cell, rng)
-    s = rng.uniform(size=len(x)) < p_bin[cell]
-    above = (t > 0.41).astype(float)  # a threshold inside the bin [0.375, 0.4375)
-    e_bin = np.bincount(b_of_t, weights=dens * above) / np.maximum(np.bincount(b_of_t, weights=dens), 1e-300)
-    p_b_s = mass * p_bin / (mass * p_bin).sum()
-    error = float(p_b_s @ e_bin - (above * dens * p_s).sum() / (dens * p_s).sum())
+    # a threshold inside the bin [0.375, 0.4375)
+    nb, x, s, model_error = tilted_release(0.4, 0.15, [0, 16, 24, 28, 32, 40, 48, 64])
+    error = model_error(lambda t: (t > 0.41).astype(float))
     est = within_bin_bias(nb, x, np.ones(len(x)), s, lambda u: (u > 0.41).astype(float))
     assert error < -0.003  # measured: -0.0047 (the share of S above the threshold, 0.43 in the model)
     assert est == pytest.approx(error, rel=0.15), (est, error)  # measured: -0.0047
