@@ -11,7 +11,7 @@ import yaml
 from helpers import tilted_release
 
 from dpiw import DpiwError
-from dpiw.analysis.bin_bias import crowded, crowded_text, within_bin_bias
+from dpiw.analysis.bin_bias import crowded, crowded_text, pile_text, piles, within_bin_bias
 from dpiw.analysis.datasheet import _bin_labels
 from dpiw.data.schema import Column, parse_schema
 from dpiw.scale import decode_frame, scale_frame
@@ -109,6 +109,32 @@ def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is(
     fine[100:140] = 0.59 / 40
     fine[123] += 0.41
     assert crowded(s, _published(s, fine, [0, 100, 123, 124, 140, 256])) == []
+    # but a pile: named when a release is made, with the fix for its bounds (25 whole numbers: integer: true)
+    found = piles(s, _published(s, fine, [0, 100, 123, 124, 140, 256]))
+    assert [(f[0], round(f[1], 3)) for f in found] == [("x", 0.425)]
+    text = pile_text(*found[0], column=s.column("x"), cells=256)
+    assert "42% of its rows are in the fine cell 12.01 to 12.11" in text and "`integer: true`" in text, text
+    even = np.zeros(256)
+    even[100:140] = 1 / 40
+    assert piles(s, _published(s, even, [0, 100, 123, 124, 140, 256])) == []
+
+
+def test_dpiw_release_names_a_pile_of_rows(tmp_path, capsys):
+    """The line `dpiw release` prints after a release whose published fine histogram has a pile."""
+    import json
+
+    from dpiw.commands.release import _crowded
+
+    s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 25},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    fine = np.zeros(256)
+    fine[100:140] = 0.59 / 40
+    fine[123] += 0.41
+    (tmp_path / "measurements.json").write_text(json.dumps(_published(s, fine, [0, 100, 123, 124, 140, 256])))
+    _crowded(tmp_path, s)
+    out = capsys.readouterr().out
+    assert out.startswith("dpiw release: column 'x': 42% of its rows are in the fine cell") and "integer: true" in out
     top = np.zeros(256)
     top[-1] = 1.0
     found = crowded(s, _published(s, top, [0, 255, 256]))

@@ -204,24 +204,11 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
     if leaf >= grid.support:
         return 0.0, 0.0, None
-    if grid.span is None:  # the values a cell can release: [lo, hi), rounded for a whole-number column
-        below, above = grid.edges()
-        lo, hi = float(spec.from_unit(below[leaf])), float(spec.from_unit(above[leaf]))
-        top = float(np.nextafter(hi, -np.inf))
-        ends = (float(np.rint(lo)), float(np.rint(top))) if spec.integer else (lo, top)
-    else:  # its whole numbers
-        first = grid.first()
-        lo, hi = spec.lower + float(first[leaf]), spec.lower + float(first[leaf + 1] - 1)
-        ends = (lo, hi)
+    lo, hi, ends = _cell(grid, spec, leaf)
     # the table's rows in the cell may lie anywhere in it, the lowest edge included (values drawn never are there)
     if lo == hi or compare(ends[0], threshold) == compare(ends[1], threshold):
         return 0.0, 0.0, None
-    fine = np.ones(grid.support) if nb.fine is None else np.maximum(np.asarray(nb.fine, float)[: grid.support], 0)
-    # the cells beside it, a spike's leaf left out (one value, not a stretch of the column)
-    spikes = ({0} if grid.low and grid.offset == 1 else set()) | (
-        {grid.support - 1} if grid.high and not grid.per_integer else set())
-    around = max([fine[k] for k in (leaf - 1, leaf + 1) if 0 <= k < grid.support and k not in spikes] or [0.0])
-    if not fine[leaf] > PILE * around:
+    if not _piled(nb, leaf):
         return 0.0, 0.0, None
     here = mask & (grid.leaf(spec.to_unit(x)) == leaf)
     total = weights[mask].sum()
@@ -230,3 +217,69 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     if on + off < PILE_SHARE:
         return 0.0, 0.0, None
     return on, off, (lo, hi)
+
+
+def _cell(grid, spec, leaf: int) -> tuple[float, float, tuple[float, float]]:
+    """A fine cell's range in the column's units, and the least and largest value a release draws in it: [lo, hi)
+    (rounded for a whole-number column), or its first and last whole number."""
+    if grid.span is None:
+        below, above = grid.edges()
+        lo, hi = float(spec.from_unit(below[leaf])), float(spec.from_unit(above[leaf]))
+        top = float(np.nextafter(hi, -np.inf))
+        return lo, hi, ((float(np.rint(lo)), float(np.rint(top))) if spec.integer else (lo, top))
+    first = grid.first()
+    lo, hi = spec.lower + float(first[leaf]), spec.lower + float(first[leaf + 1] - 1)
+    return lo, hi, (lo, hi)
+
+
+def _piled(nb, leaf: int) -> bool:
+    """Whether the column's fine histogram puts more than :data:`PILE` times either neighbouring cell's mass in
+    ``leaf`` (a spike's leaf is no neighbour: one value, not a stretch of the column)."""
+    grid = nb.grid
+    fine = np.ones(grid.support) if nb.fine is None else np.maximum(np.asarray(nb.fine, float)[: grid.support], 0)
+    spikes = ({0} if grid.low and grid.offset == 1 else set()) | (
+        {grid.support - 1} if grid.high and not grid.per_integer else set())
+    around = max([fine[k] for k in (leaf - 1, leaf + 1) if 0 <= k < grid.support and k not in spikes] or [0.0])
+    return bool(fine[leaf] > PILE * around)
+
+
+#: a pile (:func:`piles`) holding at least this share of a column's rows is named when a release is made
+PILE_NAMED = 0.05
+
+
+def piles(schema, measurements: dict | None) -> list[tuple[str, float, float, float]]:
+    """Per numeric column, the fine cells of its published fine histogram (a DP output) that hold at least
+    :data:`PILE_NAMED` of its rows and are piles (:func:`_piled`): not a spike's, nor of one whole number (those
+    keep their value), nor a crowded cell (:func:`crowded` names those). The column, the cell's share, its range."""
+    binning = binning_of(schema, measurements)
+    named = {found[0] for found in crowded(schema, measurements)}
+    out = []
+    for name, nb in ({} if binning is None else binning.numeric).items():
+        if nb.fine is None or nb.grid.per_integer or name in named:
+            continue
+        col, grid = schema.column(name), nb.grid
+        mass = np.maximum(np.asarray(nb.fine, float)[: grid.support], 0.0)
+        mass = mass / mass.sum() if mass.sum() > 0 else mass
+        for leaf in np.nonzero(mass >= PILE_NAMED)[0]:
+            lo, hi, ends = _cell(grid, col, int(leaf))
+            if ends[0] != ends[1] and _piled(nb, int(leaf)):
+                out.append((name, float(mass[leaf]), lo, hi))
+    return out
+
+
+def pile_fix(column, cells: int) -> str:
+    """What keeps a column's pile of rows on one value: `integer: true` where its bounds span at most ``cells``
+    whole numbers (a cell each), else narrower bounds or a category."""
+    if int(round(column.upper - column.lower)) + 1 > cells and column.scale == "linear":
+        return (f"public bounds spanning at most {cells} whole numbers (with `integer: true`) give each one a cell, "
+                "or a category keeps it")
+    return "" if column.integer else "`integer: true` in the schema keeps it, if it is a whole number"
+
+
+def pile_text(name: str, share: float, lo: float, hi: float, column, cells: int) -> str:
+    """What :func:`piles` found, for a person."""
+    fix = pile_fix(column, cells)
+    return (f"column '{name}': {share:.0%} of its rows are in the fine cell {lo:,.4g} to {hi:,.4g}, over twice the "
+            "cells beside it, and are drawn evenly across it: if many rows hold one value there"
+            + (f", {fix}" if fix else ", it is lost") + "; a share or quantile at it warns and its interval reaches "
+            "over the cell")

@@ -346,14 +346,8 @@ class Bundle:
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask)
         if cell is None:
             return est
-        values = int(round(spec.upper - spec.lower)) + 1  # whole numbers between the bounds
-        if values > nb.grid.cells and spec.scale == "linear":  # more than a cell each: narrower bounds would
-            fix = (f"; if many rows hold one value there, public bounds spanning at most {nb.grid.cells} whole "
-                   "numbers (with `integer: true`) give each one a cell, or a category keeps it")
-        elif not spec.integer:
-            fix = "; if many rows hold one whole number there, `integer: true` in the schema keeps them"
-        else:
-            fix = ""
+        fix = bin_bias.pile_fix(spec, nb.grid.cells)
+        fix = f"; if many rows hold one value there, {fix}" if fix else ""
         if quantile is None:
             said = (f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside", f"the interval reaches {on:.3f} lower "
                     f"and {off:.3f} higher{fix}")

@@ -180,8 +180,9 @@ def _rows(bundle, col) -> tuple[list[str], list[float | None], list[float], list
     return labels, meas, unw, wtd
 
 
-def _card(bundle, col, crowded: list) -> str:
-    """One column's card; ``crowded``: :func:`dpiw.analysis.bin_bias.crowded` of the bundle."""
+def _card(bundle, col, crowded: list, piled: dict | None = None) -> str:
+    """One column's card; ``crowded``: :func:`dpiw.analysis.bin_bias.crowded` of the bundle; ``piled``: each
+    column's :func:`dpiw.analysis.bin_bias.piles`, in words."""
     labels, meas, unw, wtd = _rows(bundle, col)
     top = max([v for v in (*meas, *unw, *wtd) if v is not None] + [1e-12])
     body = []
@@ -203,6 +204,8 @@ def _card(bundle, col, crowded: list) -> str:
 
         extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found, column=col))}</small></div>"
                          for found in crowded if found[0] == col.name)
+        extra += "".join(f"<div class=\"warn\"><small>{html.escape(text)}</small></div>"
+                         for text in (piled or {}).get(col.name, []))
         if col.missing:
             extra += ("<div><small>the rows with a value, measured (the generator's count beside the empty flag) "
                       "and released</small></div>" if _flag_pair(bundle, col.name) is not None else
@@ -315,9 +318,13 @@ def datasheet_html(folder: str | Path) -> str:
               if r.get("dp") and (r.get("epsilon") or 0) > 0]
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
     ess = kish_ess(b.weights) / len(b.weights)
-    from dpiw.analysis.bin_bias import crowded
+    from dpiw.analysis.bin_bias import binning_of, crowded, pile_text, piles
 
     lost = crowded(b.schema, b.measurements)  # read off the published fine histograms once, for the page
+    piled: dict[str, list[str]] = {}
+    for found in piles(b.schema, b.measurements):
+        cells = binning_of(b.schema, b.measurements).numeric[found[0]].grid.cells
+        piled.setdefault(found[0], []).append(pile_text(*found, column=b.schema.column(found[0]), cells=cells))
     can, cannot = _trust(b, lost)
     together = _measured_together(b)
     name = b.schema.name
@@ -329,7 +336,7 @@ def datasheet_html(folder: str | Path) -> str:
                          + ("–" if k is None else f"{k:.2f}") + (f" (threshold {limit:.2f})" if limit else "")),
              ("release", ("fit to release: " if rel.get("fit_to_release") else "NOT fit to release: ")
               + html.escape("; ".join(rel.get("reasons", []))))]
-    cards = "".join(_card(b, c, lost) for c in b.schema.columns)
+    cards = "".join(_card(b, c, lost, piled) for c in b.schema.columns)
     body = [f"<h1>{html.escape(name)}: differentially private synthetic data with importance weights</h1>",
             "<dl class=\"facts\">" + "".join(f"<dt>{a}</dt><dd>{v}</dd>" for a, v in facts) + "</dl>",
             "<h2>What it can be trusted for</h2><ul>" + "".join(f"<li>{c}</li>" for c in can) + "</ul>",

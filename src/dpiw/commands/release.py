@@ -617,12 +617,18 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 
 
 def _crowded(bundle: Path, schema) -> None:
-    """Warn of a numeric column most of whose rows the published fine histogram puts in one cell (a DP output)."""
-    from dpiw.analysis.bin_bias import crowded, crowded_text
+    """Warn of a numeric column most of whose rows the published fine histogram puts in one cell, or many in a
+    cell over twice its neighbours (a DP output)."""
+    from dpiw.analysis.bin_bias import binning_of, crowded, crowded_text, pile_text, piles
 
     if (bundle / "measurements.json").is_file():
-        for found in crowded(schema, read_json(bundle / "measurements.json")):
+        measurements = read_json(bundle / "measurements.json")
+        for found in crowded(schema, measurements):
             print(f"dpiw release: {crowded_text(*found, column=schema.column(found[0]))}")
+        binning = binning_of(schema, measurements)
+        for found in piles(schema, measurements):
+            cells = binning.numeric[found[0]].grid.cells
+            print(f"dpiw release: {pile_text(*found, column=schema.column(found[0]), cells=cells)}")
 
 
 def refused(manifest: dict) -> DpiwError:
