@@ -90,12 +90,18 @@ def test_a_crowded_cell_is_found_on_a_linear_scale_only():
             assert where == "first" and "`scale: log`" in crowded_text(*found[0], column=s.column("x"))
 
 
-def _published(schema, fine, cuts, low=False, high=False):
-    from dpiw.sdgp.binning import Binning
+def _published(schema, fine, cuts, low=False, high=False, total=10_000.0, noise=None):
+    """A generator's published fine histogram of column x: its cells, and its tree's levels as measured (with
+    Gaussian noise of sd ``noise`` rows from a seeded stream, or none)."""
+    from dpiw.sdgp.binning import Binning, tree_levels
 
     grid = FineGrid(256, 256, None, low, high)
-    return {"generator": {"bins": len(cuts) - 1, "fine": {"binning": Binning(
-        schema, {"x": NumericBins(grid, np.asarray(cuts), fine)}).to_dict()}}}
+    rng = np.random.default_rng(0)
+    levels = [lv + (0 if noise is None else rng.normal(0, noise, lv.size))
+              for lv in tree_levels(np.asarray(fine, float) * total)[1:]]
+    return {"generator": {"bins": len(cuts) - 1, "total": total, "fine": {
+        "binning": Binning(schema, {"x": NumericBins(grid, np.asarray(cuts), fine)}).to_dict(),
+        "levels": {"x": [lv.tolist() for lv in levels]}, "std": {"x": float(noise or 0.0)}}}}
 
 
 def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is():
@@ -117,6 +123,14 @@ def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is(
     even = np.zeros(256)
     even[100:140] = 1 / 40
     assert piles(s, _published(s, even, [0, 100, 123, 124, 140, 256])) == []
+    # a lump the pruning made (a cell released with 6% of the rows, measured with 0.6%) is no pile; the pile is
+    # found through the noise of its measurement (sd 40 rows a node of 10,000)
+    lump = even.copy()
+    lump[110] = 0.06
+    measured = _published(s, even, [0, 100, 123, 124, 140, 256])
+    measured["generator"]["fine"]["binning"]["x"]["fine"] = (lump / lump.sum()).tolist()
+    assert piles(s, measured) == []
+    assert [f[0] for f in piles(s, _published(s, fine, [0, 100, 123, 124, 140, 256], noise=40.0))] == ["x"]
 
 
 def test_dpiw_release_names_a_pile_of_rows(tmp_path, capsys):

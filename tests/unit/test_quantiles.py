@@ -223,7 +223,9 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     assert est.value + 1.96 * est.se < truth  # the standard error alone does not reach it
     assert est.reach[0] + est.reach[1] > 0.3
     with pytest.warns(CellWarning, match=r"quantile\('x', 0.5\): the estimate .* lies inside"):
-        b.quantile("x")
+        q = b.quantile("x")
+    lo, hi = q.ci()  # the pile's rows may sit anywhere in its cell, beyond any released value: it holds the cell
+    assert q.cell == pytest.approx((11.9140625, 12.109375)) and lo <= q.cell[0] and hi >= q.cell[1]
     with warnings.catch_warnings():
         warnings.simplefilter("error", CellWarning)
         smooth = b.share("x", ">", 17.0)
@@ -247,6 +249,9 @@ def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
         x = np.asarray(col.from_unit(nb.values(np.zeros(20_000, int), rng)))
         return nb, np.rint(x) if col.integer else x
 
+    def measured(nb):  # the tree measured these cells exactly (no noise)
+        return nb.fine, 0.0
+
     col = Column("x", "numeric", 0.0, 64.0)
     mass = np.full(64, 0.6 / 63)
     mass[12] = 0.4
@@ -254,7 +259,7 @@ def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
     w, everyone = np.ones(x.size), np.ones(x.size, bool)
 
     def reach(op, t, nb=nb, col=col, x=x):
-        on, off, _ = cell_reach(nb, col, t, C[op], x, w, everyone)
+        on, off, _ = cell_reach(nb, col, t, C[op], x, w, everyone, measured(nb))
         return round(on, 2), round(off, 2)
 
     assert reach("<=", 12.0) == (0.0, 0.4) and reach(">", 12.0) == (0.4, 0.0)
@@ -262,14 +267,15 @@ def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
     assert reach("<=", 12.5) == (0.2, 0.2) and reach(">", 12.5) == (0.2, 0.2)
     assert reach(">", 30.5) == (0.0, 0.0)  # a cell no higher than its neighbours
     near = (x > 25) & (x < 36)  # a subgroup where that cell holds a tenth of the rows: still no pile
-    assert cell_reach(nb, col, 30.5, C[">"], x, w, near)[2] is None
+    assert cell_reach(nb, col, 30.5, C[">"], x, w, near, measured(nb))[2] is None
     # a spike at the lower bound (30% at 0) beside a pile (15% in the first cell after it)
     spiked = Column("x", "numeric", 0.0, 64.0, spikes=("lower",))
     grid = FineGrid.of(spiked, 64)
     mass = np.full(64, 0.55 / 62)
     mass[0], mass[1] = 0.3, 0.15
     nb2, x2 = rows(spiked, grid, mass)
-    on, off, cell = cell_reach(nb2, spiked, 0.5, C[">"], x2, w, everyone)
+    on, off, cell = cell_reach(nb2, spiked, 0.5, C[">"], x2, w, everyone, measured(nb2))
+    assert cell_reach(nb2, spiked, 0.5, C[">"], x2, w, everyone, None)[2] is None  # no tree published: no pile
     assert cell is not None and on + off == pytest.approx(0.15, abs=0.02)
     # whole numbers 0-1000 on 64 cells of 15-16 each: a pile at 12 in the cell 0-15 splits; on 0-50, a cell each
     wide = Column("n", "numeric", 0.0, 1000.0, integer=True)

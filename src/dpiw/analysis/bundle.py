@@ -343,10 +343,11 @@ class Bundle:
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
         mask = noise_aware.subgroup(self.data, where)[has]  # noise-aware: never a mask
-        on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask)
+        on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
+                                            bin_bias.leaf_estimates(self.measurements, column))
         if cell is None:
             return est
-        fix = bin_bias.pile_fix(spec, nb.grid.cells)
+        fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
         fix = f"; if many rows hold one value there, {fix}" if fix else ""
         if quantile is None:
             said = (f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside", f"the interval reaches {on:.3f} lower "
@@ -355,7 +356,7 @@ class Bundle:
             said = (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",
                     f"the interval reaches over them{fix}")
         warnings.warn(f"{said[0]} the fine cell {cell[0]:.4g} to {cell[1]:.4g}, which holds {on + off:.0%} of these "
-                      "rows, piled higher than the cells beside it: where they lie inside it was not measured (they "
+                      "rows, piled over twice the cells around it: where they lie inside it was not measured (they "
                       f"are drawn evenly across it), so {said[1]}", CellWarning, stacklevel=4)
         return replace(est, reach=(on, off))
 
@@ -381,9 +382,15 @@ class Bundle:
         value = weighted_quantile(x[mask], self.weights[mask], float(q))
         share = self._share(column, "<=", value, where, interval, quantile=(q, value))
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        cell = None
+        if share.reach != (0.0, 0.0):  # the estimate splits a pile: the table's quantile may be anywhere in it
+            from dpiw.analysis import bin_bias
+
+            grid = bin_bias.binning_of(self.schema, self.measurements).numeric[column].grid
+            cell = bin_bias.cell_range(grid, spec, int(grid.leaf(spec.to_unit(np.array([value])))[0]))[:2]
         limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
             float(np.nanmin(x)), float(np.nanmax(x)))
-        return Quantile(value, float(q), share, limits, x[mask], self.weights[mask])
+        return Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all

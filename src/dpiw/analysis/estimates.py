@@ -229,6 +229,8 @@ class Quantile:
     limits: tuple[float, float]
     _values: np.ndarray = field(repr=False, compare=False)
     _weights: np.ndarray = field(repr=False, compare=False)
+    #: the fine cell the estimate lies in, where rows pile up (its share reaches over them): the interval holds it
+    cell: tuple[float, float] | None = None
 
     @property
     def covers(self) -> str:
@@ -256,7 +258,10 @@ class Quantile:
         floor = math.sqrt(self.q * (1 - self.q) / self.share.ess)
         lo, hi = replace(self.share, se=max(self.share.se, floor), limits=None).ci(level)
         v = self.share.value
-        return self.at(self.q + v - hi), self.at(self.q + v - lo)
+        lo, hi = self.at(self.q + v - hi), self.at(self.q + v - lo)
+        if self.cell is not None:  # a pile's cell: its rows may sit anywhere in it, beyond any released value
+            lo, hi = min(lo, self.cell[0]), max(hi, self.cell[1])
+        return lo, hi
 
     def __str__(self) -> str:
         """As :class:`Estimate` prints: ``34.1 (95% interval 31.2 to 38.0)``; whole numbers (an integer column's
