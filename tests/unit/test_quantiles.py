@@ -222,6 +222,8 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     assert est.value < truth - 0.1 and lo <= truth <= hi, (est, truth)
     assert est.value + 1.96 * est.se < truth  # the standard error alone does not reach it
     assert est.reach[0] + est.reach[1] > 0.3
+    with pytest.warns(CellWarning, match="which this interval does not show"):  # the rows alone: said, no reach
+        assert b.share("x", ">=", 12, interval="sampling").reach == (0.0, 0.0)
     with pytest.warns(CellWarning, match=r"quantile\('x', 0.5\): the estimate .* lies inside"):
         q = b.quantile("x")
     lo, hi = q.ci()  # the pile's rows may sit anywhere in its cell, beyond any released value: it holds the cell

@@ -326,12 +326,13 @@ class Bundle:
         spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
         if spec is None or not spec.is_numeric:
             return est
-        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says
-            return est
+        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
+            return self._pile(column, spec, op, t, where, est, quantile, reach=False)
         est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
         return self._pile(column, spec, op, t, where, est, quantile)
 
-    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None) -> Estimate:
+    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None,
+              reach: bool = True) -> Estimate:
         """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
         the interval reaches over that cell's rows on either side, and a warning says how to keep them."""
         from dpiw.analysis import bin_bias, noise_aware
@@ -342,23 +343,25 @@ class Bundle:
             return est
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
-        mask = noise_aware.subgroup(self.data, where)[has]  # noise-aware: never a mask
+        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
                                             bin_bias.leaf_estimates(self.measurements, column))
         if cell is None:
             return est
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
         fix = f"; if many rows hold one value there, {fix}" if fix else ""
-        if quantile is None:
-            said = (f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside", f"the interval reaches {on:.3f} lower "
-                    f"and {off:.3f} higher{fix}")
+        if not reach:
+            then = f"the estimate can be {on:.3f} too high or {off:.3f} too low, which this interval does not show{fix}"
+        elif quantile is None:
+            then = f"the interval reaches {on:.3f} lower and {off:.3f} higher{fix}"
         else:
-            said = (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",
-                    f"the interval reaches over them{fix}")
+            then = f"the interval reaches over them{fix}"
+        said = ((f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside",) if quantile is None else
+                (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",)) + (then,)
         warnings.warn(f"{said[0]} the fine cell {cell[0]:.4g} to {cell[1]:.4g}, which holds {on + off:.0%} of these "
                       "rows, piled over twice the cells around it: where they lie inside it was not measured (they "
                       f"are drawn evenly across it), so {said[1]}", CellWarning, stacklevel=4)
-        return replace(est, reach=(on, off))
+        return replace(est, reach=(on, off)) if reach else est
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
         """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,

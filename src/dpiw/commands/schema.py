@@ -198,7 +198,8 @@ def _pile_note(values) -> str | None:
         return None
     whole = float((values == values.round()).mean())
     fix = ("`integer: true` keeps whole numbers, on bounds that span at most 256 of them (it rounds the few others)"
-           if top == round(top) and whole >= 0.9 else "a category, or a spike at a bound, keeps it")
+           if top == round(top) and whole >= 0.9 else "declared a category, the column keeps it (or, at a bound, "
+           "`spikes`)")
     # no value or share of the rows in the draft: a schema is published with every bundle
     return f"many rows hold one value, which a release spreads across a fine cell: {fix}"
 
