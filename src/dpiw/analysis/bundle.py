@@ -334,7 +334,8 @@ class Bundle:
     def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None,
               reach: bool = True) -> Estimate:
         """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
-        the interval reaches over that cell's rows on either side, and a warning says how to keep them."""
+        a warning says how to keep them and, with ``reach`` (a noise-aware interval), the interval reaches over
+        that cell's rows on either side."""
         from dpiw.analysis import bin_bias, noise_aware
 
         binning = bin_bias.binning_of(self.schema, self.measurements)

@@ -322,8 +322,10 @@ def datasheet_html(folder: str | Path) -> str:
 
     lost = crowded(b.schema, b.measurements)  # read off the published fine histograms once, for the page
     piled: dict[str, list[str]] = {}
-    for found in piles(b.schema, b.measurements):
-        cells = binning_of(b.schema, b.measurements).numeric[found[0]].grid.cells
+    found_piles = piles(b.schema, b.measurements)
+    binning = binning_of(b.schema, b.measurements) if found_piles else None
+    for found in found_piles:
+        cells = binning.numeric[found[0]].grid.cells
         piled.setdefault(found[0], []).append(pile_text(*found, column=b.schema.column(found[0]), cells=cells))
     can, cannot = _trust(b, lost)
     together = _measured_together(b)
