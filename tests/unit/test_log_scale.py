@@ -104,16 +104,23 @@ def _published(schema, fine, cuts, low=False, high=False, total=10_000.0, noise=
         "levels": {"x": [lv.tolist() for lv in levels]}, "std": {"x": float(noise or 0.0)}}}}
 
 
-def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is():
-    """41% of the rows on one coded value (12 years of schooling on 0 to 25) in a cell of 0.1: narrow for a column
-    whose middle half spans 30 cells, so not named; every row in the top cell (a share at 1 on 0 to 1): named,
-    with the upper spike as its fix, not a log scale."""
+def schooling():
+    """Years of schooling on public bounds 0 to 25, 41% of the rows on a coded 12 (its fine cell 123 of 256) and
+    the rest spread over 40 cells: the schema, and its fine histogram."""
     s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
         {"name": "x", "type": "numeric", "lower": 0, "upper": 25},
         {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
     fine = np.zeros(256)
     fine[100:140] = 0.59 / 40
     fine[123] += 0.41
+    return s, fine
+
+
+def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is():
+    """41% of the rows on one coded value (12 years of schooling on 0 to 25) in a cell of 0.1: narrow for a column
+    whose middle half spans 30 cells, so not named; every row in the top cell (a share at 1 on 0 to 1): named,
+    with the upper spike as its fix, not a log scale."""
+    s, fine = schooling()
     assert crowded(s, _published(s, fine, [0, 100, 123, 124, 140, 256])) == []
     # but a pile: named when a release is made, with the fix for its bounds (25 whole numbers: integer: true)
     found = piles(s, _published(s, fine, [0, 100, 123, 124, 140, 256]))
@@ -139,12 +146,7 @@ def test_dpiw_release_names_a_pile_of_rows(tmp_path, capsys):
 
     from dpiw.commands.release import _crowded
 
-    s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
-        {"name": "x", "type": "numeric", "lower": 0, "upper": 25},
-        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
-    fine = np.zeros(256)
-    fine[100:140] = 0.59 / 40
-    fine[123] += 0.41
+    s, fine = schooling()
     (tmp_path / "measurements.json").write_text(json.dumps(_published(s, fine, [0, 100, 123, 124, 140, 256])))
     _crowded(tmp_path, s)
     out = capsys.readouterr().out
