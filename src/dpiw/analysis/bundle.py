@@ -251,7 +251,7 @@ class Bundle:
         self._numeric(f"mean({column!r})", column)
         self._unmeasured(f"mean({column!r}, where={_said(where)})", column, self._where_columns(where))
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
-        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        spec = self._spec(column)
         if spec is None or not spec.is_numeric:
             return est
         if est.covers == NOISE_AWARE:
@@ -265,8 +265,7 @@ class Bundle:
         them."""
         from dpiw.analysis import bin_bias, noise_aware
 
-        binning = bin_bias.binning_of(self.schema, self.measurements)
-        nb = None if binning is None else binning.numeric.get(column)
+        nb = self._bins(column)
         if nb is None or bin_bias.depends_on(where, self.data, column, nb, spec):
             return {}
         if where is None:  # all rows: the tilt is flat, the part 0
@@ -281,6 +280,18 @@ class Bundle:
         part = bin_bias.within_bin_bias(nb, spec.to_unit(x[has]), self.weights[has], mask, width)
         biases = {**(est.biases or {"weights": est.bias}), "bins": part}
         return {"bias": float(sum(biases.values())), "biases": biases}
+
+    def _spec(self, column: str):
+        """The column's public schema entry, or None (a bundle without a schema)."""
+        return self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+
+    def _bins(self, column: str):
+        """The column's released bins (:class:`dpiw.sdgp.binning.NumericBins`), or None where the bundle publishes
+        no generator measurements."""
+        from dpiw.analysis import bin_bias
+
+        binning = bin_bias.binning_of(self.schema, self.measurements)
+        return None if binning is None else binning.numeric.get(column)
 
     def _numeric(self, call: str, column: str):
         """The column, refused unless numeric."""
@@ -323,7 +334,7 @@ class Bundle:
             return np.where(np.isnan(x), np.nan, compare(x, t))
 
         est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
-        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        spec = self._spec(column)
         if spec is None or not spec.is_numeric:
             return est
         if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
@@ -338,8 +349,7 @@ class Bundle:
         that cell's rows on either side."""
         from dpiw.analysis import bin_bias, noise_aware
 
-        binning = bin_bias.binning_of(self.schema, self.measurements)
-        nb = None if binning is None else binning.numeric.get(column)
+        nb = self._bins(column)
         if nb is None:
             return est
         x = self.data[column].to_numpy(float)
@@ -385,12 +395,12 @@ class Bundle:
                             "column")
         value = weighted_quantile(x[mask], self.weights[mask], float(q))
         share = self._share(column, "<=", value, where, interval, quantile=(q, value))
-        spec = self.schema.column(column) if self.schema is not None and column in self.schema.names else None
+        spec = self._spec(column)
         cell = None
         if share.reach != (0.0, 0.0):  # the estimate splits a pile: the table's quantile may be anywhere in it
             from dpiw.analysis import bin_bias
 
-            grid = bin_bias.binning_of(self.schema, self.measurements).numeric[column].grid
+            grid = self._bins(column).grid
             cell = bin_bias.cell_range(grid, spec, int(grid.leaf(spec.to_unit(np.array([value])))[0]))[:2]
         limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
             float(np.nanmin(x)), float(np.nanmax(x)))
