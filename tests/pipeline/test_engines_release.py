@@ -77,14 +77,14 @@ def test_a_partitioned_folder_releases_the_same_bundle_on_every_engine(tmp_path)
         for name in ("synthetic.parquet", "weights.parquet", "measurements.json"):
             assert (manifest.parent / name).read_bytes() == (ref / name).read_bytes(), (manifest, name)
         assert json.loads(manifest.read_text())["spent"] == json.loads((ref / "manifest.json").read_text())["spent"]
-        assert json.loads(manifest.read_text())["ledger"]["releases"] == 1
+        assert json.loads((manifest.parent.parent / "manifest.json").read_text())["ledger"]["releases"] == 1
     # dask in the CSV's store: the identity its workers measure finds the CSV's table (a copy as a folder gets no
     # fresh lifetime budget); --new-release releases again with fresh noise, though the key is the same, and
     # spends again on that table's ledger
     release(tmp_path, "wards", "dask", "local", "--new-release")
     manifests = sorted((tmp_path / "p-local").rglob("release/manifest.json"), key=lambda m: m.stat().st_mtime)
     assert len(manifests) == 2 and manifests[0].parent == ref
-    first, second = (json.loads(m.read_text())["ledger"] for m in manifests)
+    first, second = (json.loads((m.parent.parent / "manifest.json").read_text())["ledger"] for m in manifests)
     assert (first["releases"], second["releases"]) == (1, 2), (first, second)
     assert second["lifetime"]["epsilon"] > first["lifetime"]["epsilon"]
     again = manifests[1].parent

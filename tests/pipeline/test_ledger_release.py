@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -96,6 +97,20 @@ def test_the_same_bytes_under_another_name_draw_on_the_same_ledger(wd):
     (table,) = ledger_tables(wd)
     assert table["labels"] == ["clinic", "clinic_copy"] and table["releases"] == before + 1
     assert table["budget"]["epsilon"] == 5
+    # the bundle publishes its ledger entry, never the ledger's spend, releases or budget: they count another
+    # table's releases, so they would tell that the two tables share rows
+    (bundle,) = wd.glob("releases/clinic_copy/*/run/runs/**/release")
+    published = json.loads((bundle / "manifest.json").read_text())
+    own = json.loads((bundle.parent / "manifest.json").read_text())  # the run's, in the curator's project
+    assert set(published["ledger"]) == {"entry", "note"} and published["ledger"]["entry"] == own["ledger"]["entry"]
+    assert own["ledger"]["releases"] == before + 1 and own["ledger"]["budget"]["epsilon"] == 5
+    assert {k: v for k, v in published.items() if k != "ledger"} == {k: v for k, v in own.items() if k != "ledger"}
+    shown = subprocess.run(["dpiw", "show", str(bundle)], cwd=wd, capture_output=True, text=True, check=True).stdout
+    assert f"over {before + 1} release(s) of this table" in shown  # the curator's project: the run's ledger block
+    alone = wd.parent / "analyst_copy"
+    shutil.copytree(bundle, alone)  # the bundle as an analyst gets it
+    shown = subprocess.run(["dpiw", "show", str(alone)], capture_output=True, text=True, check=True).stdout
+    assert "lifetime   not in a published bundle" in shown and "release(s)" not in shown
 
 
 def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):

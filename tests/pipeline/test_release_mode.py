@@ -76,7 +76,9 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     # the lifetime is composed at the lifetime delta (the first release's): the run's own tightest statement
     tightest = m["spent"]["tightest"]["epsilon"]
     assert tightest <= 1 and table["lifetime"]["epsilon"] == pytest.approx(tightest) and table["budget"]["epsilon"] == 3
-    assert m["ledger"]["lifetime"]["epsilon"] == pytest.approx(tightest) and len(m["ledger"]["entry"]) == 64
+    assert set(m["ledger"]) == {"entry", "note"} and len(m["ledger"]["entry"]) == 64  # the bundle: no lifetime
+    own = json.loads((wd / RUN / "manifest.json").read_text())["ledger"]  # the run's, in the curator's project
+    assert own["lifetime"]["epsilon"] == pytest.approx(tightest) and own["entry"] == m["ledger"]["entry"]
 
 
 def test_os_entropy_gives_other_noise_in_every_run(tmp_path):

@@ -197,6 +197,41 @@ def test_show_says_the_manifest_in_words(tmp_path):
     assert later.endswith("`dpiw ledger show` has the table's spend now")
 
 
+def test_a_bundle_publishes_its_ledger_entry_and_not_the_lifetime_which_the_curators_show_still_gives(tmp_path):
+    """The lifetime spend counts the releases of every table a table's rows overlap (a threshold on private rows):
+    the published manifest keeps the entry's hash only; `dpiw show` in the curator's project reads the run's
+    manifest beside the bundle, and an analyst's copy of the bundle says where the lifetime is kept."""
+    from dpiw.commands.show import _curators
+    from dpiw.privacy.release import published
+
+    ledger = {"entry": "cd" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 3,
+              "lifetime": {"epsilon": 2.5, "delta": 1e-5}, "default_budget": False}
+    m = {"run": "r", "mode": "release", "neighbours": {"relation": "replace_one"},
+         "budget": {"epsilon": 1.0, "delta": 1e-6}, "spent": {"epsilon": 1.0, "delta": 1e-6}, "dp": True,
+         "verdict": "within budget", "records": [{"stage": "synthesize", "dp": True, "epsilon": 1.0,
+                                                   "delta": 1e-6, "mechanism": "MST"}],
+         "noise_seeds": {"note": "n"}, "release": {"fit_to_release": True, "reasons": ["ok"]}, "ledger": ledger}
+    out = published(m)
+    assert out["ledger"]["entry"] == ledger["entry"] and set(out["ledger"]) == {"entry", "note"}
+    assert {k: v for k, v in out.items() if k != "ledger"} == {k: v for k, v in m.items() if k != "ledger"}
+    assert m["ledger"] is ledger and published({**m, "ledger": None})["ledger"] is None  # the run's kept whole
+    text = "\n".join(describe(out, later=True))
+    assert "lifetime   not in a published bundle" in text and "cdcdcdcd" in text
+    assert "2.5" not in text and "release(s)" not in text and "caution" not in text
+    run = tmp_path / "run"
+    (run / "release").mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps(m))
+    (run / "release" / "manifest.json").write_text(json.dumps(out))
+    assert _curators(run / "release" / "manifest.json", out)["ledger"] == ledger  # the curator's project
+    alone = tmp_path / "copy" / "release"
+    shutil.copytree(run / "release", alone)
+    assert _curators(alone / "manifest.json", out) == out  # the bundle alone
+    other = json.loads(json.dumps(m))
+    other["ledger"]["entry"] = "ef" * 32  # a run manifest of another admission beside it: not this bundle's
+    (run / "manifest.json").write_text(json.dumps(other))
+    assert _curators(run / "release" / "manifest.json", out) == out
+
+
 def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():
     """MST and marginal_match split in zCDP: MST keeps its own epsilon (7 of 10: a share of 0.7) and the weights
     get what the composition grows by (0.3), although their own epsilon alone (6.16) is larger: never shown as

@@ -66,7 +66,11 @@ def _shares(records: list[dict], total: float, delta: float) -> dict[str, float]
 def _lifetime(m: dict, *, later: bool = False) -> list[str]:
     """The table's lifetime budget after this release, and a caution where one release takes much of it (``later``:
     read after the release, when the ledger may hold more: said so)."""
-    led, b = m["ledger"], m["ledger"]["budget"]
+    led = m["ledger"]
+    if "budget" not in led:  # a published bundle: its table's lifetime stays in the curator's store
+        return [f"lifetime   not in a published bundle (it would tell which tables share rows): the curator's "
+                f"`dpiw ledger show` has it; ledger entry {led['entry'][:16]}"]
+    b = led["budget"]
     first = "; this first release created the table's ledger" if led["releases"] == 1 else ""
     if led.get("default_budget"):
         first += (f" with the default lifetime epsilon {_num(b['epsilon'])} (change it on the record: `dpiw ledger "
@@ -181,11 +185,21 @@ def find_manifests(path: str | Path) -> list[Path]:
     return [find_manifest(p)]
 
 
+def _curators(path: Path, m: dict) -> dict:
+    """A published bundle's manifest with its run's ledger block where the run's manifest is beside it (the
+    curator's project): the table's lifetime spend, which the bundle does not publish."""
+    run = path.parent.parent / "manifest.json"
+    if path.parent.name != "release" or "budget" in (m.get("ledger") or {"budget": None}) or not run.is_file():
+        return m
+    own = read_json(run).get("ledger") or {}
+    return {**m, "ledger": own} if own.get("entry") == m["ledger"]["entry"] else m
+
+
 def main(args) -> None:
     paths = [args.path] if isinstance(args.path, str) else list(args.path)
     manifests = [m for p in paths for m in find_manifests(p)]  # every path checked before anything is printed
     for i, path in enumerate(manifests):
-        lines = describe(read_json(path), later=True)
+        lines = describe(_curators(path, read_json(path)), later=True)
         folder = bundle_folder(path)
         if folder is not None:
             lines += describe_bundle(folder)

@@ -1,8 +1,9 @@
 """The release bundle of one run: what a curator may publish, and nothing else.
 
 ``release/`` holds the synthetic rows, their (post-processed) importance weights, the manifest (spends,
-composed accounting, PSIS verdict) - all outputs of DP mechanisms or post-processing of them - and the
-table's public schema (bounds, categories, target), which the curator declared public.
+composed accounting, PSIS verdict; of the table's lifetime ledger only this release's entry) - all outputs of
+DP mechanisms or post-processing of them - and the table's public schema (bounds, categories, target), which
+the curator declared public.
 A run that is not DP, or whose raw weights fail the k-hat gate, gets ``release/refused.json`` (the
 verdict and reasons) instead: no rows, no weights. A benchmark-mode run that passes both gets its
 bundle with ``NOT_FOR_RELEASE.txt`` beside it: its noise comes from public seeds and D is a split of the
@@ -44,6 +45,24 @@ def releasable(manifest: dict) -> tuple[bool, list[str]]:
 #: the bundle's description of its table (dpiw.analysis decodes the rows with it)
 SCHEMA = "schema.json"
 
+#: what a published manifest says of the table's lifetime ledger instead of its budget and spend
+LEDGER_NOTE = ("this bundle's entry in its table's hash-chained lifetime ledger (`dpiw ledger verify --bundles`); the "
+               "table's lifetime budget and spend stay in the curator's ledger store (`dpiw ledger show`): they count "
+               "the releases of every table whose rows this one shares, so published they would tell which tables "
+               "overlap")
+
+
+def published(manifest: dict) -> dict:
+    """The manifest as a bundle publishes it: the run's, with its ledger block cut to the entry's hash.
+
+    The lifetime spend, the release count and the budget are those of every ledger the table was charged to,
+    and a table is charged to another's ledger when enough of its rows are in it (dpiw.privacy.identity.overlap):
+    a threshold on the private rows, with no noise. They stay in the run's own manifest (the curator's project)
+    and the ledger store."""
+    if not manifest.get("ledger"):
+        return manifest
+    return {**manifest, "ledger": {"entry": manifest["ledger"]["entry"], "note": LEDGER_NOTE}}
+
 
 #: the noisy measurements behind the rows and the weights (dpiw.analysis's noise-aware intervals)
 MEASUREMENTS = "measurements.json"
@@ -78,7 +97,7 @@ def write_release(path: str | Path, *, manifest: dict, synth: str | Path, log_we
     def fill(d: Path) -> None:
         rows.to_parquet(d / "synthetic.parquet", index=False, engine="pyarrow")
         weights.to_parquet(d / "weights.parquet", index=False, engine="pyarrow")
-        write_json(manifest, d / "manifest.json")
+        write_json(published(manifest), d / "manifest.json")
         if measurements:
             from dpiw.io import read_json
 
