@@ -218,8 +218,19 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     with pytest.warns(UnmeasuredWarning, match=r"mean\('y', where=\{'g': 1\}\): no marginal of the release "
                                               r"measured 'y' together with 'g'"):
         b.mean("y", where={"g": 1}, interval="sampling")
-    with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'n' or 'g'"):
-        b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")
+    with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'n' or 'g' \(b.measured") as said:
+        b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every pair of features measured
+    assert len(said) == 1 and "; nor" not in str(said[0].message)
+    b2 = replace(b, measurements={"generator": {"columns": names, "measurements": [
+        {"clique": [0, 3]}, {"clique": [1, 3]}, {"clique": [2, 3]}, {"clique": [1, 2]}]}})
+    with pytest.warns(UnmeasuredWarning, match=r"fit\(\.\.\., 'y'\): no marginal of the release measured 'x' "
+                                              r"with 'n', 'x' with 'g' \(each coefficient is adjusted") as said:
+        b2.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every feature with y, not x with n
+    assert len(said) == 1 and "together with" not in str(said[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnmeasuredWarning)
+        b2.fit(LinearRegression(), ["n", "g"], "y", interval="sampling")  # (n, g) measured
+        b2.mean("y", where={"n": 3, "g": 1}, interval="sampling")  # a subgroup: its columns' own pair unasked
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredWarning)
         b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)

@@ -155,21 +155,26 @@ class Bundle:
             return []
         return list(dict.fromkeys(seen))
 
-    def _unmeasured(self, call: str, column: str, others) -> None:
+    def _unmeasured(self, call: str, column: str, others, *, among: bool = False) -> None:
         """Warn (:class:`UnmeasuredWarning`) when ``column`` and some of ``others`` (a subgroup's columns, a
-        model's features) were measured together in no marginal of the release."""
+        model's features) were measured together in no marginal of the release; with ``among`` (a model's
+        features, each coefficient adjusted for the others) also pairs of ``others`` never measured together."""
         pairs = self.measured_pairs
         if pairs is None:
             return
         of = self._indicator_of
         base = of.get(column, column)
-        missing = [o for o in dict.fromkeys(others) if of.get(o, o) != base
-                   and frozenset((of.get(o, o), base)) not in pairs]
-        if missing:
-            warnings.warn(f"{call}: no marginal of the release measured {column!r} together with "
-                          f"{' or '.join(map(repr, missing))} (b.measured_pairs): the estimate shows the generator's "
-                          "model of that relation, not the table's, and its interval does not cover that",
-                          UnmeasuredWarning, stacklevel=3)
+        others = list(dict.fromkeys(others))
+        missing = [o for o in others if of.get(o, o) != base and frozenset((of.get(o, o), base)) not in pairs]
+        apart = [(a, b) for i, a in enumerate(others) for b in others[i + 1:] if among
+                 and of.get(a, a) != of.get(b, b) and frozenset((of.get(a, a), of.get(b, b))) not in pairs]
+        said = ([f"{column!r} together with {' or '.join(map(repr, missing))}"] if missing else []) + (
+            [", ".join(f"{a!r} with {b!r}" for a, b in apart) + " (each coefficient is adjusted for the other "
+             "features through their relation)"] if apart else [])
+        if said:
+            warnings.warn(f"{call}: no marginal of the release measured {'; nor '.join(said)} (b.measured_pairs): "
+                          "the estimate shows the generator's model of that relation, not the table's, and its "
+                          "interval does not cover that", UnmeasuredWarning, stacklevel=3)
 
     @property
     def noise_aware(self) -> bool:
@@ -490,7 +495,7 @@ class Bundle:
         if kind == "regressor" and categorical:
             raise DpiwError(f"fit: {type(estimator).__name__} is a regressor and {target!r} is categorical; use a "
                             "classifier (LogisticRegression)")
-        self._unmeasured(f"fit(..., {target!r})", target, features)
+        self._unmeasured(f"fit(..., {target!r})", target, features, among=True)
         return fit_with_intervals(self, estimator, features, target, interval=interval)
 
 
