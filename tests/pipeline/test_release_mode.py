@@ -68,6 +68,8 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     assert m["mode"] == "release" and m["release"]["fit_to_release"] is True
     assert m["noise_seeds"]["regenerable"] is False  # only whoever holds the key
     assert set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
+    # no stage's record reads as benchmark noise (psis draws none: its record says nothing of seeds)
+    assert {r["seeding"].get("mode") for r in m["records"] if r.get("seeding")} == {"release"}, m["records"]
     assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
     # nothing to evaluate (no test split): no metrics, no tables
     assert not (wd / RUN / "metrics.json").exists() and not (wd / OUT / "tables").exists()

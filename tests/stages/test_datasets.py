@@ -484,6 +484,8 @@ def test_release_mode_keeps_every_row_private_and_reads_public_rows_from_their_o
     schema.write_text(yaml.safe_dump(spec))
     scale.main(args)
     assert len(pd.read_parquet(user_data.out / "public.parquet")) == 30
+    record = (user_data.out / "privacy/scale.json").read_text()  # the file's name, not the curator's folders
+    assert json.loads(record)["details"]["public_rows"].startswith("public.csv: ") and str(tmp_path) not in record
     assert len(pd.read_parquet(user_data.out / "train.parquet")) == len(frame)
     # benchmark mode says that its stratified split depends on the private labels
     scale.main(_scale_args(schema, user_data.out))

@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     record = no_spend("postprocess_weights", basis="post-processing of DP weights"
                       + (" and of the classifier's scores at rows declared public" if reads else ""),
                       public_inputs=list(reads), **details)
-    replace(record, seeding=noise.record()).write(args.privacy_out)
+    # a record of the noise only where some was drawn (resampling): a chain without it gets no noise flags, and
+    # its record would read as benchmark-mode public seeds inside a release
+    replace(record, seeding=noise.record() if noise.streams else {}).write(args.privacy_out)
     print(f"postprocess_weights: {args.post} on {lr.size} weights; {gate.note}")
 
 

@@ -16,6 +16,8 @@ share of values clipped to the bounds goes to the log, per column; a column with
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from dpiw import DpiwError
@@ -170,7 +172,8 @@ def release_split(raw, schema, args):
     design = {"split": "release mode: every input row is in D; no test split, no rows taken out",
               "split_depends_on_private": False,
               "public_rows": ("none" if not len(public_raw) else
-                              f"{schema.source['public_path']}: a separate file the curator declares public")}
+                              f"{Path(schema.source['public_path']).name}: a separate file the curator declares "
+                              "public")}  # its name only: the bundle publishes this, not the curator's folders
     return raw, raw.iloc[:0], public_raw, design
 
 
