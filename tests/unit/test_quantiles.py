@@ -230,8 +230,13 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     assert q.cell == pytest.approx((11.9140625, 12.109375)) and lo <= q.cell[0] and hi >= q.cell[1]
     with warnings.catch_warnings():
         warnings.simplefilter("error", CellWarning)
-        smooth = b.share("x", ">", 17.0)
-    assert smooth.reach == (0.0, 0.0)
+        smooth = b.share("x", ">", 17.0)  # no pile: what it reaches over is the pruning's alone, a little
+    from dpiw.analysis import bin_bias
+
+    x = b.data.x.to_numpy(float)
+    assert smooth.reach == bin_bias.pruning_reach(b._bins("x"), b._spec("x"), 17.0, np.greater, x, b.weights,
+                                                  np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
+    assert sum(smooth.reach) < 0.02
 
 
 def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
@@ -294,3 +299,49 @@ def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
     mass[12], mass[51:] = 0.4, 0.0
     nb4, x4 = rows(narrow, grid, mass)
     assert all(reach(op, 12, nb4, narrow, x4) == (0.0, 0.0) for op in C)
+
+
+def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
+    """bin_bias.pruning_reach on a hand-built count column 0-200 (a cell per whole number): its tree measured 6%
+    of the rows at each of 9 and 10 and 4% at each of 11-16 (a bin 9-16 of 36%); the pruning emptied 9 and 10
+    and drew their rows at 11 and 12, so "> 10" is 0.36 from the rows against 0.24. The interval reaches 0.12
+    lower; ">= 9" and "> 16" (the bin's edges: every row of it on one side) reach nothing; a bin whose measured
+    mass is within its noise of nothing reaches over all of its rows."""
+    from dpiw.analysis.bin_bias import pruning_reach
+    from dpiw.analysis.bundle import COMPARISONS as C
+    from dpiw.data.schema import Column
+
+    col = Column("visits", "numeric", 0.0, 200.0, integer=True)
+    grid = FineGrid.of(col, 256)
+    assert grid.per_integer and grid.support == 201
+    measured = np.zeros(grid.cells)
+    measured[:9] = 0.44 / 9
+    measured[9:11] = 0.06
+    measured[11:17] = 0.04
+    measured[17:40] = 0.2 / 23
+    pruned = measured.copy()
+    pruned[11] += 0.06
+    pruned[12] += 0.06
+    pruned[9:11] = 0.0
+    nb = NumericBins(grid, np.array([0, 9, 17, grid.support]), pruned)
+    rng = np.random.default_rng(1)
+    cells = rng.choice(3, 40_000, p=[0.44, 0.36, 0.2])
+    x = np.rint(np.asarray(col.from_unit(nb.values(cells, rng))))
+    w, everyone = np.ones(x.size), np.ones(x.size, bool)
+    assert np.mean(x > 10) == pytest.approx(0.56, abs=0.01)  # the table's: 0.24 + 0.2 = 0.44
+
+    def reach(op, t, leaves=(measured, 0.001), mask=everyone):
+        return tuple(round(r, 3) for r in pruning_reach(nb, col, t, C[op], x, w, mask, leaves))
+
+    down, up = reach(">", 10)
+    assert down == pytest.approx(0.12, abs=0.01) and up == 0.0  # the share may be 0.12 too high
+    assert reach("<=", 10)[1] == pytest.approx(0.12, abs=0.01) and reach("<=", 10)[0] == 0.0  # mirrored
+    assert reach(">=", 9) == (0.0, 0.0) and reach(">", 16) == (0.0, 0.0) and reach(">", 5) == (0.0, 0.0)
+    assert reach(">", 12) == (0.0, 0.0)  # 13-16 hold what was measured there
+    assert reach(">", 10, leaves=None) == (0.0, 0.0)  # no tree published
+    in_bin = (x >= 9) & (x <= 16)  # a subgroup of the bin's rows: its share moves by the whole difference
+    assert reach(">", 10, mask=in_bin)[0] == pytest.approx(0.12 / 0.36, abs=0.02)
+    quiet = measured.copy()
+    quiet[9:17] = 0.0005  # the bin measured at nothing beyond its noise: its rows may be on either side
+    assert reach(">", 10, leaves=(quiet, 0.01)) == (pytest.approx(0.36, abs=0.01), 0.0)  # all drawn above 10
+    assert sum(reach(">", 11, leaves=(quiet, 0.01))) == pytest.approx(0.36, abs=0.01)  # 11's on one side, 12-16's

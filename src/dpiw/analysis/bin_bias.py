@@ -314,3 +314,45 @@ def pile_text(name: str, share: float, lo: float, hi: float, column, cells: int)
             "cells around it, and are drawn evenly across it: if many rows hold one value there"
             + (f", {fix}" if fix else ", it is lost") + "; a share or quantile at it warns and its interval reaches "
             "over the cell")
+
+
+def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
+                  leaves: tuple[np.ndarray, float] | None) -> tuple[float, float]:
+    """How far the share of a subgroup's rows whose value is ``compare``-ed to ``threshold`` may be off because the
+    fine histogram the values are drawn from was pruned: the release empties every node of its tree measured
+    below its noise and gives that node's rows to its sibling, so in a sparse stretch the rows come back as a
+    comb of lumps (whole numbers 9 and 10 emptied, their rows drawn at 11), and a threshold between a lump and
+    the cells it took rows from counts them on the wrong side. The tree's own measured cells before the pruning
+    (:func:`leaf_estimates`: unbiased, noisy) say where those rows were.
+
+    Only the coarse bin holding the threshold matters (the model gives each bin its rows; inside it the values
+    follow the pruned histogram): its share of the subgroup's released rows times the difference between the
+    share of its pruned and of its measured mass on the threshold's side. Returns how far the share may be too
+    high and too low (one of them 0). Where the bin's measured mass is within one noise sd of nothing, the
+    measured split says nothing: the bin's rows may be on either side. ``x``, ``weights``, ``mask``: as for
+    :func:`cell_reach`."""
+    if leaves is None or nb.fine is None:
+        return 0.0, 0.0
+    grid = nb.grid
+    pos, _, cell = _points(nb)
+    hit = compare(np.asarray(spec.from_unit(pos), float), float(threshold)).astype(float)
+    points = np.bincount(cell, minlength=grid.support)
+    frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
+    b = int(np.searchsorted(nb.cuts, min(leaf, grid.support - 1), side="right") - 1)
+    lo, hi = int(nb.cuts[b]), min(int(nb.cuts[b + 1]), grid.support)
+    frac = frac[lo:hi]
+    if np.all(frac == frac[0]) and frac[0] in (0.0, 1.0):  # the whole bin on one side: its rows are the model's
+        return 0.0, 0.0
+    pruned = np.maximum(np.asarray(nb.fine, float)[lo:hi], 0.0)
+    measured = np.asarray(leaves[0], float)[lo:hi]
+    if pruned.sum() <= 0:
+        return 0.0, 0.0
+    g_pruned = float(pruned @ frac / pruned.sum())
+    total = float(measured.sum())
+    here = mask & (nb.cells(spec.to_unit(x)) == b)
+    p_bin = float(weights[here].sum() / max(weights[mask].sum(), 1e-300))
+    if total <= leaves[1]:  # nothing measured in the bin beyond its noise: its rows may lie either side
+        return p_bin * g_pruned, p_bin * (1.0 - g_pruned)
+    d = p_bin * (g_pruned - min(max(float(measured @ frac) / total, 0.0), 1.0))
+    return max(d, 0.0), max(-d, 0.0)

@@ -328,10 +328,12 @@ class Bundle:
             raise DpiwError(f"share: value must be a finite number in {column!r}'s units, got {value!r}")
         self._unmeasured(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column,
                          self._where_columns(where))
-        return self._share(column, op, float(value), where, interval)
+        return self._share(column, op, float(value), where, interval)[0]
 
-    def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None) -> Estimate:
-        """:meth:`share` of a checked call (``quantile``: (q, estimate) when it is a quantile's share)."""
+    def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
+               ) -> tuple[Estimate, tuple[float, float] | None]:
+        """:meth:`share` of a checked call (``quantile``: (q, estimate) when it is a quantile's share), and the
+        range of the pile's fine cell the threshold splits (:meth:`_pile`), or None."""
         compare = COMPARISONS[op]
 
         def values(data):
@@ -341,17 +343,16 @@ class Bundle:
         est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
         spec = self._spec(column)
         if spec is None or not spec.is_numeric:
-            return est
+            return est, None
         if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
             return self._pile(column, spec, op, t, where, est, quantile, reach=False)
         est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
-        return self._pile(column, spec, op, t, where, est, quantile)
+        est, cell = self._pile(column, spec, op, t, where, est, quantile)
+        return self._pruned(column, spec, op, t, where, est), cell
 
-    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None,
-              reach: bool = True) -> Estimate:
-        """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
-        a warning says how to keep them and, with ``reach`` (a noise-aware interval), the interval reaches over
-        that cell's rows on either side."""
+    def _pruned(self, column: str, spec, op: str, t: float, where, est: Estimate) -> Estimate:
+        """A noise-aware share whose interval also reaches over the rows the pruning of the column's fine
+        histogram moved across its threshold (:func:`bin_bias.pruning_reach`)."""
         from dpiw.analysis import bin_bias, noise_aware
 
         nb = self._bins(column)
@@ -360,10 +361,27 @@ class Bundle:
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
         mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
+        down, up = bin_bias.pruning_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
+                                          bin_bias.leaf_estimates(self.measurements, column))
+        return replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
+
+    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None,
+              reach: bool = True) -> tuple[Estimate, tuple[float, float] | None]:
+        """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
+        a warning says how to keep them and, with ``reach`` (a noise-aware interval), the interval reaches over
+        that cell's rows on either side."""
+        from dpiw.analysis import bin_bias, noise_aware
+
+        nb = self._bins(column)
+        if nb is None:
+            return est, None
+        x = self.data[column].to_numpy(float)
+        has = ~np.isnan(x)
+        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
                                             bin_bias.leaf_estimates(self.measurements, column))
         if cell is None:
-            return est
+            return est, None
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
         fix = f"; if many rows hold one value there, {fix}" if fix else ""
         if not reach:
@@ -377,7 +395,7 @@ class Bundle:
         warnings.warn(f"{said[0]} the fine cell {cell[0]:.4g} to {cell[1]:.4g}, which holds {on + off:.0%} of these "
                       "rows, piled over twice the cells around it: where they lie inside it was not measured (they "
                       f"are drawn evenly across it), so {said[1]}", CellWarning, stacklevel=4)
-        return replace(est, reach=(on, off)) if reach else est
+        return (replace(est, reach=(on, off)) if reach else est), cell
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
         """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,
@@ -399,14 +417,11 @@ class Bundle:
             raise DpiwError("where: no synthetic row is in this subgroup, or every one of them is empty in this "
                             "column")
         value = weighted_quantile(x[mask], self.weights[mask], float(q))
-        share = self._share(column, "<=", value, where, interval, quantile=(q, value))
+        # where the estimate splits a pile, the table's quantile may be anywhere in its cell
+        share, cell = self._share(column, "<=", value, where, interval, quantile=(q, value))
+        if share.covers != NOISE_AWARE:
+            cell = None  # the sampling interval warns of the pile and reaches over nothing
         spec = self._spec(column)
-        cell = None
-        if share.reach != (0.0, 0.0):  # the estimate splits a pile: the table's quantile may be anywhere in it
-            from dpiw.analysis import bin_bias
-
-            grid = self._bins(column).grid
-            cell = bin_bias.cell_range(grid, spec, int(grid.leaf(spec.to_unit(np.array([value])))[0]))[:2]
         limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
             float(np.nanmin(x)), float(np.nanmax(x)))
         return Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)

@@ -54,8 +54,9 @@ SAMPLING_ONLY = ("the synthetic rows' sampling only: NOT the mechanisms' DP nois
 NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                "measurements), the synthetic rows' sampling, how far the weights fall short of the private rows' "
                "marginals and, for a numeric mean or share within a subgroup, how far the values drawn inside each "
-               "bin put it off (the interval reaches the estimate corrected for both; a share whose threshold splits "
-               "a fine cell where rows pile up reaches over that cell's rows); NOT the generator's bias")
+               "bin put it off (the interval reaches the estimate corrected for both; a share reaches over the rows "
+               "its fine histogram's pruning moved across the threshold, and whose threshold splits a fine cell "
+               "where rows pile up, over that cell's rows); NOT the generator's bias")
 #: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
 NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                    "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
@@ -109,8 +110,10 @@ class Estimate:
         ``value`` to the one about ``value - bias``. 0 otherwise.
     reach : tuple
         How far below and above the value the estimand may be for a reason no standard error describes, which
-        the interval reaches over: for a share (:meth:`dpiw.analysis.Bundle.share`, and so a quantile's) whose
-        threshold splits a fine cell where rows pile up, that cell's rows on either side of it. (0, 0) otherwise.
+        the interval reaches over: for a share (:meth:`dpiw.analysis.Bundle.share`, and so a quantile's), the
+        rows the pruning of the column's fine histogram moved across the threshold (by the tree's measured cells,
+        :func:`dpiw.analysis.bin_bias.pruning_reach`), and where the threshold splits a fine cell where rows pile
+        up, that cell's rows on either side of it. (0, 0) otherwise.
     biases : dict or None
         Noise-aware estimates: ``bias`` by source. ``weights``: how far marginal-matching weights fall short of
         the private rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`; 0 without
