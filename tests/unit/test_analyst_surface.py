@@ -260,3 +260,36 @@ def test_a_where_function_on_a_column_with_empty_values_leaves_them_out():
     assert list(subgroup(data, lambda d: d.n >= 40)) == [True, False, False, True]
     assert list(subgroup(data, lambda d: d.x > 2)) == [False, False, True, True]
     assert list(subgroup(data, lambda d: d.get("n") == 10)) == [False, False, True, False]
+
+
+def test_a_mean_that_rests_on_a_far_tail_says_so_and_one_on_the_body_does_not(tmp_path):
+    """TailWarning: the top 1% of the released rows (by weight) carry 10% or more of the mean above the lower
+    bound. A lognormal of shape 2 (top 1%: about 36%) warns, naming the median and a share instead; one of shape
+    0.5 (about 4%) does not; nor does the heavy column within a subgroup of its body."""
+    import warnings
+
+    from dpiw.analysis import TailWarning
+
+    b = load_bundle(write_bundle(tmp_path / "b", n=4000))
+    rng = np.random.default_rng(3)
+    heavy = np.minimum(rng.lognormal(0.0, 2.0, len(b.data)), 1e4)
+    light = rng.lognormal(0.0, 0.5, len(b.data))
+    data = b.data.assign(x=heavy, y=light)
+    from dataclasses import replace
+
+    b = replace(b, data=data)
+    spec = type("Spec", (), {"lower": 0.0, "upper": 1e4, "is_numeric": True})()
+    with pytest.warns(TailWarning, match=r"mean\('x'\): the top 1% of these rows carry 3\d% of the mean above the "
+                                         r"lower bound.*b.quantile\('x'\).*b.share\('x', '>', value\)"):
+        b._tail("mean('x')", "x", spec, None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TailWarning)
+        b._tail("mean('y')", "y", spec, None)
+        b._tail("mean('x', where=...)", "x", spec, lambda d: d.x < 2)  # its body: no far tail
+    counts = replace(b, data=b.data.assign(n=np.minimum(np.rint(heavy), 100.0)))  # through b.mean: a count 0-100
+    with pytest.warns(TailWarning, match=r"^mean\('n'\): the top 1%"):
+        counts.mean("n", interval="sampling")
+    shifted = type("Spec", (), {"lower": -1e3, "upper": 1e4, "is_numeric": True})()
+    with warnings.catch_warnings():  # above a lower bound far below the rows, the tail is a small part of the sum
+        warnings.simplefilter("error", TailWarning)
+        b._tail("mean('x')", "x", shifted, None)

@@ -21,7 +21,7 @@ threshold or the ESS is below ``MIN_ESS_FRACTION`` of the rows, :func:`load_bund
 rest on a few rows and the intervals are not to be trusted.
 """
 
-from dpiw.analysis.bundle import Bundle, CellWarning, UnmeasuredWarning, load_bundle
+from dpiw.analysis.bundle import Bundle, CellWarning, TailWarning, UnmeasuredWarning, load_bundle
 from dpiw.analysis.estimates import (
     MIN_ESS_FRACTION,
     NOISE_AWARE,
@@ -35,5 +35,5 @@ from dpiw.analysis.estimates import (
 )
 
 __all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY",
-           "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean",
+           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean",
            "weighted_quantile"]

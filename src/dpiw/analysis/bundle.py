@@ -43,6 +43,19 @@ class UnmeasuredWarning(UserWarning):
     """An estimate needs a relation between columns that no noisy marginal of the release measured."""
 
 
+class TailWarning(UserWarning):
+    """A mean rests on a column's far tail: a few rows that the release draws from few, noisy fine cells."""
+
+
+#: a mean whose released rows' top TAIL_ROWS (by weight) carry at least TAIL_SHARE of its sum above the column's
+#: lower bound warns (:class:`TailWarning`). Set before the trials that measured it: heavier than a lognormal of
+#: shape 1.2 (13%; 6% for shape 0.78 and an exponential); on real tables the released rows gave 9-21% for
+#: txhousing's volume and sales and NMES1988's hospital stays, whose means missed their intervals in 25% of releases
+#: or were 2.3 times the truth, and 2-4% for CPS1988's wage, Ecdat HI's husband's income and txhousing's median
+TAIL_ROWS = 0.01
+TAIL_SHARE = 0.10
+
+
 class CellWarning(UserWarning):
     """A share's threshold (or a quantile) falls inside a fine cell where rows pile up: where they lie inside it
     was not measured, and the interval reaches over them."""
@@ -261,7 +274,31 @@ class Bundle:
             return est
         if est.covers == NOISE_AWARE:
             est = replace(est, **self._bin_bias(column, spec, where, est))
+        self._tail(f"mean({column!r}" + ("" if where is None else f", where={_said(where)}") + ")", column, spec, where)
         return replace(est, limits=(spec.lower, spec.upper))
+
+    def _tail(self, call: str, column: str, spec, where) -> None:
+        """Warn (:class:`TailWarning`) when the top :data:`TAIL_ROWS` of the subgroup's released rows carry at
+        least :data:`TAIL_SHARE` of its sum above the column's lower bound."""
+        from dpiw.analysis import noise_aware
+
+        x = self.data[column].to_numpy(float) - spec.lower
+        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)) & ~np.isnan(x)
+        x, w = x[mask], self.weights[mask]
+        order = np.argsort(-x, kind="stable")
+        x, w = x[order], w[order]
+        total = float(x @ w)
+        if total <= 0:
+            return
+        top = np.cumsum(w) <= TAIL_ROWS * w.sum()
+        share = float(x[top] @ w[top]) / total
+        if share >= TAIL_SHARE:
+            warnings.warn(f"{call}: the top {TAIL_ROWS:.0%} of these rows carry {share:.0%} of the mean above the lower "
+                          f"bound: it rests on the column's far tail, a few rows the release draws from few, noisy "
+                          "fine cells (the ones its tree measured below its noise are emptied, their rows moved), and "
+                          f"the interval does not cover that; the median (b.quantile({column!r})) or a share above a "
+                          f"value (b.share({column!r}, '>', value)) rest on the column's body", TailWarning,
+                          stacklevel=3)
 
     def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
