@@ -246,6 +246,8 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     from dpiw.commands.show import describe_bundle
 
     (tmp_path / "b" / "measurements.json").write_text(json.dumps(b.measurements))
+    assert describe_bundle(tmp_path / "b")[0] == ("bundle     400 synthetic rows, every weight 1 (no weights: the "
+                                                  "generator's rows as they are)")  # no k-hat of unit weights
     said = [line for line in describe_bundle(tmp_path / "b") if line.startswith("measured")]
     assert said == ["measured   the target 'y' together with x; not with n, g (the model's relation, which no "
                     "interval covers)"]

@@ -293,12 +293,12 @@ class Bundle:
         top = np.cumsum(w) <= TAIL_ROWS * w.sum()
         share = float(x[top] @ w[top]) / total
         if share >= TAIL_SHARE:
-            warnings.warn(f"{call}: the top {TAIL_ROWS:.0%} of these rows carry {share:.0%} of the mean above the lower "
-                          f"bound: it rests on the column's far tail, a few rows the release draws from few, noisy "
-                          "fine cells (the ones its tree measured below its noise are emptied, their rows moved), and "
-                          f"the interval does not cover that; the median (b.quantile({column!r})) or a share above a "
-                          f"value (b.share({column!r}, '>', value)) rest on the column's body", TailWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"{call}: the top {TAIL_ROWS:.0%} of these rows carry {share:.0%} of the mean above the lower bound: "
+                "it rests on the column's far tail, a few rows the release draws from few, noisy fine cells (the "
+                "ones its tree measured below its noise are emptied, their rows moved), and the interval does not "
+                f"cover that; the median (b.quantile({column!r})) or a share above a value (b.share({column!r}, '>', "
+                "value)) rest on the column's body", TailWarning, stacklevel=3)
 
     def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
@@ -362,7 +362,7 @@ class Bundle:
             raise DpiwError(f"share: op must be one of {list(COMPARISONS)}, got {op!r}")
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) or not np.isfinite(
                 value):
-            raise DpiwError(f"share: value must be a finite number in {column!r}'s units, got {value!r}")
+            raise DpiwError(f"share: value must be a finite number in the units of {column!r}, got {value!r}")
         self._unmeasured(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column,
                          self._where_columns(where))
         return self._share(column, op, float(value), where, interval)[0]

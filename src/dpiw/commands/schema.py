@@ -213,6 +213,7 @@ def main(args) -> None:
     if args.out and Path(args.out).exists() and not args.force:
         raise DpiwError(f"--out {args.out} exists: choose another file, or pass --force to overwrite it")
     text = draft(args.data, name=args.name, target=args.target)
+    text += "" if text.endswith("\n") else "\n"  # a file's last line ends, and so does what the shell prints
     left_out = next((line.split(": ", 1)[1] for line in text.splitlines()
                      if line.startswith("# left out as row")), None)
     if left_out:

@@ -146,6 +146,7 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
     """What an analyst gets: the rows and weights' size, k-hat and ESS, and the first rows in their units."""
     import warnings
 
+    import numpy as np
     import pandas as pd
 
     from dpiw.analysis import load_bundle
@@ -156,7 +157,10 @@ def describe_bundle(folder: Path, *, rows: int = 5) -> list[str]:
         b = load_bundle(folder, warn=False)
     rel = b.manifest.get("release", {})
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
-    lines = [f"bundle     {len(b.weights):,} synthetic rows with weights: Pareto k-hat {_num(k)} (threshold "
+    unit = bool(rel.get("weights", {}).get("unit")) or bool(np.all(b.weights == b.weights[0]))
+    lines = [f"bundle     {len(b.weights):,} synthetic rows, every weight 1 (no weights: the generator's rows as "
+             "they are)" if unit else
+             f"bundle     {len(b.weights):,} synthetic rows with weights: Pareto k-hat {_num(k)} (threshold "
              f"{_num(limit)}), Kish ESS/N {b.ess_fraction:.2f}"]
     if b.schema is None:
         lines.append("           (no schema.json: the rows below are scaled, categories as codes)")
