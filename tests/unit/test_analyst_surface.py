@@ -295,3 +295,39 @@ def test_a_mean_that_rests_on_a_far_tail_says_so_and_one_on_the_body_does_not(tm
     with warnings.catch_warnings():  # above a lower bound far below the rows, the tail is a small part of the sum
         warnings.simplefilter("error", TailWarning)
         b._tail("mean('x')", "x", shifted, None)
+
+
+def test_an_estimate_on_a_marginal_that_is_mostly_noise_says_so(tmp_path, capsys):
+    """noisy_marginals: a generator marginal whose typical cell (N over its cells) holds less than one noise sd
+    (x with y: 400 rows over 64 cells at sd 10, 0.62 sds a cell) is named, noisiest first, and so warns an
+    estimate on either of its columns, once, at the caller's line; a marginal above its noise (n with g: 5 sds)
+    does not; `dpiw release` prints the same line."""
+    import warnings
+    from dataclasses import replace
+
+    from dpiw.analysis import NoisyMarginalWarning
+    from dpiw.analysis.bundle import noisy_marginals
+    from dpiw.commands.release import _crowded
+
+    folder = write_bundle(tmp_path / "b", n=400)
+    b = load_bundle(folder)
+    names = ["x", "n", "g", "y"]
+    measurements = {"generator": {"total": 400.0, "columns": names, "bins": 8, "measurements": [
+        {"clique": [0, 3], "counts": [0.0] * 64, "std": 10.0}, {"clique": [1, 2], "counts": [0.0] * 8, "std": 10.0},
+        {"clique": [2, 3], "counts": [0.0] * 100, "std": 10.0}]}}
+    found = noisy_marginals(measurements, b.schema)
+    assert [(round(s, 3), cols, cells) for s, cols, cells in found] == [(0.4, ["g", "y"], 100), (0.625, ["x", "y"], 64)]
+    b = replace(b, measurements=measurements)
+    with pytest.warns(NoisyMarginalWarning, match=r"^mean\('x', where=None\): the release measured 'x' with 'y' in a "
+                                                  r"marginal of 64 cells whose typical cell holds 0.62 times") as said:
+        b.mean("x", interval="sampling")
+    assert len(said) == 1 and said[0].filename == __file__
+    with pytest.warns(NoisyMarginalWarning, match=r"'g' with 'y' in a marginal of 100 cells"):  # the noisiest
+        b.mean("y", interval="sampling")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoisyMarginalWarning)
+        b.mean("n", interval="sampling")  # measured with g, above its noise
+    (folder / "measurements.json").write_text(json.dumps(measurements))
+    _crowded(folder, b.schema)
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "typical cell" in ln]
+    assert len(lines) == 2 and lines[0].startswith("dpiw release: the release measured 'g' with 'y'")

@@ -21,7 +21,14 @@ threshold or the ESS is below ``MIN_ESS_FRACTION`` of the rows, :func:`load_bund
 rest on a few rows and the intervals are not to be trusted.
 """
 
-from dpiw.analysis.bundle import Bundle, CellWarning, TailWarning, UnmeasuredWarning, load_bundle
+from dpiw.analysis.bundle import (
+    Bundle,
+    CellWarning,
+    NoisyMarginalWarning,
+    TailWarning,
+    UnmeasuredWarning,
+    load_bundle,
+)
 from dpiw.analysis.estimates import (
     MIN_ESS_FRACTION,
     NOISE_AWARE,
@@ -34,6 +41,6 @@ from dpiw.analysis.estimates import (
     weighted_quantile,
 )
 
-__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY",
-           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle", "weighted_mean",
-           "weighted_quantile"]
+__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "NoisyMarginalWarning", "Quantile",
+           "SAMPLING_ONLY", "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle",
+           "weighted_mean", "weighted_quantile"]

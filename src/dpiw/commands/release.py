@@ -618,7 +618,7 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 
 def _crowded(bundle: Path, schema) -> None:
     """Warn of a numeric column most of whose rows the published fine histogram puts in one cell, or many in a
-    cell over twice its neighbours (a DP output)."""
+    cell over twice its neighbours, and of a generator marginal that is mostly noise (DP outputs)."""
     from dpiw.analysis.bin_bias import binning_of, crowded, crowded_text, pile_text, piles
 
     if (bundle / "measurements.json").is_file():
@@ -629,6 +629,10 @@ def _crowded(bundle: Path, schema) -> None:
         for found in piles(schema, measurements):
             cells = binning.numeric[found[0]].grid.cells
             print(f"dpiw release: {pile_text(*found, column=schema.column(found[0]), cells=cells)}")
+        from dpiw.analysis.bundle import noisy_marginals, noisy_text
+
+        for found in noisy_marginals(measurements, schema):
+            print(f"dpiw release: {noisy_text(*found)}")
 
 
 def refused(manifest: dict) -> DpiwError:
