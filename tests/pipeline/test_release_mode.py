@@ -70,6 +70,8 @@ def test_release_mode_uses_every_row_and_writes_a_bundle_fit_to_release(released
     assert set(m["noise_seeds"]["sources"].values()) == {"secret_key"}
     # no stage's record reads as benchmark noise (psis draws none: its record says nothing of seeds)
     assert {r["seeding"].get("mode") for r in m["records"] if r.get("seeding")} == {"release"}, m["records"]
+    (post,) = [r for r in m["records"] if r["stage"] == "postprocess_weights"]
+    assert not post.get("seeding"), post  # psis drew no noise: nothing said of seeds
     assert m["data"]["split_depends_on_private"] is False and m["public_data"]["n_public"] == 0
     # nothing to evaluate (no test split): no metrics, no tables
     assert not (wd / RUN / "metrics.json").exists() and not (wd / OUT / "tables").exists()

@@ -223,6 +223,8 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     assert len(said) == 1 and "; nor" not in str(said[0].message)
     b2 = replace(b, measurements={"generator": {"columns": names, "measurements": [
         {"clique": [0, 3]}, {"clique": [1, 3]}, {"clique": [2, 3]}, {"clique": [1, 2]}]}})
+    b3 = replace(b, measurements={"generator": {"columns": names, "measurements": [
+        {"clique": [0, 3]}, {"clique": [1, 3]}, {"clique": [2, 3]}]}})
     with pytest.warns(UnmeasuredWarning, match=r"fit\(\.\.\., 'y'\): no marginal of the release measured 'x' "
                                               r"with 'n', 'x' with 'g' \(each coefficient is adjusted") as said:
         b2.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every feature with y, not x with n
@@ -230,7 +232,7 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredWarning)
         b2.fit(LinearRegression(), ["n", "g"], "y", interval="sampling")  # (n, g) measured
-        b2.mean("y", where={"n": 3, "g": 1}, interval="sampling")  # a subgroup: its columns' own pair unasked
+        b3.mean("y", where={"n": 3, "g": 1}, interval="sampling")  # a subgroup: its columns' own pair unasked
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredWarning)
         b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)
@@ -289,8 +291,14 @@ def test_a_mean_that_rests_on_a_far_tail_says_so_and_one_on_the_body_does_not(tm
         b._tail("mean('y')", "y", spec, None)
         b._tail("mean('x', where=...)", "x", spec, lambda d: d.x < 2)  # its body: no far tail
     counts = replace(b, data=b.data.assign(n=np.minimum(np.rint(heavy), 100.0)))  # through b.mean: a count 0-100
-    with pytest.warns(TailWarning, match=r"^mean\('n'\): the top 1%"):
+    with pytest.warns(TailWarning, match=r"^mean\('n'\): the top 1%") as said:
         counts.mean("n", interval="sampling")
+    assert said[0].filename == __file__  # at the caller's line
+    one = np.ones(len(b.data))
+    one[0] = 0.05 * len(b.data)  # a row weighing 5% of the rest, with the largest value: it alone is the top 1%
+    big = replace(b, data=data.assign(y=np.where(np.arange(len(b.data)) == 0, 1e4, light)), weights=one)
+    with pytest.warns(TailWarning, match=r"carry \d\d% of the mean") as said:
+        big._tail("mean('y')", "y", spec, None)
     shifted = type("Spec", (), {"lower": -1e3, "upper": 1e4, "is_numeric": True})()
     with warnings.catch_warnings():  # above a lower bound far below the rows, the tail is a small part of the sum
         warnings.simplefilter("error", TailWarning)
@@ -327,6 +335,9 @@ def test_an_estimate_on_a_marginal_that_is_mostly_noise_says_so(tmp_path, capsys
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoisyMarginalWarning)
         b.mean("n", interval="sampling")  # measured with g, above its noise
+        again = json.loads(json.dumps(measurements))  # x with y measured again at a tenth of the sd (AIM's way)
+        again["generator"]["measurements"].append({"clique": [0, 3], "counts": [0.0] * 64, "std": 1.0})
+        replace(b, measurements=again).mean("x", interval="sampling")  # together above their noise
     (folder / "measurements.json").write_text(json.dumps(measurements))
     _crowded(folder, b.schema)
     lines = [ln for ln in capsys.readouterr().out.splitlines() if "typical cell" in ln]

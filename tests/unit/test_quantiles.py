@@ -236,7 +236,7 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     x = b.data.x.to_numpy(float)
     assert smooth.reach == bin_bias.pruning_reach(b._bins("x"), b._spec("x"), 17.0, np.greater, x, b.weights,
                                                   np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
-    assert sum(smooth.reach) < 0.02
+    assert 0 < sum(smooth.reach) < 0.02  # (not 0: the test would not see the reach unwired)
 
 
 def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
@@ -345,3 +345,7 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     quiet[9:17] = 0.0005  # the bin measured at nothing beyond its noise: its rows may be on either side
     assert reach(">", 10, leaves=(quiet, 0.01)) == (pytest.approx(0.36, abs=0.01), 0.0)  # all drawn above 10
     assert sum(reach(">", 11, leaves=(quiet, 0.01))) == pytest.approx(0.36, abs=0.01)  # 11's on one side, 12-16's
+    # whole numbers as a release gives them (rounded): on 0-200, 29 / 200 * 200 is not exactly 29 in floating point
+    at29 = NumericBins(grid, np.array([0, 29, 60, grid.support]), pruned)
+    for op, t in (("<", 29), ("<=", 28), (">=", 29), (">", 28)):  # every row of the bin 29-59 on one side
+        assert pruning_reach(at29, col, t, C[op], x, w, everyone, (measured, 0.001)) == (0.0, 0.0), (op, t)

@@ -328,14 +328,15 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     Only the coarse bin holding the threshold matters (the model gives each bin its rows; inside it the values
     follow the pruned histogram): its share of the subgroup's released rows times the difference between the
     share of its pruned and of its measured mass on the threshold's side. Returns how far the share may be too
-    high and too low (one of them 0). Where the bin's measured mass is within one noise sd of nothing, the
-    measured split says nothing: the bin's rows may be on either side. ``x``, ``weights``, ``mask``: as for
+    high and too low (one of them 0, but where the bin's measured mass is within one noise sd of nothing: the
+    measured split then says nothing, and the bin's rows may be on either side). ``x``, ``weights``, ``mask``: as for
     :func:`cell_reach`."""
     if leaves is None or nb.fine is None:
         return 0.0, 0.0
     grid = nb.grid
     pos, _, cell = _points(nb)
-    hit = compare(np.asarray(spec.from_unit(pos), float), float(threshold)).astype(float)
+    value = np.asarray(spec.from_unit(pos), float)  # as a release gives them: a whole-number column's rounded
+    hit = compare(np.rint(value) if spec.integer else value, float(threshold)).astype(float)
     points = np.bincount(cell, minlength=grid.support)
     frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
     leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])

@@ -71,18 +71,25 @@ NOISY_SNR = 1.0
 def noisy_marginals(measurements: dict | None, schema) -> list[tuple[float, list[str], int]]:
     """The generator's measured marginals of two or more columns whose typical cell holds less than
     :data:`NOISY_SNR` noise sds (public: the row count, the cells and the noise sd): each one's signal (N over
-    its cells, over the sd), its columns (a `missing: indicator` column as its numeric column) and its cells,
-    noisiest first."""
+    its cells, over the sd; a clique measured more than once, as AIM does, at the sd of its measurements
+    combined by inverse variance), its columns (a `missing: indicator` column as its numeric column) and its
+    cells, noisiest first."""
     gen = (measurements or {}).get("generator") or {}
     if not gen.get("total"):
         return []
     of = {c.name: c.indicator_of for c in getattr(schema, "columns", ()) if c.indicator_of}
-    names, out = gen.get("columns", []), []
-    for m in gen.get("measurements", []):
-        cells, sd = len(m["counts"]), float(m["std"])
-        cols = list(dict.fromkeys(of.get(names[j], names[j]) for j in m["clique"]))
-        if len(cols) > 1 and sd > 0 and float(gen["total"]) / cells / sd < NOISY_SNR:
-            out.append((float(gen["total"]) / cells / sd, cols, cells))
+    names, precision, cells = gen.get("columns", []), {}, {}
+    for m in gen.get("measurements", []):  # a clique measured more than once (AIM): its measurements together
+        key = tuple(m["clique"])
+        if len(key) > 1 and float(m["std"]) > 0:
+            precision[key] = precision.get(key, 0.0) + float(m["std"]) ** -2
+            cells[key] = len(m["counts"])
+    out = []
+    for key, prec in precision.items():
+        snr = float(gen["total"]) / cells[key] * prec**0.5
+        cols = list(dict.fromkeys(of.get(names[j], names[j]) for j in key))
+        if len(cols) > 1 and snr < NOISY_SNR:
+            out.append((snr, cols, cells[key]))
     return sorted(out)
 
 
@@ -339,8 +346,10 @@ class Bundle:
         total = float(x @ w)
         if total <= 0:
             return
-        top = np.cumsum(w) <= TAIL_ROWS * w.sum()
-        share = float(x[top] @ w[top]) / total
+        # the top TAIL_ROWS of the weight: whole rows, and the part of the row that crosses the line (a row that
+        # alone weighs more than that counts with the part of its weight inside it)
+        inside = np.clip(TAIL_ROWS * w.sum() - (np.cumsum(w) - w), 0.0, w)
+        share = float(x @ inside) / total
         if share >= TAIL_SHARE:
             warnings.warn(
                 f"{call}: the top {TAIL_ROWS:.0%} of these rows carry {share:.0%} of the mean above the lower bound: "

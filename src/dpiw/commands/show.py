@@ -192,6 +192,7 @@ def find_manifests(path: str | Path) -> list[Path]:
 def _curators(path: Path, m: dict) -> dict:
     """A published bundle's manifest with its run's ledger block where the run's manifest is beside it (the
     curator's project): the table's lifetime spend, which the bundle does not publish."""
+    path = Path(path).resolve()  # `dpiw show .` from inside release/
     run = path.parent.parent / "manifest.json"
     if path.parent.name != "release" or "budget" in (m.get("ledger") or {"budget": None}) or not run.is_file():
         return m
