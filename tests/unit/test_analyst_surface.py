@@ -332,6 +332,8 @@ def test_an_estimate_on_a_marginal_that_is_mostly_noise_says_so(tmp_path, capsys
     assert len(said) == 1 and said[0].filename == __file__
     with pytest.warns(NoisyMarginalWarning, match=r"'g' with 'y' in a marginal of 100 cells"):  # the noisiest
         b.mean("y", interval="sampling")
+    with pytest.warns(NoisyMarginalWarning, match=r"'x' with 'y' in a marginal of 64 cells"):  # x's own, first
+        b.mean("x", where={"g": 1}, interval="sampling")
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoisyMarginalWarning)
         b.mean("n", interval="sampling")  # measured with g, above its noise
@@ -340,5 +342,7 @@ def test_an_estimate_on_a_marginal_that_is_mostly_noise_says_so(tmp_path, capsys
         replace(b, measurements=again).mean("x", interval="sampling")  # together above their noise
     (folder / "measurements.json").write_text(json.dumps(measurements))
     _crowded(folder, b.schema)
-    lines = [ln for ln in capsys.readouterr().out.splitlines() if "typical cell" in ln]
-    assert len(lines) == 2 and lines[0].startswith("dpiw release: the release measured 'g' with 'y'")
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "noise" in ln]
+    assert lines == [f"dpiw release: the release measured 'g' with 'y' in a marginal of 100 cells whose typical cell "
+                     f"holds 0.4 times its noise sd: {lines[0].split(' noise sd: ')[1]}",
+                     "dpiw release: also under their noise: 'x' with 'y' (64 cells, 0.62 sds a cell)"]

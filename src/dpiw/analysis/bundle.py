@@ -237,11 +237,13 @@ class Bundle:
                           "interval does not cover that", UnmeasuredWarning, stacklevel=3)
 
     def _noisy(self, call: str, columns, stacklevel: int = 3) -> None:
-        """Warn (:class:`NoisyMarginalWarning`) when one of ``columns`` (an estimate's column, its subgroup's, a
-        model's) is in a generator marginal that is mostly noise (:func:`noisy_marginals`): the noisiest."""
+        """Warn (:class:`NoisyMarginalWarning`) when one of ``columns`` (an estimate's column first, its subgroup's,
+        a model's) is in a generator marginal that is mostly noise (:func:`noisy_marginals`): the noisiest of those
+        with the first column, else the noisiest."""
         of = self._indicator_of
-        wanted = {of.get(c, c) for c in columns}
-        found = [m for m in noisy_marginals(self.measurements, self.schema) if wanted & set(m[1])]
+        wanted = [of.get(c, c) for c in columns]
+        found = [m for m in noisy_marginals(self.measurements, self.schema) if set(wanted) & set(m[1])]
+        found.sort(key=lambda m: wanted[0] not in m[1])  # one with the estimate's own column first, then noisiest
         if found:
             warnings.warn(f"{call}: {noisy_text(*found[0])}", NoisyMarginalWarning, stacklevel=stacklevel)
 

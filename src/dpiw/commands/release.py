@@ -631,8 +631,13 @@ def _crowded(bundle: Path, schema) -> None:
             print(f"dpiw release: {pile_text(*found, column=schema.column(found[0]), cells=cells)}")
         from dpiw.analysis.bundle import noisy_marginals, noisy_text
 
-        for found in noisy_marginals(measurements, schema):
-            print(f"dpiw release: {noisy_text(*found)}")
+        noisy = noisy_marginals(measurements, schema)
+        if noisy:  # the noisiest in words, the rest in a line
+            print(f"dpiw release: {noisy_text(*noisy[0])}")
+        if len(noisy) > 1:
+            print("dpiw release: also under their noise: " + "; ".join(
+                f"{' with '.join(map(repr, cols))} ({cells:,} cells, {snr:.2g} sds a cell)"
+                for snr, cols, cells in noisy[1:]))
 
 
 def refused(manifest: dict) -> DpiwError:
