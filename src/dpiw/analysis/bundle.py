@@ -281,7 +281,7 @@ class Bundle:
         if interval == "noise" and is_mask:
             raise DpiwError("interval='noise': give where as {column: label} or a function of the rows (a boolean "
                             "mask cannot be applied to the bootstrap's rows)")
-        mask = self._mask(where) if is_mask else noise_aware.subgroup(self.data, where)
+        mask = self._subgroup(where)
         if not mask.any():
             raise DpiwError("where: no synthetic row is in this subgroup")
         h = np.asarray(values(self.data), float)
@@ -302,6 +302,12 @@ class Bundle:
         bias = noise_aware.weights_bias(boot, statistic)
         return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE, bias=bias,
                         biases={"weights": bias})
+
+    def _subgroup(self, where) -> np.ndarray:
+        """The rows in the subgroup ``where`` (None, a mapping, a function of the rows or a boolean mask)."""
+        from dpiw.analysis import noise_aware
+
+        return self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)
 
     def _mask(self, where) -> np.ndarray:
         mask = np.asarray(where, dtype=bool)
@@ -338,10 +344,9 @@ class Bundle:
     def _tail(self, call: str, column: str, spec, where) -> None:
         """Warn (:class:`TailWarning`) when the top :data:`TAIL_ROWS` of the subgroup's released rows carry at
         least :data:`TAIL_SHARE` of its sum above the column's lower bound."""
-        from dpiw.analysis import noise_aware
 
         x = self.data[column].to_numpy(float) - spec.lower
-        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)) & ~np.isnan(x)
+        mask = self._subgroup(where) & ~np.isnan(x)
         x, w = x[mask], self.weights[mask]
         order = np.argsort(-x, kind="stable")
         x, w = x[order], w[order]
@@ -450,14 +455,14 @@ class Bundle:
     def _pruned(self, column: str, spec, op: str, t: float, where, est: Estimate) -> Estimate:
         """A noise-aware share whose interval also reaches over the rows the pruning of the column's fine
         histogram moved across its threshold (:func:`bin_bias.pruning_reach`)."""
-        from dpiw.analysis import bin_bias, noise_aware
+        from dpiw.analysis import bin_bias
 
         nb = self._bins(column)
         if nb is None:
             return est
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
-        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
+        mask = self._subgroup(where)[has]
         down, up = bin_bias.pruning_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
                                           bin_bias.leaf_estimates(self.measurements, column))
         return replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
@@ -467,14 +472,14 @@ class Bundle:
         """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
         a warning says how to keep them and, with ``reach`` (a noise-aware interval), the interval reaches over
         that cell's rows on either side."""
-        from dpiw.analysis import bin_bias, noise_aware
+        from dpiw.analysis import bin_bias
 
         nb = self._bins(column)
         if nb is None:
             return est, None
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
-        mask = (self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where))[has]
+        mask = self._subgroup(where)[has]
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
                                             bin_bias.leaf_estimates(self.measurements, column))
         if cell is None:
@@ -505,9 +510,8 @@ class Bundle:
             raise DpiwError(f"quantile: q must be a probability strictly between 0 and 1 (0.5: the median), "
                             f"got {q!r}")
         self._unmeasured(f"quantile({column!r}, {q!r}, where={_said(where)})", column, self._where_columns(where))
-        from dpiw.analysis import noise_aware
 
-        mask = self._mask(where) if _is_mask(where) else noise_aware.subgroup(self.data, where)
+        mask = self._subgroup(where)
         x = col.to_numpy(float)
         mask = mask & ~np.isnan(x)
         if not mask.any():
