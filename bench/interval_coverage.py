@@ -223,7 +223,7 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
     sys.path.insert(0, str(ROOT / "src"))
     import warnings
 
-    from dpiw.analysis import NoisyMarginalWarning, UnmeasuredWarning
+    from dpiw.analysis import UnmeasuredWarning
 
     schema, draw_rows, _, estimands = population(pop, which)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
@@ -234,16 +234,14 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
         for interval in ("noise", "sampling"):
             with warnings.catch_warnings(record=True) as said:  # counted, not printed once a release
                 warnings.simplefilter("always", UnmeasuredWarning)
-                warnings.simplefilter("always", NoisyMarginalWarning)
                 est = estimate(bundle, kind, column, label, where, interval)
             warned = any(issubclass(w.category, UnmeasuredWarning) for w in said)
-            noisy = any(issubclass(w.category, NoisyMarginalWarning) for w in said)
             lo, hi = est.ci(0.95)
             of = est.share if kind == "quantile" else est  # a quantile's parts: its share's
             parts = {**{f"var_{k}": v for k, v in (of.parts or {}).items()},
                      **{f"bias_{k}": v for k, v in (of.biases or {}).items()}}
             rows.append({"population": pop, "rows": n, "release": r, "weights": method, "estimand": name,
-                         "interval": interval, "unmeasured": warned, "noisy": noisy,
+                         "interval": interval, "unmeasured": warned,
                          "reach": float(sum(getattr(of, "reach", (0, 0)))),
                          "value": est.value, "lo": lo, "hi": hi, **parts})
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
@@ -303,12 +301,6 @@ def main() -> None:
     for interval in ("noise", "sampling"):
         g = df[df.interval == interval]
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
-    if "noisy" in df:  # NoisyMarginalWarning: a measured marginal under its noise
-        for (pop, n), g in df[df.interval == "noise"].groupby(["population", "rows"]):
-            w, rest = g[g.noisy.astype(bool)], g[~g.noisy.astype(bool)]
-            print(f"{pop} N={n:,}, noise-aware: warned a marginal under its noise on {len(w)} of {len(g)} intervals"
-                  + (f" (coverage {w.covered.mean():.1%})" if len(w) else "")
-                  + (f", the rest {rest.covered.mean():.1%}" if len(rest) else ""))
     if args.plot:
         plot(df, args.plot)
 

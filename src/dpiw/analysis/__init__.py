@@ -24,7 +24,6 @@ rest on a few rows and the intervals are not to be trusted.
 from dpiw.analysis.bundle import (
     Bundle,
     CellWarning,
-    NoisyMarginalWarning,
     TailWarning,
     UnmeasuredWarning,
     load_bundle,
@@ -41,6 +40,6 @@ from dpiw.analysis.estimates import (
     weighted_quantile,
 )
 
-__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "NoisyMarginalWarning", "Quantile",
-           "SAMPLING_ONLY", "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle",
+__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY",
+           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle",
            "weighted_mean", "weighted_quantile"]
