@@ -60,8 +60,9 @@ TAIL_SHARE = 0.10
 #: the fit, which keeps every cell at or above zero, pushes rows into its empty cells and away from the rest, and
 #: `dpiw release` names it for the curator. On txhousing (7,986 rows at epsilon 1, city's 46 labels with four columns
 #: in 368-cell marginals at 0.54 sds a cell) the share of prices above $150,000 was covered in 7 of 12 releases and in
-#: every one of 8 with city left out; but the simulated populations' 64-cell marginals at 1,000 rows (0.75-0.87 sds
-#: a cell) lose no coverage, so an analyst's estimates are not warned (bench/README.md)
+#: every one of 8 with city left out; but on the simulated populations at 1,000 rows (64-cell marginals at 0.75-0.87
+#: sds a cell) a warning at each estimate fired on nearly all of them and did not mark the ones covered less, so an
+#: analyst's estimates are not warned (bench/README.md)
 NOISY_SNR = 1.0
 
 
