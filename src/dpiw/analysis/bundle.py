@@ -421,7 +421,9 @@ class Bundle:
     def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
                ) -> tuple[Estimate, tuple[float, float] | None]:
         """:meth:`share` of a checked call (``quantile``: (q, estimate) when it is a quantile's share), and the
-        range of the pile's fine cell the threshold splits (:meth:`_pile`), or None."""
+        range of the pile's fine cell the threshold splits (:meth:`_pile`), or None. A noise-aware interval also
+        reaches over the rows the pruning of the column's fine histogram moved across the threshold
+        (:func:`bin_bias.pruning_reach`)."""
         compare = COMPARISONS[op]
 
         def values(data):
@@ -429,45 +431,33 @@ class Bundle:
             return np.where(np.isnan(x), np.nan, compare(x, t))
 
         est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
-        spec = self._spec(column)
-        if spec is None or not spec.is_numeric:
+        spec, nb = self._spec(column), self._bins(column)
+        if spec is None or not spec.is_numeric or nb is None:
             return est, None
-        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
-            return self._pile(column, spec, op, t, where, est, quantile, reach=False)
-        est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
-        est, cell = self._pile(column, spec, op, t, where, est, quantile)
-        return self._pruned(column, spec, op, t, where, est), cell
-
-    def _pruned(self, column: str, spec, op: str, t: float, where, est: Estimate) -> Estimate:
-        """A noise-aware share whose interval also reaches over the rows the pruning of the column's fine
-        histogram moved across its threshold (:func:`bin_bias.pruning_reach`)."""
         from dpiw.analysis import bin_bias
 
-        nb = self._bins(column)
-        if nb is None:
-            return est
+        # the column's released rows with a value, their weights, the subgroup among them, its measured fine cells
         x = self.data[column].to_numpy(float)
         has = ~np.isnan(x)
-        mask = self._subgroup(where)[has]
-        down, up = bin_bias.pruning_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
-                                          bin_bias.leaf_estimates(self.measurements, column))
-        return replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
+        rows = (x[has], self.weights[has], self._subgroup(where)[has], bin_bias.leaf_estimates(self.measurements,
+                                                                                              column))
+        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
+            return self._pile(column, spec, nb, op, t, rows, est, quantile, reach=False)
+        est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
+        est, cell = self._pile(column, spec, nb, op, t, rows, est, quantile)
+        # and the rows the pruning of the column's fine histogram moved across the threshold
+        down, up = bin_bias.pruning_reach(nb, spec, t, compare, *rows)
+        return (replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est), cell
 
-    def _pile(self, column: str, spec, op: str, t: float, where, est: Estimate, quantile=None,
+    def _pile(self, column: str, spec, nb, op: str, t: float, rows: tuple, est: Estimate, quantile=None,
               reach: bool = True) -> tuple[Estimate, tuple[float, float] | None]:
         """A share whose threshold falls inside a fine cell where rows pile up (:func:`bin_bias.cell_reach`):
         a warning says how to keep them and, with ``reach`` (a noise-aware interval), the interval reaches over
-        that cell's rows on either side."""
+        that cell's rows on either side. ``rows``: the column's values, weights, subgroup and measured cells, as
+        :meth:`_share` reads them."""
         from dpiw.analysis import bin_bias
 
-        nb = self._bins(column)
-        if nb is None:
-            return est, None
-        x = self.data[column].to_numpy(float)
-        has = ~np.isnan(x)
-        mask = self._subgroup(where)[has]
-        on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], x[has], self.weights[has], mask,
-                                            bin_bias.leaf_estimates(self.measurements, column))
+        on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], *rows)
         if cell is None:
             return est, None
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
