@@ -14,7 +14,12 @@ Printed: the median error of each arm and their ratio per family, and the paired
 mean error (fine minus equal-width) over the releases with its standard error: a family is worse with the fine
 histograms only beyond 2 SE.
 
-    python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv]
+Arms of MST's own budget (``--splits``, ``--sized``) are compared with params.yaml's release (arm ``fine``). The rule,
+named on 2026-11-28 before any of these arms ran: an arm replaces MST's thirds (or its unsized scores) only if on
+both tables its within-class numeric means are better than ``fine`` beyond 2 SE and no family (numeric means,
+means and shares, subgroups, 3-way cells, regression) is worse beyond 2 SE on either table.
+
+    python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized]
 """
 
 from __future__ import annotations
@@ -143,12 +148,22 @@ def main() -> None:
                    help="also the fine histograms with this many bins per numeric column (arm fine_<bins>)")
     p.add_argument("--fractions", type=float, nargs="*", default=[],
                    help="also the fine histograms with this share of MST's rho (arm fine_share_<fraction>)")
+    p.add_argument("--splits", nargs="*", default=[],
+                   help="also MST's rho split as one-way,selection,two-way weights (arm split_<w>; default 1,1,1)")
+    p.add_argument("--sized", action="store_true",
+                   help="also MST's tree scored with AIM's noise penalty (arm sized; with each --splits too)")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
     t0 = time.perf_counter()
     arms = {**ARMS, **{f"fine_{b}": {"bins": b} for b in args.bins},
             **{f"fine_share_{f:g}": {"fine_fraction": f} for f in args.fractions}}
+    for w in args.splits:
+        arms[f"split_{w}"] = {"split": [float(x) for x in w.split(",")]}
+    if args.sized:
+        arms |= {"sized": {"sized_scores": True},
+                 **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
+                    for w in args.splits}}
     jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
     df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
@@ -159,6 +174,9 @@ def main() -> None:
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
+    for arm in sorted(a for a in set(df.arm) if a.startswith(("split_", "sized"))):
+        print(f"\n{arm} against fine (params.yaml):")
+        summarise(df, arm, "fine")
 
 
 if __name__ == "__main__":

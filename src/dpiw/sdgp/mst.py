@@ -107,13 +107,30 @@ class MST:
     max_bins : int
         With the fine histograms, a large table's numeric columns get more than ``bins`` bins, up to this many
         (:meth:`grown_bins`); None: ``bins`` (never more).
+    split : tuple of 3 floats
+        The weights of rho (after the fine histograms) for the one-way marginals, the tree's selection and the
+        two-way marginals; MST's own (1, 1, 1) by default. A part with nothing to spend on (no one-way marginal
+        left, a public tree) is left out of the split, as MST leaves it.
+    sized_scores : bool
+        Score each pair as AIM does (McKenna et al. 2022): its L1 error less the noise's expected L1 on its
+        cells, sqrt(2 / pi) * sigma * cells (public), so the tree prefers pairs whose cells stand above the noise.
     """
 
     def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000, fine_cells: int = 0,
-                 fine_fraction: float = 0.2, max_bins: int | None = None):
+                 fine_fraction: float = 0.2, max_bins: int | None = None, split=(1.0, 1.0, 1.0),
+                 sized_scores: bool = False):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
         self.max_bins = bins if max_bins is None else max_bins
         self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
+        self.split, self.sized_scores = tuple(split), sized_scores
+
+    def _parts(self, one_way: bool, selection: bool = True) -> tuple[float, float, float]:
+        """The shares of rho (after the fine histograms) of the one-way marginals, the selection and the two-way
+        marginals. The selection's share is kept out of the others even when the tree is public (unspent)."""
+        w1, ws, w2 = (float(x) for x in self.split)
+        w1 = w1 if one_way else 0.0
+        total = w1 + ws + w2
+        return w1 / total, (ws / total if selection else 0.0), w2 / total
 
     def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int]:
         cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
@@ -143,6 +160,10 @@ class MST:
         if not (isinstance(self.max_bins, int) and self.bins <= self.max_bins <= 1000):
             raise DpiwError(f"sdgp.mst.max_bins must be an integer in [sdgp.mst.bins, 1000] (= bins: never more), "
                             f"got {self.max_bins!r}")
+        if not (len(self.split) == 3 and all(isinstance(x, (int, float)) and x >= 0 for x in self.split)
+                and self.split[1] > 0 and self.split[2] > 0):
+            raise DpiwError(f"sdgp.mst.split must be three weights >= 0 (one-way, selection, two-way), the last "
+                            f"two > 0, got {list(self.split)!r}")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
@@ -196,14 +217,14 @@ class MST:
         self.schema_, self.cards_, self.n_ = schema, cards, rows.n
         # the one-way marginals MST measures: every column's, less the numeric ones the fine histograms gave
         measured = [j for j, c in enumerate(schema.columns) if not (self.fine_ and c.is_numeric)]
-        rho_part = rho_rest / (3.0 if measured else 2.0)
-        sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * rho_part)) if measured else None
-        sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho_part))    # d - 1 two-way marginals
         # public edges first: a `missing: indicator` column and its numeric column are tied by construction (the
         # value sits at its lower bound where the flag is 1), so the tree holds that pair without spending on it
         fixed = public_edges(schema)
         rounds = d - 1 - len(fixed)
-        eps_em = math.sqrt(8.0 * rho_part / rounds) if rounds else 0.0
+        f1, fs, f2 = self._parts(bool(measured), bool(rounds))
+        sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * f1 * rho_rest)) if measured else None
+        sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * f2 * rho_rest))    # d - 1 two-way marginals
+        eps_em = math.sqrt(8.0 * fs * rho_rest / rounds) if rounds else 0.0
 
         pairs = list(itertools.combinations(range(d), 2))
         table = counter.counts([*((j,) for j in range(d)), *pairs])
@@ -220,6 +241,8 @@ class MST:
             one_way += [((j,), *self.fine_.one_way[c.name]) for j, c in enumerate(schema.columns) if c.is_numeric]
             one_way.sort(key=lambda m: m[0])
         scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
+        if self.sized_scores:  # AIM's penalty: the noise's expected L1 on the pair's cells (public)
+            scores = {(a, b): q - math.sqrt(2 / math.pi) * sigma2 * cards[a] * cards[b] for (a, b), q in scores.items()}
         component = list(range(d))
 
         def root(a):
@@ -246,8 +269,7 @@ class MST:
                                                "about": "one-way marginals"}) if measured else fine_events(self.fine_))
         events += ({"kind": "zcdp", "rho": rounds * eps_em**2 / 8, "about": "tree selection"},
                    {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"})
-        parts = (3.0 if measured else 2.0) - (0.0 if rounds else 1.0)  # no selection spend when the tree is public
-        rho_spent = rho_part * parts + (self.fine_.rho if self.fine_ else 0.0)
+        rho_spent = rho_rest * (f1 + fs + f2) + (self.fine_.rho if self.fine_ else 0.0)  # fs 0: a public tree
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
             epsilon=float(zcdp_to_dp(rho_spent, delta)), delta=float(delta),
@@ -273,8 +295,8 @@ class MST:
             return self.bins
         d = len(schema.columns)
         one_way = any(not c.is_numeric for c in schema.columns)  # the one-way marginals MST still measures
-        rho_part = rho * (1 - self.fine_fraction) / (3.0 if one_way else 2.0)
-        sigma2 = math.sqrt((d - 1) * l2**2 / (2 * rho_part))
+        rho_two = rho * (1 - self.fine_fraction) * self._parts(one_way)[2]
+        sigma2 = math.sqrt((d - 1) * l2**2 / (2 * rho_two))
         k = grown_bins(self.bins, self.max_bins, n, sigma2)
         while k > self.bins and not self.fits_domain(schema, k):
             k -= 1
