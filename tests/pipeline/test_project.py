@@ -81,6 +81,7 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     main(argv)
     out = capsys.readouterr().out
     assert "this release was admitted before; nothing is spent" in out and "params.yaml changed" not in out
+    assert "another project" not in out
     main([*argv, "--out-of-bounds", "fail"])  # only a check: the rows pass it, so it is the same release
     assert "this release was admitted before; nothing is spent" in capsys.readouterr().out
     spec = yaml.safe_load((curator / "clinic.yaml").read_text())
@@ -97,6 +98,7 @@ def test_a_corrected_schema_is_a_new_release_and_an_unchanged_one_finds_its_bund
     main([*argv[:-1], str(curator / "q")])  # from another folder: the same bundle, and no project left there
     out = capsys.readouterr().out
     assert "admitted before" in out and "new project" not in out and not (curator / "q").exists()
+    assert f"that bundle is another project's ({(curator / 'p').resolve()}): the privacy store keeps" in out, out
     params = yaml.safe_load((curator / "p/params.yaml").read_text())
     params["sdgp"]["mst"]["bins"] = 16
     (curator / "p/params.yaml").write_text(yaml.safe_dump(params))

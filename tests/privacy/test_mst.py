@@ -9,6 +9,7 @@ import pytest
 from audit import audit, replaced_row_counts
 from helpers import random_frame
 
+from dpiw import DpiwError
 from dpiw.data.schema import load_schema
 from dpiw.privacy import accounting
 from dpiw.sdgp.mst import MST, zcdp_rho, zcdp_to_dp
@@ -50,6 +51,37 @@ def test_noise_scales_and_events_are_the_closed_forms(breast_like):
     composed = accounting.rdp_to_dp(accounting.compose(rec.rdp), delta)[0]
     assert composed == pytest.approx(rec.epsilon, rel=1e-9) and rec.epsilon <= eps * (1 + 1e-9)
     assert sum(ev["rho"] for ev in rec.rdp) == pytest.approx(rho, rel=1e-9)
+
+
+def test_a_split_of_rho_is_its_closed_form_and_spends_all_of_it(breast_like):
+    """sdgp.mst.split (1, 0.5, 1.5): a third of rho on the one-way marginals, a sixth on the selection, half on
+    the two-way marginals; the events still sum to rho."""
+    schema, frame = breast_like
+    eps, delta = 1.0, 1e-3
+    m = MST(bins=4, split=(1, 0.5, 1.5)).measure(frame, schema, epsilon=eps, delta=delta,
+                                                 rng=np.random.default_rng(1))
+    d, rho, rec = len(schema.columns), zcdp_rho(eps, delta), m.privacy_
+    assert rec.noise["one_way"]["std"] == pytest.approx(math.sqrt(d / (rho / 3)))
+    assert rec.noise["two_way"]["std"] == pytest.approx(math.sqrt((d - 1) / (rho / 2)))
+    assert rec.noise["selection"]["epsilon_per_round"] == pytest.approx(math.sqrt(8 * rho / 6 / (d - 1)))
+    assert sum(ev["rho"] for ev in rec.rdp) == pytest.approx(rho, rel=1e-9)
+    assert rec.epsilon <= eps * (1 + 1e-9)
+    with pytest.raises(DpiwError, match="sdgp.mst.split"):
+        MST(split=(1, 0, 1)).measure(frame, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
+
+
+def test_sized_scores_prefer_the_pairs_of_fewest_cells_where_the_noise_is_large(root):
+    """AIM's penalty (the noise's expected L1 on a pair's cells) with the two-way marginals' noise made huge and
+    the selection nearly exact: the tree is one of fewest cells; without the penalty it is not."""
+    schema = load_schema(root / "data/schemas/clinic.yaml")
+    frame = random_frame(schema, 500, seed=3)
+    cells = []
+    for sized in (True, False):
+        m = MST(bins=8, split=(1, 1000, 1e-4), sized_scores=sized).measure(
+            frame, schema, epsilon=5.0, delta=1e-5, rng=np.random.default_rng(2))
+        cells.append(sum(m.cards_[a] * m.cards_[b] for a, b in m.tree_))
+    # the cards are age 8, bmi 8, smoker 2, region 4, outcome 2: fewest cells 2*2 + 2*4 + 2*8 + 2*8
+    assert cells[0] == 44 and cells[1] > 44, cells
 
 
 def _mst_audit(root, spent: float, *, n_choose: int, n_test: int, seed: int) -> float:

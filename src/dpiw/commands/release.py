@@ -545,6 +545,10 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
         print(f"dpiw release: this release was admitted before; nothing is spent (--new-release releases "
               f"again)\nbundle     {os.path.relpath(done, args.origin)}/"
               + (f"  (the latest of its {len(found)} rounds)" if len(found) > 1 else ""))
+        if not Path(done).resolve().is_relative_to(root.resolve()):  # a trial user read this as a bug: say why
+            print(f"dpiw release: that bundle is another project's ({_project_of(Path(done), name)}): the privacy store "
+                  f"keeps one ledger per table for every project on it, so the same rows, schema and flags are the "
+                  f"same release wherever it is asked for")
         changed = params_changed(Path(done), root / "params.yaml")
         if changed:  # the flags and the schema name a release, the project's params do not: say so
             print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
@@ -552,6 +556,13 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
         return Path(done)
     args.release = release
     return None
+
+
+def _project_of(bundle: Path, table: str) -> str:
+    """The project folder of a bundle under PROJECT/releases/TABLE/ (its path as given where it is not)."""
+    parts = bundle.resolve().parts
+    at = [i for i in range(1, len(parts) - 1) if parts[i] == "releases" and parts[i + 1] == table]
+    return str(Path(*parts[:at[-1]])) if at else str(bundle)
 
 
 def _plan(args, schema, url: str, table, delta, n_rows) -> dict:
