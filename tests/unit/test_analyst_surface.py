@@ -311,7 +311,7 @@ def test_a_release_names_its_marginals_that_are_mostly_noise(tmp_path, capsys):
     (n with g: 5 sds) is not, nor one measured again at a tenth of the sd (AIM's way: judged at their combined
     noise); `dpiw release` prints the noisiest in words and the rest in one line. An analyst's estimates do not
     warn of it (on the simulated populations such marginals lost no coverage)."""
-    from dpiw.analysis.bundle import noisy_marginals
+    from dpiw.analysis.noisy import noisy_marginals
     from dpiw.commands.release import _crowded
 
     folder = write_bundle(tmp_path / "b", n=400)

@@ -546,9 +546,9 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
               f"again)\nbundle     {os.path.relpath(done, args.origin)}/"
               + (f"  (the latest of its {len(found)} rounds)" if len(found) > 1 else ""))
         if not Path(done).resolve().is_relative_to(root.resolve()):  # a trial user read this as a bug: say why
-            print(f"dpiw release: that bundle is another project's ({_project_of(Path(done), name)}): the privacy store "
-                  f"keeps one ledger per table for every project on it, so the same rows, schema and flags are the "
-                  f"same release wherever it is asked for")
+            print(f"dpiw release: that bundle is another project's ({_project_of(Path(done), name)}): the privacy "
+                  f"store keeps one ledger per table for every project on it, so the same rows, schema and flags are "
+                  f"the same release wherever it is asked for")
         changed = params_changed(Path(done), root / "params.yaml")
         if changed:  # the flags and the schema name a release, the project's params do not: say so
             print(f"dpiw release: params.yaml changed since that release ({', '.join(changed)}); the bundle is "
@@ -640,7 +640,7 @@ def _crowded(bundle: Path, schema) -> None:
         for found in piles(schema, measurements):
             cells = binning.numeric[found[0]].grid.cells
             print(f"dpiw release: {pile_text(*found, column=schema.column(found[0]), cells=cells)}")
-        from dpiw.analysis.bundle import noisy_marginals, noisy_text
+        from dpiw.analysis.noisy import noisy_marginals, noisy_text
 
         noisy = noisy_marginals(measurements, schema)
         if noisy:  # the noisiest in words, the rest in a line
