@@ -6,7 +6,8 @@ or add/remove neighbours.
    column, the categories of a categorical one.
 2. Budget: the SDGP's (eps, delta) becomes the largest zCDP rho whose RDP curve (alpha * rho) converts to at
    most eps at delta with the conversion the ledger uses (:func:`zcdp_rho`). A third of rho goes to each of
-   (a) the d one-way marginals, (b) the choice of the tree, (c) the d - 1 two-way marginals of the tree.
+   (a) the d one-way marginals, (b) the choice of the tree, (c) the d - 1 two-way marginals of the tree (``split``
+   weighs them otherwise; bench/README.md measured three other splits and kept the thirds).
 3. (a) and (c): Gaussian noise of std sigma on every count. One replaced row moves a marginal's count vector
    by -1 in one cell and +1 in another: L2 sensitivity Delta = sqrt(2) per marginal (1 under add/remove, MST's
    own relation), so m marginals measured with std sigma are (m Delta^2 / (2 sigma^2))-zCDP:
