@@ -147,3 +147,52 @@ def test_a_spike_leaf_is_one_point_at_its_bound():
     assert np.allclose(pos[cell == 1], (np.arange(POINTS) + 0.5) / POINTS / 6) and np.allclose(mass, 1 / POINTS)
     plain = _points(NumericBins(FineGrid(8, 8), np.array([0, 4, 8]), np.ones(8)))[0]
     assert np.array_equal(plain, (np.repeat(np.arange(8), POINTS) + np.tile((np.arange(POINTS) + 0.5) / POINTS, 8)) / 8)
+
+
+def test_a_subgroup_that_cuts_inside_another_columns_bins_says_so_and_one_between_them_does_not():
+    """A release of months 1-12 in 6 bins (an integer column) with a temperature that follows the month: inside
+    a bin the release draws the month apart from the temperature, so two months of one bin get the same mean
+    temperature in the release (the private rows' differ by 5 degrees); b.mean over one of them warns
+    (WithinBinWarning, naming the bin in whole numbers and the fix), over a whole bin or a range that ends
+    between bins it does not; b.bins gives the bins as whole numbers that cover 1-12 once."""
+    import warnings
+
+    from dpiw.analysis import Bundle, WithinBinWarning
+    from dpiw.data.schema import parse_schema
+    from dpiw.scale import decode_frame
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import measurements_dict
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "month", "type": "numeric", "lower": 1, "upper": 12, "integer": True},
+        {"name": "temp", "type": "numeric", "lower": -20, "upper": 120},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(5)
+    n = 20_000
+    month = rng.integers(1, 13, n)
+    temp = 20 + 5 * month + rng.normal(0, 4, n)
+    rows = pd.DataFrame({"month": (month - 1) / 11, "temp": (temp + 20) / 140, "y": rng.integers(0, 2, n)})
+    gen = MST(bins=6, iters=300, fine_cells=64).fit(rows, schema, epsilon=10.0, delta=1e-6, rng=rng)
+    synth = gen.sample(n, rng=rng)
+    b = Bundle(decode_frame(synth, schema), np.ones(n), {"records": []}, synth, schema,
+               {"generator": {**measurements_dict(gen), "total": float(n), "iters": gen.iters}})
+    bins = b.bins("month")
+    assert [a for a, _ in bins] == [1.0] + [hi + 1 for _, hi in bins[:-1]] and bins[-1][1] == 12.0
+    two = next((int(a), int(hi)) for a, hi in bins if hi > a)  # a bin of two months or more
+    means = [b.mean("temp", {"month": m}, interval="sampling").value for m in (two[0], two[0] + 1)]
+    truth = [temp[month == m].mean() for m in (two[0], two[0] + 1)]
+    assert abs(means[0] - means[1]) < 1.0 < abs(truth[0] - truth[1]) - 3  # the release: one bin, one profile
+    with pytest.warns(WithinBinWarning, match=rf"^mean\('temp', where=\{{'month': {two[0]}\}}\): the subgroup cuts "
+                      rf"inside the bin {two[0]} to {two[1]} of 'month', which holds 100% of its rows.*"
+                      r"b.bins\('month'\).*`type: categorical` for 'month' .* its 12 whole numbers") as said:
+        b.mean("temp", {"month": two[0]}, interval="sampling")
+    assert said[0].filename == __file__  # at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WithinBinWarning)
+        whole = list(range(two[0], two[1] + 1))
+        b.mean("temp", {"month": whole}, interval="sampling")  # the whole bin
+        b.mean("temp", lambda d: d.month > two[1], interval="sampling")  # a range ending between bins
+        b.mean("month", lambda d: d.month == two[0], interval="sampling")  # the column itself: its own values
+        b.rate("y", "yes", {"y": "no"}, interval="sampling")  # no numeric column in the subgroup
+    with pytest.warns(WithinBinWarning, match=r"rate\('y', 'yes', where=\.\.\.\): the subgroup cuts inside"):
+        b.rate("y", "yes", lambda d: d.month == two[0], interval="sampling")

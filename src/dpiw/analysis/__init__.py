@@ -26,6 +26,7 @@ from dpiw.analysis.bundle import (
     CellWarning,
     TailWarning,
     UnmeasuredWarning,
+    WithinBinWarning,
     load_bundle,
 )
 from dpiw.analysis.estimates import (
@@ -41,5 +42,5 @@ from dpiw.analysis.estimates import (
 )
 
 __all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY",
-           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "kish_ess", "load_bundle",
-           "weighted_mean", "weighted_quantile"]
+           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "WithinBinWarning", "kish_ess",
+           "load_bundle", "weighted_mean", "weighted_quantile"]

@@ -44,7 +44,7 @@ def binning_of(schema, measurements: dict | None):
     fine = gen.get("fine") or {}
     if fine.get("binning"):
         return Binning.from_dict(schema, fine["binning"])
-    return Binning.equal_width(schema, int(gen["bins"]))
+    return Binning.equal_width(schema, int(gen["bins"])) if "bins" in gen else None
 
 
 #: a fine cell (not a spike's) holding more than this share of a column's rows: its values are drawn evenly
@@ -164,20 +164,29 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, spec) -> bool:
         return False
     if isinstance(where, dict):
         return column in where
+    return bool(flipped(where, data, column, nb, spec).any())
+
+
+def flipped(where, data: pd.DataFrame, column: str, nb, spec) -> np.ndarray:
+    """The rows whose membership of the subgroup ``where`` changes when ``column``'s values move inside their
+    bins (to each bin's lowest point, to its highest, drawn again): where the subgroup cuts inside a bin, whose
+    rows the release draws with the bin's relation to every other column, not their own."""
     from dpiw.analysis.noise_aware import subgroup
 
+    if where is None or (isinstance(where, dict) and column not in where):
+        return np.zeros(len(data), dtype=bool)
     x = data[column].to_numpy(float)
     has = ~np.isnan(x)
     cell = nb.cells(spec.to_unit(x[has]))
     lowest, highest = nb.ends()
-    base = subgroup(data, where)
+    base, out = subgroup(data, where), np.zeros(len(data), dtype=bool)
     for scaled in (lowest[cell], highest[cell], nb.values(cell, np.random.default_rng(0))):
         moved = x.copy()
         value = spec.from_unit(scaled)
         moved[has] = np.rint(value) if spec.integer else value
-        if not np.array_equal(base, subgroup(data.assign(**{column: moved}), where)):
-            return True
-    return False
+        kept = pd.Series(moved, index=data.index).astype(data[column].dtype) if spec.integer else moved
+        out |= base != subgroup(data.assign(**{column: kept}), where)
+    return out
 
 
 #: a fine cell its tree measured with at least PILE_NAMED of a column's rows, more than PILE times the median of

@@ -43,6 +43,19 @@ class UnmeasuredWarning(UserWarning):
     """An estimate needs a relation between columns that no noisy marginal of the release measured."""
 
 
+class WithinBinWarning(UserWarning):
+    """A subgroup cuts inside a numeric column's bins, inside which the release draws that column apart from the
+    rest."""
+
+
+#: a subgroup whose rows that change membership when a numeric column's values move inside their bins weigh at
+#: least this share of it warns (:class:`WithinBinWarning`); set before it was scored, from a user's trial (months
+#: 1-12 in 8 bins: the mean temperature missed in 5 of 12 months, every one a whole half of its bin)
+WITHIN_BIN_SHARE = 0.10
+#: an integer column of at most this many whole numbers: the warning suggests declaring it categorical
+FEW_WHOLE = 24
+
+
 class TailWarning(UserWarning):
     """A mean rests on a column's far tail: a few rows that the release draws from few, noisy fine cells."""
 
@@ -168,7 +181,63 @@ class Bundle:
             return []
         return list(dict.fromkeys(seen))
 
-    def _unmeasured(self, call: str, column: str, others, *, among: bool = False) -> None:
+    def _subgroup_checks(self, call: str, column: str, where) -> None:
+        """An estimate of ``column`` over the subgroup ``where``: warn where the pairs it needs were never measured
+        (:meth:`_unmeasured`) and where it cuts inside another numeric column's bins (:meth:`_cuts`)."""
+        columns = self._where_columns(where)
+        self._unmeasured(call, column, columns, stacklevel=4)
+        self._cuts(call, column, where, columns)
+
+    def bins(self, column: str) -> list[tuple[float, float]]:
+        """A numeric column's released bins, each as its lowest and highest value in the column's units (whole
+        numbers for an integer column): inside a bin, the release draws the column's values from its own fine
+        histogram, apart from every other column, so a subgroup whose edges fall between bins keeps the table's
+        relations and one that cuts inside a bin does not (:class:`WithinBinWarning`)."""
+        spec, nb = self._spec(column), None
+        if spec is not None and spec.is_numeric:
+            nb = self._bins(column)
+        if nb is None:
+            raise DpiwError(f"bins: {column!r} is not a numeric column of a bundle that publishes its generator's "
+                            "bins (measurements.json)")
+        lowest, highest = (spec.from_unit(e) for e in nb.ends())
+        if spec.integer:
+            lowest, highest = np.ceil(lowest - 1e-9), np.floor(highest + 1e-9)
+        return [(float(a) + 0.0, float(b) + 0.0) for a, b in zip(lowest, highest, strict=True)]  # no -0
+
+    def _cuts(self, call: str, column: str, where, columns) -> None:
+        """Warn (:class:`WithinBinWarning`) where the subgroup ``where`` cuts inside the bins of a numeric column
+        other than ``column``: the rows whose membership changes when that column's values move inside their
+        bins (:func:`dpiw.analysis.bin_bias.flipped`) weigh at least :data:`WITHIN_BIN_SHARE` of the subgroup."""
+        if where is None or _is_mask(where):
+            return
+        from dpiw.analysis import bin_bias
+
+        base = self._subgroup(where)
+        total = float(self.weights[base].sum())
+        for c in columns:
+            spec = self._spec(c)
+            nb = self._bins(c) if c != column and spec is not None and spec.is_numeric else None
+            if nb is None or not total > 0:
+                continue
+            moved = bin_bias.flipped(where, self.data, c, nb, spec) & base  # the subgroup's rows in a cut bin
+            share = float(self.weights[moved].sum()) / total
+            if share < WITHIN_BIN_SHARE:
+                continue
+            x = self.data[c].to_numpy(float)
+            cut = set(np.unique(nb.cells(spec.to_unit(x[moved & ~np.isnan(x)]))).tolist())
+            ranges = [(a, b) for k, (a, b) in enumerate(self.bins(c)) if k in cut]
+            said = ", ".join(f"{a:.4g}" if a == b else f"{a:.4g} to {b:.4g}" for a, b in ranges)
+            whole = int(spec.upper - spec.lower) + 1 if spec.integer else None
+            few = (f", and `type: categorical` for {c!r} in the next release keeps each of its {whole} whole numbers "
+                   f"apart (here in {nb.card} bins)") if whole is not None and whole <= FEW_WHOLE else ""
+            many = len(ranges) > 1
+            warnings.warn(f"{call}: the subgroup cuts inside the bin{'s' * many} {said} of {c!r}, which hold"
+                          f"{'' if many else 's'} {share:.0%} of its rows: inside a bin the release draws {c!r} "
+                          f"apart from every other column, so those rows carry their whole bin's relation to the rest, "
+                          f"not their own, and the interval does not cover that. A subgroup whose edges fall between "
+                          f"bins (b.bins({c!r})) keeps the relation{few}", WithinBinWarning, stacklevel=4)
+
+    def _unmeasured(self, call: str, column: str, others, *, among: bool = False, stacklevel: int = 3) -> None:
         """Warn (:class:`UnmeasuredWarning`) when ``column`` and some of ``others`` (a subgroup's columns, a
         model's features) were measured together in no marginal of the release; with ``among`` (a model's
         features, each coefficient adjusted for the others) also pairs of ``others`` never measured together."""
@@ -187,7 +256,7 @@ class Bundle:
         if said:
             warnings.warn(f"{call}: no marginal of the release measured {'; nor '.join(said)} (b.measured_pairs): "
                           "the estimate shows the generator's model of that relation, not the table's, and its "
-                          "interval does not cover that", UnmeasuredWarning, stacklevel=3)
+                          "interval does not cover that", UnmeasuredWarning, stacklevel=stacklevel)
 
     @property
     def noise_aware(self) -> bool:
@@ -273,7 +342,7 @@ class Bundle:
             ``auto`` (default): noise-aware where the bundle allows it.
         """
         self._numeric(f"mean({column!r})", column)
-        self._unmeasured(f"mean({column!r}, where={_said(where)})", column, self._where_columns(where))
+        self._subgroup_checks(f"mean({column!r}, where={_said(where)})", column, where)
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         spec = self._spec(column)
         if spec is None or not spec.is_numeric:
@@ -370,8 +439,7 @@ class Bundle:
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) or not np.isfinite(
                 value):
             raise DpiwError(f"share: value must be a finite number in the units of {column!r}, got {value!r}")
-        self._unmeasured(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column,
-                         self._where_columns(where))
+        self._subgroup_checks(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where)
         return self._share(column, op, float(value), where, interval)[0]
 
     def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
@@ -441,7 +509,7 @@ class Bundle:
         if isinstance(q, bool | np.bool_) or not isinstance(q, int | float | np.number) or not 0 < q < 1:
             raise DpiwError(f"quantile: q must be a probability strictly between 0 and 1 (0.5: the median), "
                             f"got {q!r}")
-        self._unmeasured(f"quantile({column!r}, {q!r}, where={_said(where)})", column, self._where_columns(where))
+        self._subgroup_checks(f"quantile({column!r}, {q!r}, where={_said(where)})", column, where)
 
         mask = self._subgroup(where)
         x = col.to_numpy(float)
@@ -469,7 +537,7 @@ class Bundle:
                             f"b.share({column!r}, '>', value))")
         if label not in col.cat.categories:
             raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
-        self._unmeasured(f"rate({column!r}, {label!r}, where={_said(where)})", column, self._where_columns(where))
+        self._subgroup_checks(f"rate({column!r}, {label!r}, where={_said(where)})", column, where)
         return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
                        limits=(0.0, 1.0))
 
