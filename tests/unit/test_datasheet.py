@@ -121,3 +121,29 @@ def test_an_indicator_columns_card_divides_by_the_rows_with_a_value():
     b = SimpleNamespace(schema=schema, data=data, weights=np.ones(3), measurements={"generator": g})
     _, measured, _, _ = _rows(b, schema.column("debt"))
     assert np.allclose(measured, [3 / 62, 30 / 62, 24 / 62])
+
+
+def test_pairs_measured_by_the_weights_only_are_named_so():
+    """Which columns were measured together: a pair only the weights' marginals hold (x with z; the target y with
+    z) is marked "by the weights only" and explained; the generator's own pairs (x with y) are not; a bundle whose
+    generator holds every measured pair says nothing of the weights."""
+    from dpiw.analysis import Bundle
+    from dpiw.analysis.datasheet import _measured_together
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "z", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    names = schema.names
+    gen = {"columns": names, "measurements": [{"clique": [0, 2], "counts": [], "std": 1.0}]}
+    weights = {"columns": names, "measurements": [{"clique": [0, 1, 2], "counts": [], "std": 1.0}]}
+    data = pd.DataFrame({"x": [0.5], "z": [0.5], "y": pd.Categorical(["a"], ["a", "b"])})
+    b = Bundle(data, np.ones(1), {}, None, schema, {"generator": gen, "weights": weights})
+    assert b.generator_pairs == {frozenset(("x", "y"))} and len(b.measured_pairs) == 3
+    lines = _measured_together(b)
+    assert lines[0] == ("The target <code>y</code> with: <code>x</code>, <code>z</code> (<code>z</code> by the "
+                        "weights only).")
+    assert lines[1] == "The other pairs measured together: x – z (by the weights only)."
+    assert "moved by the weights only as far as their noisy measurement shows it" in lines[2]
+    alone = Bundle(data, np.ones(1), {}, None, schema, {"generator": gen})
+    assert not any("weights" in line for line in _measured_together(alone))

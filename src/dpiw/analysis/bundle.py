@@ -134,11 +134,21 @@ class Bundle:
         subgroup, a coefficient) shows the generator's model of that relation, not the table's, and its interval
         does not cover that. A `missing: indicator` column counts as its numeric column. None when the bundle
         publishes no measurements."""
-        if not self.measurements:
-            return None
+        return self._pairs(self.measurements) if self.measurements else None
+
+    @property
+    def generator_pairs(self) -> set[frozenset] | None:
+        """The pairs of :attr:`measured_pairs` that the generator's own marginals hold: the rest were measured by
+        the weights alone, which move the generator's model of that relation only as far as their noisy
+        measurement shows it. None when the bundle publishes no measurements."""
+        return self._pairs({k: v for k, v in self.measurements.items() if k == "generator"}) if (
+            self.measurements) else None
+
+    def _pairs(self, measurements: dict) -> set[frozenset]:
+        """The pairs of columns the marginals of ``measurements`` (parts as in measurements.json) hold together."""
         of = self._indicator_of
         pairs = set()
-        for part in self.measurements.values():
+        for part in measurements.values():
             names = part.get("columns", [])
             for m in part.get("measurements", []):
                 cols = {of.get(names[j], names[j]) for j in m["clique"]}

@@ -283,13 +283,23 @@ def _measured_together(b) -> list[str]:
     def code(ns):
         return ", ".join(f"<code>{html.escape(n)}</code>" for n in ns) or "none"
 
-    lines = [f"The target <code>{html.escape(target)}</code> with: {code(with_target)}."]
+    own = b.generator_pairs or set()
+    weights_only = [n for n in with_target if frozenset((target, n)) not in own]
+    lines = [f"The target <code>{html.escape(target)}</code> with: {code(with_target)}"
+             + (f" ({code(weights_only)} by the weights only)" if weights_only else "") + "."]
     if without:
         lines.append(f"<b>Not</b> with: {code(without)}. Its rates within their categories, and their "
                      "coefficients in a model of the target, show the generator's model of that relation (through "
                      "the columns it did measure), not the table's; the intervals do not cover that.")
-    rest = sorted(" – ".join(sorted(p)) for p in b.measured_pairs if target not in p and len(p) == 2)
-    lines.append("The other pairs measured together: " + (", ".join(html.escape(p) for p in rest) or "none") + ".")
+    rest = sorted((" – ".join(sorted(p)), p not in own) for p in b.measured_pairs if target not in p and len(p) == 2)
+    lines.append("The other pairs measured together: " + (", ".join(
+        html.escape(p) + (" (by the weights only)" if alone else "") for p, alone in rest) or "none") + ".")
+    if weights_only or any(alone for _, alone in rest):
+        lines.append("A pair measured by the weights only is the generator's model of that relation, moved by the "
+                     "weights only as far as their noisy measurement shows it: where that measurement is weak (few "
+                     "rows in its cells), estimates on the pair can be off by more than their interval. In a trial "
+                     "on SLID (7,425 rows, ε = 1), the mean wage of people with 16 years of schooling or more missed "
+                     "its interval in the 3 of 5 releases whose generator had not paired wages with education.")
     return lines
 
 
