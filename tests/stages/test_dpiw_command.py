@@ -250,8 +250,8 @@ def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():
          "ledger": {"entry": "ab" * 32, "budget": {"epsilon": 10.0, "delta": 1e-5}, "releases": 1,
                     "lifetime": {"epsilon": 10.0, "delta": 1e-6}}}
     text = "\n".join(describe(m))
-    assert "  synthesize           0.7    MST" in text and "  fit_weights          0.3    marginal_match" in text
-    assert ("each stage's share of the guarantee's epsilon 10 (alone, synthesize would cost epsilon 7 and "
+    assert "  synthesize           70%    MST" in text and "  fit_weights          30%    marginal_match" in text
+    assert ("each stage's part of the guarantee's epsilon 10, in percent (alone, synthesize would cost epsilon 7 and "
             "fit_weights would cost epsilon 6.16: their own epsilons add up to more than the guarantee") in text
     assert "13.16" not in text and "no spend             scale" in text
     assert "caution    this one release took 100% of the table's lifetime budget" in text

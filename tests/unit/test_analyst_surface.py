@@ -92,6 +92,12 @@ def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
         b.fit(LinearRegression(), ["x", "y"], "y")
     with pytest.raises(DpiwError, match=r"features must be a list of column names, e.g. \['x'\]"):
         b.fit(LinearRegression(), "x", "y")
+    with pytest.raises(DpiwError, match=r"share: 200 lies outside 'x''s public bounds \[0, 10\].*0 or 1 by "
+                                        r"construction.*a value inside the bounds"):
+        b.share("x", ">", 200)
+    assert b.share("x", ">", 10).value == 0.0 and b.share("x", "<=", 10).value == 1.0  # the bounds themselves
+    wide = load_bundle(write_bundle(tmp_path / "w", n=2000, weights=np.full(2000, 0.1)))  # weights of 0.1: sums off
+    assert all(0.0 <= wide.share("x", op, 0.0).value <= 1.0 for op in (">=", ">", "<=", "<"))
 
 
 def _no_warning():
@@ -141,7 +147,7 @@ def test_fit_gives_coefficients_whose_intervals_cover(tmp_path):
     said = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     assert len(said) == 1 and "(b.fit: 31 of the 31 fits" in said[0], said
     b.data.loc[:39, "x"] = np.nan  # empty values (a `missing: indicator` column): the fit says it drops them
-    with pytest.warns(UserWarning, match=r"b.fit: 10% of the rows have an empty value in \['x', 'y'\]"):
+    with pytest.warns(UserWarning, match=r"b.fit: 40 of the 400 rows \(10%\) have an empty value in \[.x., .y.\]"):
         b.fit(LinearRegression(), ["x"], "y")
     b.data.loc[:39, "x"] = 1.0
     # a warning whose text carries each fit's own numbers (Lasso's duality gap) is still one kind, counted per fit
@@ -290,6 +296,9 @@ def test_a_mean_that_rests_on_a_far_tail_says_so_and_one_on_the_body_does_not(tm
         warnings.simplefilter("error", TailWarning)
         b._tail("mean('y')", "y", spec, None)
         b._tail("mean('x', where=...)", "x", spec, lambda d: d.x < 2)  # its body: no far tail
+    with pytest.warns(TailWarning, match=r"b.quantile\('x', where=\{'g': 1\}\).*b.share\('x', '>', value, "
+                                         r"where=\{'g': 1\}\)"):  # the alternatives over the same subgroup
+        b._tail("mean('x', where={'g': 1})", "x", spec, {"g": 1})
     counts = replace(b, data=b.data.assign(n=np.minimum(np.rint(heavy), 100.0)))  # through b.mean: a count 0-100
     with pytest.warns(TailWarning, match=r"^mean\('n'\): the top 1%") as said:
         counts.mean("n", interval="sampling")

@@ -379,12 +379,13 @@ class Bundle:
         inside = np.clip(TAIL_ROWS * w.sum() - (np.cumsum(w) - w), 0.0, w)
         share = float(x @ inside) / total
         if share >= TAIL_SHARE:
+            sub = "" if where is None else f", where={_said(where)}"
             warnings.warn(
                 f"{call}: the top {TAIL_ROWS:.0%} of these rows carry {share:.0%} of the mean above the lower bound: "
                 "it rests on the column's far tail, a few rows the release draws from few, noisy fine cells (the "
                 "ones its tree measured below its noise are emptied, their rows moved), and the interval does not "
-                f"cover that; the median (b.quantile({column!r})) or a share above a value (b.share({column!r}, '>', "
-                "value)) rest on the column's body", TailWarning, stacklevel=3)
+                f"cover that; the median (b.quantile({column!r}{sub})) or a share above a value (b.share({column!r}, "
+                f"'>', value{sub})) rest on the column's body", TailWarning, stacklevel=3)
 
     def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
@@ -449,6 +450,11 @@ class Bundle:
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number) or not np.isfinite(
                 value):
             raise DpiwError(f"share: value must be a finite number in the units of {column!r}, got {value!r}")
+        spec = self._spec(column)
+        if spec is not None and spec.is_numeric and not spec.lower <= value <= spec.upper:
+            raise DpiwError(f"share: {value!r} lies outside {column!r}'s public bounds [{spec.lower:g}, "
+                            f"{spec.upper:g}]: every released value lies inside them, so the share is 0 or 1 by "
+                            "construction, not an estimate; give a value inside the bounds")
         self._subgroup_checks(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where)
         return self._share(column, op, float(value), where, interval)[0]
 
@@ -464,7 +470,8 @@ class Bundle:
             x = data[column].to_numpy(float)
             return np.where(np.isnan(x), np.nan, compare(x, t))
 
-        est = replace(self._estimate(values, where, interval), limits=(0.0, 1.0))
+        est = self._estimate(values, where, interval)  # a weighted mean of 0s and 1s: inside [0, 1], not 1 + 4e-16
+        est = replace(est, value=min(max(est.value, 0.0), 1.0), limits=(0.0, 1.0))
         spec, nb = self._spec(column), self._bins(column)
         if spec is None or not spec.is_numeric or nb is None:
             return est, None

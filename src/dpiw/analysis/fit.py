@@ -76,10 +76,12 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
     said: dict = {}  # (category, message with its numbers masked) -> [first message, fits that gave it]
     fits = [0]
     used = [*features, target]
-    empty = float(bundle.data[[c for c in used if c in bundle.data]].isna().any(axis=1).mean()) if used else 0.0
+    empty = int(bundle.data[[c for c in used if c in bundle.data]].isna().any(axis=1).sum()) if used else 0
     if empty > 0:  # `missing: indicator` columns: the fits use the complete cases only, and the analyst is told
-        warnings.warn(f"b.fit: {empty:.0%} of the rows have an empty value in {used} and are left out of the fit "
-                      "and its intervals (complete cases)", UserWarning, stacklevel=3)
+        share = 100 * empty / len(bundle.data)
+        warnings.warn(f"b.fit: {empty:,} of the {len(bundle.data):,} rows ({share:.2g}%) have an empty value in "
+                      f"{used} and are left out of the fit and its intervals (complete cases)",
+                      UserWarning, stacklevel=3)
     try:
         return _fit_with_intervals(bundle, estimator, features, target, interval=interval, fits=fits, said=said)
     finally:

@@ -592,8 +592,8 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     name, release = schema.name, args.release
     folder = root / "releases" / name / release
     print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
-          f"{plan['after']['epsilon']:.6g} of {plan['budget']['epsilon']:g}"
-          + "".join(f", and the ledger of {ledger_name(o['labels'], o['key'])} {o['after']['epsilon']:.6g} of "
+          f"{plan['after']['epsilon']:.4g} of {plan['budget']['epsilon']:g}"
+          + "".join(f", and the ledger of {ledger_name(o['labels'], o['key'])} {o['after']['epsilon']:.4g} of "
                     f"{o['budget']['epsilon']:g}" for o in plan.get("others", []))
           + f"; running it in {os.path.relpath(folder, args.origin)}/")
     log = root / "logs" / "releases" / name / f"{release}.log"

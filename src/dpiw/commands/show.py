@@ -106,13 +106,13 @@ def describe(m: dict, *, later: bool = False) -> list[str]:
                          "what the release lets anyone learn of one person is barely bounded")
         shares = _shares(m["records"], tight["epsilon"], tight["delta"])
         own = [(r["stage"], r["epsilon"]) for r in m["records"] if r["stage"] in shares]
-        lines.append(f"stages     each stage's share of the guarantee's epsilon {_num(tight['epsilon'])}" + (
+        lines.append(f"stages     each stage's part of the guarantee's epsilon {_num(tight['epsilon'])}, in percent" + (
             " (alone, " + " and ".join(f"{stage} would cost epsilon {_num(e)}" for stage, e in own) +
             ": their own epsilons add up to more than the guarantee, because composed together they cost less than "
             "their sum)" if len(own) > 1 and sum(e for _, e in own) > tight["epsilon"] * 1.001 else ""))
         for r in m["records"]:
             if r["stage"] in shares:
-                share = "all" if len(shares) == 1 else f"{shares[r['stage']]:.2g}"
+                share = "all" if len(shares) == 1 else f"{100 * shares[r['stage']]:.2g}%"
                 lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
         free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
         if free:

@@ -16,7 +16,7 @@ from dpiw.io import write_json
 from dpiw.privacy.accounting import composed_spend
 from dpiw.privacy.neighbours import DESCRIPTION
 from dpiw.privacy.release import write_release
-from dpiw.privacy.seeding import PUBLIC_SEED
+from dpiw.privacy.seeding import OS_ENTROPY, PUBLIC_SEED, SECRET_KEY
 from dpiw.privacy.spend import Ledger, PrivacySpend, run_delta
 from dpiw.stages._cli import Parser, add_engine_argument, boolean, delta_arg, positive_float, run
 
@@ -123,8 +123,10 @@ def noise_seeds(records: list[PrivacySpend]) -> dict:
         note = (f"public seeds in {public}: anyone with the config can regenerate the noise - a benchmark, "
                 "NOT a release")
     else:
-        sources = ", ".join(sorted(set(drawn.values()))) or "none drawn"
-        note = f"no noise can be regenerated from the config: {sources}"
+        said = {OS_ENTROPY: "the operating system's entropy", SECRET_KEY: "streams keyed by DPIW_SECRET_KEY"}
+        sources = " and ".join(said.get(s, s) for s in sorted(set(drawn.values())))
+        note = (f"secret: drawn from {sources}, so nobody can regenerate it from the config" if sources else
+                "no noise drawn")
     return {"sources": drawn, "regenerable": regenerable, "note": note}
 
 
