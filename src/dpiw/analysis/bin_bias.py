@@ -310,6 +310,8 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
         if hi - lo < 1 and not column.integer:
             return "`integer: true` in the schema keeps it, if it is a whole number"
         return "a category, or public bounds that give it a narrower cell, keeps it"
+    if not column.integer and np.floor(hi) < lo:  # no whole number inside: `integer: true` has none to keep
+        return ""
     if int(round(column.upper - column.lower)) + 1 > cells:
         return (f"public bounds spanning at most {cells} whole numbers (with `integer: true`) give each one a cell, "
                 "or a category keeps it")
@@ -318,11 +320,23 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
 
 def pile_text(name: str, share: float, lo: float, hi: float, column, cells: int) -> str:
     """What :func:`piles` found, for a person."""
-    fix = pile_fix(column, cells, lo, hi)
-    return (f"column '{name}': {share:.0%} of its rows are in the fine cell {lo:,.4g} to {hi:,.4g}, over twice the "
-            "cells around it, and are drawn evenly across it: if many rows hold one value there"
-            + (f", {fix}" if fix else ", it is lost") + "; a share or quantile at it warns and its interval reaches "
-            "over the cell")
+    return piles_text([(name, share, lo, hi)], column, cells)
+
+
+def piles_text(found: list[tuple], column, cells: int) -> str:
+    """The piles :func:`piles` found in one column (``found``: its entries), in one line for a person."""
+    fixes = list(dict.fromkeys(pile_fix(column, cells, lo, hi) for _, _, lo, hi in found))
+    fix = "; ".join(f for f in fixes if f) if all(fixes) else ""
+    if len(found) == 1:
+        _, share, lo, hi = found[0]
+        said = (f"{share:.0%} of its rows are in the fine cell {lo:,.4g} to {hi:,.4g}, over twice the cells around "
+                "it, and are drawn evenly across it")
+    else:
+        said = (f"{len(found)} fine cells hold piles of its rows, over twice the cells around them (" + ", ".join(
+            f"{lo:,.4g} to {hi:,.4g}: {share:.0%}" for _, share, lo, hi in found) + "), each drawn evenly across")
+    return (f"column '{found[0][0]}': {said}: if many rows hold one value there"
+            + (f", {fix}" if fix else ", it is lost") + f"; a share or quantile at {'one' if len(found) > 1 else 'it'} "
+            "warns and its interval reaches over the cell")
 
 
 def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
