@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 #: what a curator fills in from public knowledge (units, the study's protocol, ICD chapter names)
 PUBLIC = {"age": "lower: 50, upper: 110", "sample.yr": "lower: 1990, upper: 2005", "kappa": "lower: 0, upper: 50",
           "lambda": "lower: 0, upper: 50", "flc.grp": "lower: 1, upper: 10", "creatinine": "lower: 0, upper: 15",
-          "mgus": "lower: 0, upper: 1", "futime": "lower: 0, upper: 6000",
+          "mgus": "[0, 1]", "futime": "lower: 0, upper: 6000",
           "sex": "[F, M]", "outcome": "[0, 1]",
           "chapter": "[Blood, Circulatory, Congenital, Digestive, Endocrine, External Causes, Genitourinary, "
                      "Ill Defined, Infectious, Injury and Poisoning, Mental, Musculoskeletal, Neoplasms, Nervous, "
@@ -62,8 +62,8 @@ def test_the_readme_curator_lines_on_a_table_with_row_numbers_and_empty_values(t
 
     proc = run(release)  # the draft as it is: one line naming every column still to fill, nothing written
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
-    assert "11 column(s) still say FILL IN (bounds: age, sample.yr, kappa, lambda, flc.grp, creatinine, mgus, " \
-           "futime; categories: sex, outcome, chapter)" in proc.stderr
+    assert "11 column(s) still say FILL IN (bounds: age, sample.yr, kappa, lambda, flc.grp, creatinine, futime; " \
+           "categories: sex, mgus, outcome, chapter)" in proc.stderr  # mgus: a 0/1 flag, drafted as a category
     assert sorted(p.name for p in folder.iterdir()) == ["data", "my_table.csv"]
 
     schema.write_text(_fill(draft))

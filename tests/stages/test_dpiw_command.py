@@ -251,6 +251,11 @@ def test_show_gives_the_stages_as_shares_and_cautions_a_large_release():
                     "lifetime": {"epsilon": 10.0, "delta": 1e-6}}}
     text = "\n".join(describe(m))
     assert "  synthesize           70%    MST" in text and "  fit_weights          30%    marginal_match" in text
+    lopsided = json.loads(json.dumps(m))
+    for r, eps in zip(lopsided["records"][1:], (0.996, 0.004), strict=True):
+        r.pop("rdp"), r.update(epsilon=eps)  # not zCDP: shares are the epsilons' (99.6% and 0.4%)
+    said = "\n".join(describe(lopsided))
+    assert "  synthesize           100%" in said and "  fit_weights          0.4%" in said and "e+" not in said, said
     assert ("each stage's part of the guarantee's epsilon 10, in percent (alone, synthesize would cost epsilon 7 and "
             "fit_weights would cost epsilon 6.16: their own epsilons add up to more than the guarantee") in text
     assert "13.16" not in text and "no spend             scale" in text

@@ -183,8 +183,9 @@ def test_a_subgroup_that_cuts_inside_another_columns_bins_says_so_and_one_betwee
     truth = [temp[month == m].mean() for m in (two[0], two[0] + 1)]
     assert abs(means[0] - means[1]) < 1.0 < abs(truth[0] - truth[1]) - 3  # the release: one bin, one profile
     with pytest.warns(WithinBinWarning, match=rf"^mean\('temp', where=\{{'month': {two[0]}\}}\): the subgroup cuts "
-                      rf"inside the bin {two[0]} to {two[1]} of 'month', which holds 100% of its rows.*"
-                      r"b.bins\('month'\).*`type: categorical` for 'month' .* its 12 whole numbers") as said:
+                      rf"inside the bin of 'month' {two[0]} to {two[1]} \(\d\d% of the bin's rows in the subgroup, "
+                      r"100% of the subgroup\).*b.bins\('month'\).*`type: categorical` for 'month' .* its 12 whole "
+                      r"numbers") as said:
         b.mean("temp", {"month": two[0]}, interval="sampling")
     assert said[0].filename == __file__  # at the caller's line
     with warnings.catch_warnings():
@@ -196,3 +197,58 @@ def test_a_subgroup_that_cuts_inside_another_columns_bins_says_so_and_one_betwee
         b.rate("y", "yes", {"y": "no"}, interval="sampling")  # no numeric column in the subgroup
     with pytest.warns(WithinBinWarning, match=r"rate\('y', 'yes', where=\.\.\.\): the subgroup cuts inside"):
         b.rate("y", "yes", lambda d: d.month == two[0], interval="sampling")
+
+
+def _release(schema, rows, n, seed=5):
+    from dpiw.analysis import Bundle
+    from dpiw.scale import decode_frame
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import measurements_dict
+
+    rng = np.random.default_rng(seed)
+    gen = MST(bins=6, iters=200, fine_cells=64).fit(rows, schema, epsilon=10.0, delta=1e-6, rng=rng)
+    synth = gen.sample(n, rng=rng)
+    return Bundle(decode_frame(synth, schema), np.ones(n), {"records": []}, synth, schema,
+                  {"generator": {**measurements_dict(gen), "total": float(n), "iters": gen.iters}})
+
+
+def test_a_subgroup_between_the_bins_of_a_log_integer_or_at_a_continuous_bins_edge_does_not_warn():
+    """A count on a log scale (0-1000, `integer: true`): b.bins gives whole numbers that cover 0-1000 once, and a
+    subgroup ending between two bins does not warn, one inside a bin does. A continuous column: a threshold at a
+    bin's lowest value, or one a hair inside it (the subgroup holds nearly the whole bin), does not warn."""
+    import warnings
+
+    from dpiw.analysis import WithinBinWarning
+    from dpiw.data.schema import parse_schema
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "cnt", "type": "numeric", "lower": 0, "upper": 1000, "integer": True, "scale": "log"},
+        {"name": "temp", "type": "numeric", "lower": 0, "upper": 100},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(6)
+    n = 20_000
+    cnt = np.minimum(np.rint(rng.lognormal(2.5, 1.2, n)), 1000)
+    temp = np.clip(30 + 8 * np.log1p(cnt) + rng.normal(0, 5, n), 0, 100)
+    b = _release(schema, pd.DataFrame({"cnt": schema.column("cnt").to_unit(cnt), "temp": temp / 100,
+                                       "y": rng.integers(0, 2, n)}), n)
+    bins = b.bins("cnt")
+    assert bins[0][0] == 0.0 and bins[-1][1] == 1000.0
+    assert all(hi + 1 == lo for (_, hi), (lo, _) in zip(bins[:-1], bins[1:], strict=True)), bins
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WithinBinWarning)
+        for _, hi in bins[:-1]:
+            b.mean("temp", lambda d, hi=hi: d.cnt <= hi, interval="sampling")
+            b.mean("temp", lambda d, hi=hi: d.cnt > hi, interval="sampling")
+    wide = next(k for k, (lo, hi) in enumerate(bins) if hi - lo >= 4 and b.data.cnt.between(lo, hi).mean() > 0.1)
+    lo, hi = bins[wide]
+    with pytest.warns(WithinBinWarning, match=r"cuts inside the bin of 'cnt'"):
+        b.mean("temp", lambda d: d.cnt <= (lo + hi) // 2, interval="sampling")
+    edges = b.bins("temp")
+    first = next(k for k, (a, _) in enumerate(edges) if b.data.temp.between(*edges[k]).mean() > 0.1 and k > 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WithinBinWarning)
+        b.rate("y", "yes", lambda d: d.temp > edges[first][0], interval="sampling")  # at the bin's lowest value
+        b.rate("y", "yes", lambda d: d.temp > edges[first][0] + 1e-3, interval="sampling")  # a hair inside
+    middle = (edges[first][0] + edges[first][1]) / 2
+    with pytest.warns(WithinBinWarning, match=r"cuts inside the bin of 'temp'"):  # half the bin, and nothing else
+        b.rate("y", "yes", lambda d: (d.temp > middle) & (d.temp <= edges[first][1]), interval="sampling")

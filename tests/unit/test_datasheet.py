@@ -147,3 +147,6 @@ def test_pairs_measured_by_the_weights_only_are_named_so():
     assert "moved by the weights only as far as their noisy measurement shows it" in lines[2]
     alone = Bundle(data, np.ones(1), {}, None, schema, {"generator": gen})
     assert not any("weights" in line for line in _measured_together(alone))
+
+    only = Bundle(data, np.ones(1), {}, None, schema, {"weights": weights})  # PrivBayes or a GAN: no marginals
+    assert not any("weights only" in line for line in _measured_together(only))

@@ -167,10 +167,25 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, spec) -> bool:
     return bool(flipped(where, data, column, nb, spec).any())
 
 
+def bin_ends(nb, spec) -> tuple[np.ndarray, np.ndarray]:
+    """Each bin's lowest and highest value in the column's units: for an integer column the first and last whole
+    numbers the bin holds (where each whole number of the bounds lands: right on a log scale too), NaN for a bin
+    that holds none; else just inside its edges (:meth:`dpiw.sdgp.binning.NumericBins.ends`)."""
+    if not spec.integer:
+        return tuple(np.asarray(spec.from_unit(e), float) for e in nb.ends())
+    whole = np.arange(np.ceil(spec.lower), np.floor(spec.upper) + 1)
+    cell = nb.cells(spec.to_unit(whole))
+    lowest, highest = np.full(nb.card, np.nan), np.full(nb.card, np.nan)
+    np.fmin.at(lowest, cell, whole)
+    np.fmax.at(highest, cell, whole)
+    return lowest, highest
+
+
 def flipped(where, data: pd.DataFrame, column: str, nb, spec) -> np.ndarray:
     """The rows whose membership of the subgroup ``where`` changes when ``column``'s values move inside their
-    bins (to each bin's lowest point, to its highest, drawn again): where the subgroup cuts inside a bin, whose
-    rows the release draws with the bin's relation to every other column, not their own."""
+    bins (to each bin's lowest value, to its highest, and for a continuous column drawn again): where the
+    subgroup cuts inside a bin, whose rows the release draws with the bin's relation to every other column, not
+    their own."""
     from dpiw.analysis.noise_aware import subgroup
 
     if where is None or (isinstance(where, dict) and column not in where):
@@ -178,15 +193,43 @@ def flipped(where, data: pd.DataFrame, column: str, nb, spec) -> np.ndarray:
     x = data[column].to_numpy(float)
     has = ~np.isnan(x)
     cell = nb.cells(spec.to_unit(x[has]))
-    lowest, highest = nb.ends()
+    lowest, highest = bin_ends(nb, spec)
+    moves = [lowest[cell], highest[cell]]
+    if not spec.integer:
+        moves.append(spec.from_unit(nb.values(cell, np.random.default_rng(0))))
     base, out = subgroup(data, where), np.zeros(len(data), dtype=bool)
-    for scaled in (lowest[cell], highest[cell], nb.values(cell, np.random.default_rng(0))):
+    for value in moves:
         moved = x.copy()
-        value = spec.from_unit(scaled)
-        moved[has] = np.rint(value) if spec.integer else value
+        moved[has] = value
         kept = pd.Series(moved, index=data.index).astype(data[column].dtype) if spec.integer else moved
         out |= base != subgroup(data.assign(**{column: kept}), where)
     return out
+
+
+def cut_bins(where, data: pd.DataFrame, weights: np.ndarray, column: str, nb, spec) -> tuple[float, dict]:
+    """How much of the subgroup ``where`` sits in bins of ``column`` that it cuts: each bin's rows in the
+    subgroup, times the share of the bin's rows the subgroup would hold if the column were all that decided
+    (the rest, :func:`flipped` into it by a move inside the bin, are what it leaves out), summed over the bins and
+    over the subgroup's rows. A bin the subgroup holds nearly whole counts little (its rows' relation is nearly
+    the bin's own), one it takes half of counts half. Returns that share and, per cut bin, (the subgroup's share
+    of the bin's rows, the bin's share of the subgroup)."""
+    from dpiw.analysis.noise_aware import subgroup
+
+    base = subgroup(data, where)
+    total = float(weights[base].sum())
+    flips = flipped(where, data, column, nb, spec)
+    if not total > 0 or not flips.any():
+        return 0.0, {}
+    x = data[column].to_numpy(float)
+    cell = np.full(len(x), -1)
+    has = ~np.isnan(x)
+    cell[has] = nb.cells(spec.to_unit(x[has]))
+    inside = np.bincount(cell[base & has], weights[base & has], minlength=nb.card)
+    left = np.bincount(cell[flips & ~base & has], weights[flips & ~base & has], minlength=nb.card)
+    held = np.divide(inside, inside + left, out=np.ones(nb.card), where=inside + left > 0)
+    part = inside * (1 - held)
+    cut = {int(b): (float(held[b]), float(inside[b]) / total) for b in np.nonzero(part > 0)[0]}
+    return float(part.sum()) / total, cut
 
 
 #: a fine cell its tree measured with at least PILE_NAMED of a column's rows, more than PILE times the median of
@@ -306,12 +349,12 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
     """What keeps a column's pile of rows on one value in the cell ``lo`` to ``hi``: `integer: true` where that
     gives the value a cell of its own (bounds spanning at most ``cells`` whole numbers; on a log scale, a cell
     narrower than 1, whose values round to one whole number), else narrower bounds or a category."""
+    if not column.integer and np.floor(hi) < lo:  # no whole number inside: `integer: true` has none to keep
+        return ""
     if column.scale == "log":
         if hi - lo < 1 and not column.integer:
             return "`integer: true` in the schema keeps it, if it is a whole number"
         return "a category, or public bounds that give it a narrower cell, keeps it"
-    if not column.integer and np.floor(hi) < lo:  # no whole number inside: `integer: true` has none to keep
-        return ""
     if int(round(column.upper - column.lower)) + 1 > cells:
         return (f"public bounds spanning at most {cells} whole numbers (with `integer: true`) give each one a cell, "
                 "or a category keeps it")
@@ -325,18 +368,20 @@ def pile_text(name: str, share: float, lo: float, hi: float, column, cells: int)
 
 def piles_text(found: list[tuple], column, cells: int) -> str:
     """The piles :func:`piles` found in one column (``found``: its entries), in one line for a person."""
-    fixes = list(dict.fromkeys(pile_fix(column, cells, lo, hi) for _, _, lo, hi in found))
-    fix = "; ".join(f for f in fixes if f) if all(fixes) else ""
+    fixes = [pile_fix(column, cells, lo, hi) for _, _, lo, hi in found]
     if len(found) == 1:
         _, share, lo, hi = found[0]
         said = (f"{share:.0%} of its rows are in the fine cell {lo:,.4g} to {hi:,.4g}, over twice the cells around "
-                "it, and are drawn evenly across it")
-    else:
-        said = (f"{len(found)} fine cells hold piles of its rows, over twice the cells around them (" + ", ".join(
-            f"{lo:,.4g} to {hi:,.4g}: {share:.0%}" for _, share, lo, hi in found) + "), each drawn evenly across")
-    return (f"column '{found[0][0]}': {said}: if many rows hold one value there"
-            + (f", {fix}" if fix else ", it is lost") + f"; a share or quantile at {'one' if len(found) > 1 else 'it'} "
-            "warns and its interval reaches over the cell")
+                "it, and are drawn evenly across it: if many rows hold one value there, " + (fixes[0] or "it is lost"))
+    else:  # each cell with its own fix, the same fix said once
+        groups: dict[str, list[str]] = {}
+        for (_, share, lo, hi), fix in zip(found, fixes, strict=True):
+            groups.setdefault(fix or "it is lost", []).append(f"{lo:,.4g} to {hi:,.4g}: {share:.0%}")
+        said = (f"{len(found)} fine cells hold piles of its rows, over twice the cells around them, each drawn evenly "
+                "across it: if many rows hold one value there, " + "; ".join(
+                    f"{fix} ({', '.join(cells_)})" for fix, cells_ in groups.items()))
+    return (f"column '{found[0][0]}': {said}; a share or quantile at {'one' if len(found) > 1 else 'it'} warns and its "
+            "interval reaches over the cell")
 
 
 def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,

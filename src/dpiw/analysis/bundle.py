@@ -48,9 +48,9 @@ class WithinBinWarning(UserWarning):
     rest."""
 
 
-#: a subgroup whose rows that change membership when a numeric column's values move inside their bins weigh at
-#: least this share of it warns (:class:`WithinBinWarning`); set before it was scored, from a user's trial (months
-#: 1-12 in 8 bins: the mean temperature missed in 5 of 12 months, every one a whole half of its bin)
+#: a subgroup whose rows in the bins of a numeric column it cuts, each counted by the share of its bin the subgroup
+#: leaves out, make up at least this share of it warns (:class:`WithinBinWarning`); set before it was scored, from a
+#: user's trial (months 1-12 in 8 bins: the mean temperature missed in 5 of 12 months, each half of its bin: 50%)
 WITHIN_BIN_SHARE = 0.10
 #: an integer column of at most this many whole numbers: the warning suggests declaring it categorical
 FEW_WHOLE = 24
@@ -209,43 +209,42 @@ class Bundle:
         if nb is None:
             raise DpiwError(f"bins: {column!r} is not a numeric column of a bundle that publishes its generator's "
                             "bins (measurements.json)")
-        lowest, highest = (spec.from_unit(e) for e in nb.ends())
-        if spec.integer:
-            lowest, highest = np.ceil(lowest - 1e-9), np.floor(highest + 1e-9)
-        return [(float(a) + 0.0, float(b) + 0.0) for a, b in zip(lowest, highest, strict=True)]  # no -0
+        from dpiw.analysis.bin_bias import bin_ends
+
+        return [(float(a) + 0.0, float(b) + 0.0) for a, b in zip(*bin_ends(nb, spec), strict=True)]  # no -0
 
     def _cuts(self, call: str, column: str, where, columns) -> None:
         """Warn (:class:`WithinBinWarning`) where the subgroup ``where`` cuts inside the bins of a numeric column
-        other than ``column``: the rows whose membership changes when that column's values move inside their
-        bins (:func:`dpiw.analysis.bin_bias.flipped`) weigh at least :data:`WITHIN_BIN_SHARE` of the subgroup."""
+        other than ``column`` (:func:`dpiw.analysis.bin_bias.cut_bins`: the subgroup's rows in a cut bin, each
+        counted by the share of the bin the subgroup leaves out) by at least :data:`WITHIN_BIN_SHARE` of it."""
         if where is None or _is_mask(where):
             return
         from dpiw.analysis import bin_bias
 
-        base = self._subgroup(where)
-        total = float(self.weights[base].sum())
         for c in columns:
             spec = self._spec(c)
             nb = self._bins(c) if c != column and spec is not None and spec.is_numeric else None
-            if nb is None or not total > 0:
+            if nb is None:
                 continue
-            moved = bin_bias.flipped(where, self.data, c, nb, spec) & base  # the subgroup's rows in a cut bin
-            share = float(self.weights[moved].sum()) / total
+            try:
+                share, cut = bin_bias.cut_bins(where, self.data, self.weights, c, nb, spec)
+            except DpiwError:  # a function that fails on values moved inside their bins: its subgroup is unknown
+                continue
             if share < WITHIN_BIN_SHARE:
                 continue
-            x = self.data[c].to_numpy(float)
-            cut = set(np.unique(nb.cells(spec.to_unit(x[moved & ~np.isnan(x)]))).tolist())
-            ranges = [(a, b) for k, (a, b) in enumerate(self.bins(c)) if k in cut]
-            said = ", ".join(f"{a:.4g}" if a == b else f"{a:.4g} to {b:.4g}" for a, b in ranges)
+            ranges = self.bins(c)
+            said = ", ".join((f"{ranges[k][0]:.4g}" if ranges[k][0] == ranges[k][1] else
+                              f"{ranges[k][0]:.4g} to {ranges[k][1]:.4g}")
+                             + f" ({held:.0%} of the bin's rows in the subgroup, {of:.0%} of the subgroup)"
+                             for k, (held, of) in cut.items())
             whole = int(spec.upper - spec.lower) + 1 if spec.integer else None
             few = (f", and `type: categorical` for {c!r} in the next release keeps each of its {whole} whole numbers "
                    f"apart (here in {nb.card} bins)") if whole is not None and whole <= FEW_WHOLE else ""
-            many = len(ranges) > 1
-            warnings.warn(f"{call}: the subgroup cuts inside the bin{'s' * many} {said} of {c!r}, which hold"
-                          f"{'' if many else 's'} {share:.0%} of its rows: inside a bin the release draws {c!r} "
-                          f"apart from every other column, so those rows carry their whole bin's relation to the rest, "
-                          f"not their own, and the interval does not cover that. A subgroup whose edges fall between "
-                          f"bins (b.bins({c!r})) keeps the relation{few}", WithinBinWarning, stacklevel=4)
+            warnings.warn(f"{call}: the subgroup cuts inside the bin{'s' * (len(cut) > 1)} of {c!r} {said}: inside "
+                          f"a bin the release draws {c!r} apart from every other column, so the subgroup's rows there "
+                          "carry their whole bin's relation to the rest, not their own, and the interval does not "
+                          f"cover that. A subgroup whose edges fall between bins (b.bins({c!r})) keeps the "
+                          f"relation{few}", WithinBinWarning, stacklevel=4)
 
     def _unmeasured(self, call: str, column: str, others, *, among: bool = False, stacklevel: int = 3) -> None:
         """Warn (:class:`UnmeasuredWarning`) when ``column`` and some of ``others`` (a subgroup's columns, a

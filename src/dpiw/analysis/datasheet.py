@@ -283,7 +283,8 @@ def _measured_together(b) -> list[str]:
     def code(ns):
         return ", ".join(f"<code>{html.escape(n)}</code>" for n in ns) or "none"
 
-    own = b.generator_pairs or set()
+    # a generator that publishes no marginals (PrivBayes, a GAN): nothing to tell the weights' pairs from
+    own = b.generator_pairs if "generator" in b.measurements else b.measured_pairs
     weights_only = [n for n in with_target if frozenset((target, n)) not in own]
     lines = [f"The target <code>{html.escape(target)}</code> with: {code(with_target)}"
              + (f" ({code(weights_only)} by the weights only)" if weights_only else "") + "."]

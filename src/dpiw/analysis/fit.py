@@ -78,8 +78,9 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
     used = [*features, target]
     empty = int(bundle.data[[c for c in used if c in bundle.data]].isna().any(axis=1).sum()) if used else 0
     if empty > 0:  # `missing: indicator` columns: the fits use the complete cases only, and the analyst is told
-        share = 100 * empty / len(bundle.data)
-        warnings.warn(f"b.fit: {empty:,} of the {len(bundle.data):,} rows ({share:.2g}%) have an empty value in "
+        pct = 100 * empty / len(bundle.data)
+        share = f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+        warnings.warn(f"b.fit: {empty:,} of the {len(bundle.data):,} rows ({share}) have an empty value in "
                       f"{used} and are left out of the fit and its intervals (complete cases)",
                       UserWarning, stacklevel=3)
     try:

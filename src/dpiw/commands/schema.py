@@ -126,7 +126,7 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
             positive = values[values > 0]
             # (against a high quantile, not the largest: one stray value, a wind of 1,048 mph, is no skew)
             log = bool((values >= 0).all()) and len(positive) > 0 and positive.median() < LOG_SKEW * values.quantile(
-                LOG_TOP)
+                1 - max(1 - LOG_TOP, 2 / len(values)))  # past the two largest at least
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),

@@ -112,7 +112,8 @@ def describe(m: dict, *, later: bool = False) -> list[str]:
             "their sum)" if len(own) > 1 and sum(e for _, e in own) > tight["epsilon"] * 1.001 else ""))
         for r in m["records"]:
             if r["stage"] in shares:
-                share = "all" if len(shares) == 1 else f"{100 * shares[r['stage']]:.2g}%"
+                pct = 100 * shares[r["stage"]]
+                share = "all" if len(shares) == 1 else f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
                 lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
         free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
         if free:

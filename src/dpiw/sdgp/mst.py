@@ -125,13 +125,15 @@ class MST:
         self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
         self.split, self.sized_scores = tuple(split), sized_scores
 
-    def _parts(self, one_way: bool, selection: bool = True) -> tuple[float, float, float]:
-        """The shares of rho (after the fine histograms) of the one-way marginals, the selection and the two-way
-        marginals. The selection's share is kept out of the others even when the tree is public (unspent)."""
+    def _rhos(self, rho: float, one_way: bool, selection: bool = True) -> tuple[float, float, float, float]:
+        """The zCDP rho of the one-way marginals, the selection and the two-way marginals out of ``rho`` (what the
+        fine histograms left), and their sum. The selection's share is kept out of the others even when the tree
+        is public (then unspent). Computed as rho / (sum of the weights) * weight, so MST's thirds give the same
+        bits as rho / 3 (the noise of a benchmark's runs is keyed by its measurements' bytes)."""
         w1, ws, w2 = (float(x) for x in self.split)
         w1 = w1 if one_way else 0.0
-        total = w1 + ws + w2
-        return w1 / total, (ws / total if selection else 0.0), w2 / total
+        unit = rho / (w1 + ws + w2)
+        return unit * w1, (unit * ws if selection else 0.0), unit * w2, unit * (w1 + (ws if selection else 0.0) + w2)
 
     def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int]:
         cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
@@ -161,10 +163,9 @@ class MST:
         if not (isinstance(self.max_bins, int) and self.bins <= self.max_bins <= 1000):
             raise DpiwError(f"sdgp.mst.max_bins must be an integer in [sdgp.mst.bins, 1000] (= bins: never more), "
                             f"got {self.max_bins!r}")
-        if not (len(self.split) == 3 and all(isinstance(x, (int, float)) and x >= 0 for x in self.split)
-                and self.split[1] > 0 and self.split[2] > 0):
-            raise DpiwError(f"sdgp.mst.split must be three weights >= 0 (one-way, selection, two-way), the last "
-                            f"two > 0, got {list(self.split)!r}")
+        if not (len(self.split) == 3 and all(isinstance(x, (int, float)) and x > 0 for x in self.split)):
+            raise DpiwError(f"sdgp.mst.split must be three weights > 0 (one-way, selection, two-way), got "
+                            f"{list(self.split)!r}")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
@@ -222,10 +223,10 @@ class MST:
         # value sits at its lower bound where the flag is 1), so the tree holds that pair without spending on it
         fixed = public_edges(schema)
         rounds = d - 1 - len(fixed)
-        f1, fs, f2 = self._parts(bool(measured), bool(rounds))
-        sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * f1 * rho_rest)) if measured else None
-        sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * f2 * rho_rest))    # d - 1 two-way marginals
-        eps_em = math.sqrt(8.0 * fs * rho_rest / rounds) if rounds else 0.0
+        rho1, rho_sel, rho2, rho_parts = self._rhos(rho_rest, bool(measured), bool(rounds))
+        sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * rho1)) if measured else None
+        sigma2 = math.sqrt((d - 1) * marginal_l2**2 / (2 * rho2))    # d - 1 two-way marginals
+        eps_em = math.sqrt(8.0 * rho_sel / rounds) if rounds else 0.0
 
         pairs = list(itertools.combinations(range(d), 2))
         table = counter.counts([*((j,) for j in range(d)), *pairs])
@@ -270,7 +271,7 @@ class MST:
                                                "about": "one-way marginals"}) if measured else fine_events(self.fine_))
         events += ({"kind": "zcdp", "rho": rounds * eps_em**2 / 8, "about": "tree selection"},
                    {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"})
-        rho_spent = rho_rest * (f1 + fs + f2) + (self.fine_.rho if self.fine_ else 0.0)  # fs 0: a public tree
+        rho_spent = rho_parts + (self.fine_.rho if self.fine_ else 0.0)  # no selection spend: a public tree
         self.privacy_ = PrivacySpend(
             stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
             epsilon=float(zcdp_to_dp(rho_spent, delta)), delta=float(delta),
@@ -296,7 +297,7 @@ class MST:
             return self.bins
         d = len(schema.columns)
         one_way = any(not c.is_numeric for c in schema.columns)  # the one-way marginals MST still measures
-        rho_two = rho * (1 - self.fine_fraction) * self._parts(one_way)[2]
+        rho_two = self._rhos(rho * (1 - self.fine_fraction), one_way)[2]
         sigma2 = math.sqrt((d - 1) * l2**2 / (2 * rho_two))
         k = grown_bins(self.bins, self.max_bins, n, sigma2)
         while k > self.bins and not self.fits_domain(schema, k):
