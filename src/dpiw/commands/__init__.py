@@ -86,5 +86,19 @@ def main(argv: list[str] | None = None) -> None:
 
 def entry() -> None:
     """The console script: one-line errors and exit status 2, as every stage (``_cli.run``: the subcommand
-    module dpiw.commands.run shadows a bare ``run`` here once it is imported)."""
-    _cli.run(main)
+    module dpiw.commands.run shadows a bare ``run`` here once it is imported). After an error the process ends
+    after its line and the exit handlers (a Dask cluster's close), without the native libraries' teardown: once in
+    a CI run of the red-team test a refused release printed its error and then aborted there ("terminate called
+    without an active exception": a native thread still running), exit status -6 for 2."""
+    import atexit
+    import os
+
+    try:
+        _cli.run(main)
+    except SystemExit as exc:
+        if exc.code != 2:
+            raise
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+        os._exit(2)
