@@ -85,16 +85,21 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def entry() -> None:
-    """The console script: one-line errors and exit status 2, as every stage (``_cli.run``: the subcommand
-    module dpiw.commands.run shadows a bare ``run`` here once it is imported). After an error the process ends
-    after its line and the exit handlers (a Dask cluster's close), without the native libraries' teardown: once in
-    a CI run of the red-team test a refused release printed its error and then aborted there ("terminate called
-    without an active exception": a native thread still running), exit status -6 for 2."""
+    """One-line errors and exit status 2, as every stage (``_cli.run``: the subcommand module dpiw.commands.run
+    shadows a bare ``run`` here once it is imported); in process, an error is SystemExit(2)."""
+    _cli.run(main)
+
+
+def console() -> None:
+    """The console script: :func:`entry`, and after an error the process ends at once, after its line and the exit
+    handlers (a Dask cluster's close) but without the native libraries' teardown: once in a CI run of the red-team
+    test a refused release printed its error and then aborted there ("terminate called without an active
+    exception": a native thread still running), exit status -6 for 2."""
     import atexit
     import os
 
     try:
-        _cli.run(main)
+        entry()
     except SystemExit as exc:
         if exc.code != 2:
             raise
