@@ -200,9 +200,10 @@ class Bundle:
 
     def bins(self, column: str) -> list[tuple[float, float]]:
         """A numeric column's released bins, each as its lowest and highest value in the column's units (whole
-        numbers for an integer column): inside a bin, the release draws the column's values from its own fine
-        histogram, apart from every other column, so a subgroup whose edges fall between bins keeps the table's
-        relations and one that cuts inside a bin does not (:class:`WithinBinWarning`)."""
+        numbers for an integer column; a continuous column's edges, to a millionth of its bounds' span): inside a
+        bin, the release draws the column's values from its own fine histogram, apart from every other column, so
+        a subgroup whose edges fall between bins keeps the table's relations and one that cuts inside a bin does
+        not (:class:`WithinBinWarning`)."""
         spec, nb = self._spec(column), None
         if spec is not None and spec.is_numeric:
             nb = self._bins(column)
@@ -211,7 +212,11 @@ class Bundle:
                             "bins (measurements.json)")
         from dpiw.analysis.bin_bias import bin_ends
 
-        return [(float(a) + 0.0, float(b) + 0.0) for a, b in zip(*bin_ends(nb, spec), strict=True)]  # no -0
+        lowest, highest = bin_ends(nb, spec)
+        if not spec.integer:  # to a millionth of the bounds' span: the bin after a spike at 0 starts at 0, not 3.9e-10
+            digits = max(0, 6 - int(np.floor(np.log10(spec.upper - spec.lower))))
+            lowest, highest = np.round(lowest, digits), np.round(highest, digits)
+        return [(float(a) + 0.0, float(b) + 0.0) for a, b in zip(lowest, highest, strict=True)]  # no -0
 
     def _cuts(self, call: str, column: str, where, columns) -> None:
         """Warn (:class:`WithinBinWarning`) where the subgroup ``where`` cuts inside the bins of a numeric column
