@@ -146,8 +146,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
 
 #: a numeric column with at least this share of its values exactly 0 (and none below) is drafted with `spikes: [0]`
 SPIKE_SHARE = 0.05
-#: a column of values >= 0 whose positive values' median is below this share of its largest is drafted with
-#: `scale: log` (spending: a median of $60 and a largest of $40,000)
+#: a column of values >= 0 whose positive values' median is below this share of its largest (the LOG_TOP quantile,
+#: past the two largest values at least) is drafted with `scale: log` (spending: a median of $60, a largest of $40,000)
 LOG_SKEW = 0.02
 #: the quantile of the values that stands for the largest in that rule (a stray value alone drafts no log scale)
 LOG_TOP = 0.999

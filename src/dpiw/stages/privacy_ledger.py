@@ -123,7 +123,8 @@ def noise_seeds(records: list[PrivacySpend]) -> dict:
         note = (f"public seeds in {public}: anyone with the config can regenerate the noise - a benchmark, "
                 "NOT a release")
     else:
-        said = {OS_ENTROPY: "the operating system's entropy", SECRET_KEY: "streams keyed by DPIW_SECRET_KEY"}
+        said = {OS_ENTROPY: "the operating system's entropy",
+                SECRET_KEY: "streams keyed by DPIW_SECRET_KEY (only the key regenerates them)"}
         sources = " and ".join(said.get(s, s) for s in sorted(set(drawn.values())))
         note = (f"secret: drawn from {sources}, so nobody can regenerate it from the config" if sources else
                 "no noise drawn")
