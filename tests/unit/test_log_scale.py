@@ -11,7 +11,7 @@ import yaml
 from helpers import tilted_release
 
 from dpiw import DpiwError
-from dpiw.analysis.bin_bias import crowded, crowded_text, pile_text, piles, within_bin_bias
+from dpiw.analysis.bin_bias import crowded, crowded_text, piles, piles_text, within_bin_bias
 from dpiw.analysis.datasheet import _bin_labels
 from dpiw.data.schema import Column, parse_schema
 from dpiw.scale import decode_frame, scale_frame
@@ -125,7 +125,7 @@ def test_a_crowded_cell_is_one_wide_for_the_column_and_its_fix_fits_where_it_is(
     # but a pile: named when a release is made, with the fix for its bounds (25 whole numbers: integer: true)
     found = piles(s, _published(s, fine, [0, 100, 122, 123, 140, 256]))
     assert [(f[0], round(f[1], 3)) for f in found] == [("x", 0.425)]
-    text = pile_text(*found[0], column=s.column("x"), cells=256)
+    text = piles_text(found[:1], s.column("x"), 256)
     assert "42% of its rows are in the fine cell 11.91 to 12.01" in text and "`integer: true`" in text, text
     even = np.zeros(256)
     even[100:140] = 1 / 40
@@ -239,8 +239,6 @@ def test_piles_of_one_column_are_one_line_and_a_cell_without_a_whole_number_is_n
 def test_piles_with_different_fixes_keep_each_its_own():
     """A pile on a whole number (11.91 to 12.01 holds 12) and one between them (10.25 to 10.35): one line, the
     first told `integer: true`, the second that it is lost."""
-    from dpiw.analysis.bin_bias import piles_text
-
     s, _ = schooling()
     text = piles_text([("x", 0.3, 11.9140625, 12.01171875), ("x", 0.2, 10.25390625, 10.3515625)], s.column("x"), 256)
     assert "`integer: true` in the schema keeps it, if it is a whole number (11.91 to 12.01: 30%)" in text, text

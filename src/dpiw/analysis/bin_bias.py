@@ -361,11 +361,6 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
     return "" if column.integer else "`integer: true` in the schema keeps it, if it is a whole number"
 
 
-def pile_text(name: str, share: float, lo: float, hi: float, column, cells: int) -> str:
-    """What :func:`piles` found, for a person."""
-    return piles_text([(name, share, lo, hi)], column, cells)
-
-
 def piles_text(found: list[tuple], column, cells: int) -> str:
     """The piles :func:`piles` found in one column (``found``: its entries), in one line for a person."""
     fixes = [pile_fix(column, cells, lo, hi) for _, _, lo, hi in found]
@@ -382,6 +377,18 @@ def piles_text(found: list[tuple], column, cells: int) -> str:
                     f"{fix} ({', '.join(cells_)})" for fix, cells_ in groups.items()))
     return (f"column '{found[0][0]}': {said}; a share or quantile at {'one' if len(found) > 1 else 'it'} warns and its "
             "interval reaches over the cell")
+
+
+def pile_lines(schema, measurements: dict | None) -> dict[str, str]:
+    """Each numeric column with :func:`piles`, and its one line for a person (:func:`piles_text`)."""
+    by_column: dict[str, list] = {}
+    for found in piles(schema, measurements):
+        by_column.setdefault(found[0], []).append(found)
+    if not by_column:
+        return {}
+    binning = binning_of(schema, measurements)
+    return {name: piles_text(found, schema.column(name), binning.numeric[name].grid.cells)
+            for name, found in by_column.items()}
 
 
 def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,

@@ -329,17 +329,10 @@ def datasheet_html(folder: str | Path) -> str:
               if r.get("dp") and (r.get("epsilon") or 0) > 0]
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
     ess = kish_ess(b.weights) / len(b.weights)
-    from dpiw.analysis.bin_bias import binning_of, crowded, piles, piles_text
+    from dpiw.analysis.bin_bias import crowded, pile_lines
 
     lost = crowded(b.schema, b.measurements)  # read off the published fine histograms once, for the page
-    piled: dict[str, list[str]] = {}
-    found_piles = piles(b.schema, b.measurements)
-    binning = binning_of(b.schema, b.measurements) if found_piles else None
-    by_column: dict[str, list] = {}
-    for found in found_piles:
-        by_column.setdefault(found[0], []).append(found)
-    for name, found in by_column.items():  # one line per column
-        piled[name] = [piles_text(found, column=b.schema.column(name), cells=binning.numeric[name].grid.cells)]
+    piled = {name: [line] for name, line in pile_lines(b.schema, b.measurements).items()}  # one line per column
     can, cannot = _trust(b, lost)
     together = _measured_together(b)
     name = b.schema.name

@@ -630,19 +630,14 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 def _crowded(bundle: Path, schema) -> None:
     """Warn of a numeric column most of whose rows the published fine histogram puts in one cell, or many in a
     cell over twice its neighbours, and of a generator marginal that is mostly noise (DP outputs)."""
-    from dpiw.analysis.bin_bias import binning_of, crowded, crowded_text, piles, piles_text
+    from dpiw.analysis.bin_bias import crowded, crowded_text, pile_lines
 
     if (bundle / "measurements.json").is_file():
         measurements = read_json(bundle / "measurements.json")
         for found in crowded(schema, measurements):
             print(f"dpiw release: {crowded_text(*found, column=schema.column(found[0]))}")
-        binning = binning_of(schema, measurements)
-        by_column: dict[str, list] = {}
-        for found in piles(schema, measurements):  # one line per column
-            by_column.setdefault(found[0], []).append(found)
-        for name, found in by_column.items():
-            cells = binning.numeric[name].grid.cells
-            print(f"dpiw release: {piles_text(found, column=schema.column(name), cells=cells)}")
+        for line in pile_lines(schema, measurements).values():  # one line per column
+            print(f"dpiw release: {line}")
         from dpiw.analysis.noisy import noisy_marginals, noisy_text
 
         noisy = noisy_marginals(measurements, schema)
