@@ -1,6 +1,7 @@
 """A curator releases from a folder of their own (`--project`), never writing into the dpiw checkout, and an
 analyst reads the published bundle somewhere else, in the table's units and labels."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,9 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
     curator.mkdir()
     shutil.copy(root / "data/examples/clinic.csv", curator / "clinic.csv")
     shutil.copy(root / "data/schemas/clinic.yaml", curator / "clinic.yaml")
+    env = {**os.environ, "DPIW_SECRET_KEY": "tests/pipeline/test_project.py"}  # a failure comes back on its commit
     proc = sh(["dpiw", "release", "clinic.csv", "--schema", "clinic.yaml", "--epsilon", "1", "--cores", "1",
-               "--project", "releases"], curator)
+               "--project", "releases"], curator, env=env)
     assert "a new project in" in proc.stdout and "FIT TO RELEASE" in proc.stdout
     project = curator / "releases"
     assert {p.name for p in project.iterdir()} >= {"params.yaml", "configs", "data", "releases", "logs"}
@@ -34,7 +36,7 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
     assert _status(root) == before  # nothing of the checkout was written
     # a second release of the same table from the same project draws on the same ledger
     proc = sh(["dpiw", "release", "clinic.csv", "--schema", "clinic.yaml", "--epsilon", "0.5", "--cores", "1",
-               "--project", "releases"], curator)
+               "--project", "releases"], curator, env=env)
     assert "over 2 release(s) of this table" in proc.stdout and "a new project" not in proc.stdout
     # the analyst has the published folder only, in a folder of their own
     analyst = tmp_path / "analyst"
@@ -48,7 +50,8 @@ def test_a_release_outside_the_checkout_reads_back_in_years_and_labels(tmp_path,
     lines = out.stdout.splitlines()
     age, bmi = map(float, lines[0].split())
     real = pd.read_csv(root / "data/examples/clinic.csv")
-    # years and kg/m2, not the [0, 1] scale (how close they come is noise at 400 rows: bmi 32.7 against 27.1 once)
+    # years and kg/m2, not the [0, 1] scale (how close they come is noise at 400 rows: bmi 32.7 against 27.1 once;
+    # 14 clinic releases at epsilon 1 put the mean age -3.5 to +4.7 years off, sd 2.4, so 15 is about 6 sd)
     assert 18 <= age <= 90 and abs(age - real.age.mean()) < 15 and 12 <= bmi <= 60, (age, bmi)
     assert lines[1] == "['healthy', 'ill'] str"
     assert 0 < float(lines[2]) < 1
