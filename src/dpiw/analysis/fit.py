@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpiw.analysis.estimates import NOISE_AWARE_FIT, SAMPLING_ONLY, fixed, interval_digits, kish_ess
+from dpiw.scale import part_text
 
 #: the resamples of the synthetic rows for the sampling part of a coefficient's variance
 SAMPLING_RESAMPLES = 30
@@ -78,8 +79,7 @@ def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, i
     used = [*features, target]
     empty = int(bundle.data[[c for c in used if c in bundle.data]].isna().any(axis=1).sum()) if used else 0
     if empty > 0:  # `missing: indicator` columns: the fits use the complete cases only, and the analyst is told
-        pct = 100 * empty / len(bundle.data)
-        share = f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+        share = part_text(empty / len(bundle.data))
         warnings.warn(f"b.fit: {empty:,} of the {len(bundle.data):,} rows ({share}) have an empty value in "
                       f"{used} and are left out of the fit and its intervals (complete cases)",
                       UserWarning, stacklevel=3)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dpiw import DpiwError
 from dpiw.io import read_json
+from dpiw.scale import part_text
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -112,8 +113,7 @@ def describe(m: dict, *, later: bool = False) -> list[str]:
             "their sum)" if len(own) > 1 and sum(e for _, e in own) > tight["epsilon"] * 1.001 else ""))
         for r in m["records"]:
             if r["stage"] in shares:
-                pct = 100 * shares[r["stage"]]
-                share = "all" if len(shares) == 1 else f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+                share = "all" if len(shares) == 1 else part_text(shares[r["stage"]])
                 lines.append(f"  {r['stage']:<20} {share:<6} {r['mechanism']}")
         free = [r["stage"] for r in m["records"] if r["dp"] and r["stage"] not in shares]
         if free:

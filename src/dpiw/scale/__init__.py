@@ -85,6 +85,16 @@ def share_text(share: float) -> str:
     return "<0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
 
 
+def part_text(share: float) -> str:
+    """A part of a whole in percent for a person: whole percents from 10%, else two significant digits.
+
+    >>> part_text(0.3), part_text(0.0234), part_text(0.002), part_text(0.9996)
+    ('30%', '2.3%', '0.2%', '100%')
+    """
+    pct = 100 * share
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+
+
 def clip_verdict(fractions: dict[str, float], schema: Schema, *, max_fraction: float) -> dict[str, float]:
     """``fractions`` (each numeric column's share outside its bounds), or the refusal of the first column above
     ``max_fraction``."""
