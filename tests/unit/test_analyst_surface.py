@@ -66,6 +66,14 @@ def test_numbers_stay_numbers_and_labels_are_checked(tmp_path):
         b.rate("x", 1.0)
     with pytest.raises(DpiwError, match="True is not a category of 'g'"):  # True == 1, but not a label
         b.mean("x", where={"g": True})
+    with pytest.raises(DpiwError, match="rate: True is not a category of 'g'"):  # in a rate too
+        b.rate("g", True)
+    # the schema's [0, 1] are numbers: "1" is said to be text for the number 1, in a subgroup and in a rate
+    with pytest.raises(DpiwError, match=r"'1' is not a category of 'g'; its categories are \[0, 1\] \(the category "
+                                        r"is 1, a number: write 1, as the schema lists it\)"):
+        b.mean("x", where={"g": "1"})
+    with pytest.raises(DpiwError, match="rate: '0' is not a category of 'g'.*the category is 0, a number: write 0"):
+        b.rate("g", "0")
     with pytest.raises(DpiwError, match="'x' is numeric; a mapping picks categories.*lambda d: d\\['x'\\] > 3"):
         b.mean("y", where={"x": 3.0})  # no row holds exactly 3.0: not "no synthetic row in this subgroup"
     assert b.mean("y", where={"n": [10, 11]}).value == pytest.approx(b.data.y[b.data.n.isin([10, 11])].mean())

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpiw import DpiwError
 from dpiw.analysis.bin_bias import depends_on, within_bin_bias
 from dpiw.data.schema import Column
 from dpiw.sdgp.binning import FineGrid, NumericBins
@@ -197,6 +198,18 @@ def test_a_subgroup_that_cuts_inside_another_columns_bins_says_so_and_one_betwee
         b.rate("y", "yes", {"y": "no"}, interval="sampling")  # no numeric column in the subgroup
     with pytest.warns(WithinBinWarning, match=r"rate\('y', 'yes', where=\.\.\.\): the subgroup cuts inside"):
         b.rate("y", "yes", lambda d: d.month == two[0], interval="sampling")
+    # a whole number of a bin that no released row holds (its noisy count fell within the noise, as household
+    # size 9 did in a trial's release): the error names the bin, the values its rows hold and the whole bin
+    gone = b.data.month.to_numpy() != two[0] + 1
+    sparse = Bundle(b.data[gone].reset_index(drop=True), np.ones(int(gone.sum())), {"records": []},
+                    synth[gone].reset_index(drop=True), schema, b.measurements)
+    held = ", ".join(str(m) for m in range(two[0], two[1] + 1) if m != two[0] + 1)
+    with pytest.raises(DpiwError, match=rf"no synthetic row is in the subgroup \{{'month': {two[0] + 1}\}}: the bin "
+                       rf"{two[0]} to {two[1]} of 'month' holds released rows of {held} only .*lambda d: "
+                       rf"d\['month'\].between\({two[0]}, {two[1]}\), has rows"):
+        sparse.mean("temp", {"month": two[0] + 1}, interval="sampling")
+    with pytest.raises(DpiwError, match=r"no synthetic row is in the subgroup \{'y': 'no', 'month': 0\}$"):
+        b.mean("temp", {"y": "no", "month": 0}, interval="sampling")  # outside every bin: nothing more to say
 
 
 def _release(schema, rows, n, seed=5):

@@ -164,7 +164,7 @@ class Bundle:
             from dpiw.analysis.noise_aware import subgroup
 
             if not subgroup(self.data, where).any():  # a bad label or value: its error, before any warning
-                raise DpiwError(f"where: no synthetic row is in the subgroup {where}")
+                raise DpiwError(f"where: no synthetic row is in the subgroup {where}" + self._empty_why(where))
             return list(where)
         if not callable(where):
             return []
@@ -190,6 +190,27 @@ class Bundle:
         except Exception:  # noqa: BLE001 - a function that needs the frame itself: its columns stay unknown
             return []
         return list(dict.fromkeys(seen))
+
+    def _empty_why(self, where: dict) -> str:
+        """Why a subgroup of whole numbers holds no released row: each integer column's bin that holds the asked
+        values, the values its released rows hold, and the subgroup of the whole bin that has rows."""
+        said = []
+        for column, value in where.items():
+            spec = self._spec(column)
+            if spec is None or not spec.integer or self._bins(column) is None:
+                continue
+            asked = set(value) if isinstance(value, list | tuple | set) else {value}
+            col = self.data[column]
+            for lo, hi in self.bins(column):
+                if any(lo <= v <= hi for v in asked) and not col.isin(asked).any():
+                    held = sorted(int(v) for v in col[col.between(lo, hi)].unique())
+                    shown = ", ".join(map(str, held[:8])) + (", ..." if len(held) > 8 else "")
+                    said.append(f"the bin {lo:g} to {hi:g} of {column!r} holds released rows of {shown or 'no value'} only "
+                                f"(inside a bin the values come from the column's fine histogram, and a value whose "
+                                f"noisy count fell within the noise holds none); the whole bin, where=lambda d: "
+                                f"d[{column!r}].between({lo:g}, {hi:g}), has rows")
+                    break
+        return ": " + "; ".join(said) if said else ""
 
     def _subgroup_checks(self, call: str, column: str, where) -> None:
         """An estimate of ``column`` over the subgroup ``where``: warn where the pairs it needs were never measured
@@ -556,8 +577,9 @@ class Bundle:
             raise DpiwError(f"rate: {column!r} is numeric; a rate is the share of one label of a categorical "
                             f"column (its mean: b.mean({column!r}); its share above a value: "
                             f"b.share({column!r}, '>', value))")
-        if label not in col.cat.categories:
-            raise DpiwError(f"{label!r} is not a category of {column!r}: {list(col.cat.categories)}")
+        from dpiw.analysis.noise_aware import check_label
+
+        check_label(column, label, list(col.cat.categories), "rate: ")
         self._subgroup_checks(f"rate({column!r}, {label!r}, where={_said(where)})", column, where)
         return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
                        limits=(0.0, 1.0))

@@ -402,6 +402,19 @@ class FineReplicas:
         return out
 
 
+def check_label(column: str, label, categories: list, said: str = "") -> None:
+    """Refuse a ``label`` that is not one of ``column``'s ``categories``: a flag (True == 1 in Python, but a flag
+    is not the category 1, nor "yes"), or a number written as text or text as a number (the schema's ``[1, 2]``
+    are numbers, and "1" is not one of them), said as such."""
+    flag = isinstance(label, bool | np.bool_)
+    if not flag and label in categories:
+        return
+    twin = None if flag else next((c for c in categories if str(c) == str(label)), None)
+    kind = "a number" if isinstance(twin, int | float | np.number) else "text"
+    hint = "" if twin is None else f" (the category is {twin!r}, {kind}: write {twin!r}, as the schema lists it)"
+    raise DpiwError(f"{said}{label!r} is not a category of {column!r}; its categories are {categories}{hint}")
+
+
 def subgroup(data: pd.DataFrame, where) -> np.ndarray:
     """The rows of a subgroup: ``where`` None (all), a mapping {column: label or list of labels}, or a function
     of the decoded rows returning a boolean mask."""
@@ -424,11 +437,8 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
             values = value if isinstance(value, list | tuple | set) else [value]
             col = data[column]
             if isinstance(col.dtype, pd.CategoricalDtype):
-                # True == 1 in Python: a flag is not the category 1 (nor "yes")
-                unknown = [v for v in values if isinstance(v, bool | np.bool_) or v not in list(col.cat.categories)]
-                if unknown:
-                    raise DpiwError(f"where: {unknown[0]!r} is not a category of {column!r}; its categories are "
-                                    f"{list(col.cat.categories)}")
+                for v in values:
+                    check_label(column, v, list(col.cat.categories), "where: ")
             elif pd.api.types.is_integer_dtype(col):
                 odd = [v for v in values if isinstance(v, bool | np.bool_) or not isinstance(v, int | float | np.number)
                        or not float(v).is_integer()]
