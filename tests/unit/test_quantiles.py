@@ -349,3 +349,36 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     at29 = NumericBins(grid, np.array([0, 29, 60, grid.support]), pruned)
     for op, t in (("<", 29), ("<=", 28), (">=", 29), (">", 28)):  # every row of the bin 29-59 on one side
         assert pruning_reach(at29, col, t, C[op], x, w, everyone, (measured, 0.001)) == (0.0, 0.0), (op, t)
+
+
+def test_a_quantile_at_the_last_whole_number_of_a_piled_cell_reaches_over_the_cell(monkeypatch):
+    """A count of visits (whole numbers, public bounds 0-400 with a spike at 0: more whole numbers than fine
+    cells, so 1 and 2 share one): 30% of the rows are 0, 24% are 1 and 6% are 2, so the median is 1. The release
+    draws the cell's 30% evenly over 1 and 2, the share at or below 1 comes out near 0.45 and the median 2, the
+    last whole number of the cell, where the share "<= 2" splits nothing. The quantile warns of the pile and its
+    interval reaches over the cell, down to 1 (as a trial's DoctorContacts release did, median 2 against 1)."""
+    from dpiw.analysis import CellWarning
+    from dpiw.scale import scale_frame
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    schema = parse_schema({"name": "v", "task": "classification", "target": "y", "columns": [
+        {"name": "visits", "type": "numeric", "lower": 0, "upper": 400, "integer": True, "spikes": [0]},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(3)
+    n = 20_000
+    visits = rng.choice([0, 1, 2, -1], p=[0.3, 0.24, 0.06, 0.4], size=n)  # -1: 3 or more, a geometric tail
+    visits = np.where(visits < 0, np.minimum(2 + rng.geometric(0.15, n), 60), visits)
+    rows = pd.DataFrame({"visits": visits, "y": np.where(rng.uniform(size=n) < 0.3, "yes", "no")})
+    assert np.median(rows.visits) == 1
+    data = scale_frame(rows, schema, {"visits": (0.0, 400.0)})
+    gen = MST(iters=200, fine_cells=256).fit(data, schema, epsilon=1.0, delta=1e-6, rng=rng)
+    synth = gen.sample(n, rng=rng)
+    b = Bundle(decode_frame(synth, schema), np.ones(n), {"records": []}, synth, schema,
+               {"generator": {**measurements_dict(gen), "total": float(n), "iters": gen.iters}})
+    assert b.bins("visits")[0] == (0.0, 0.0)
+    with pytest.warns(CellWarning, match=r"quantile\('visits', 0.5\): the estimate 2 lies inside the fine cell 1 to "
+                                         r"2, .*the interval reaches over them"):
+        med = b.quantile("visits")
+    assert med.value == 2 and med.cell == (1.0, 2.0)
+    lo, hi = med.ci()
+    assert lo <= 1 <= hi

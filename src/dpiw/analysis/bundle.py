@@ -205,10 +205,10 @@ class Bundle:
                 if any(lo <= v <= hi for v in asked) and not col.isin(asked).any():
                     held = sorted(int(v) for v in col[col.between(lo, hi)].unique())
                     shown = ", ".join(map(str, held[:8])) + (", ..." if len(held) > 8 else "")
-                    said.append(f"the bin {lo:g} to {hi:g} of {column!r} holds released rows of {shown or 'no value'} only "
-                                f"(inside a bin the values come from the column's fine histogram, and a value whose "
-                                f"noisy count fell within the noise holds none); the whole bin, where=lambda d: "
-                                f"d[{column!r}].between({lo:g}, {hi:g}), has rows")
+                    said.append(f"the bin {lo:g} to {hi:g} of {column!r} holds released rows of "
+                                f"{shown or 'no value'} only (inside a bin the values come from the column's fine "
+                                "histogram, and a value whose noisy count fell within the noise holds none); the "
+                                f"whole bin, where=lambda d: d[{column!r}].between({lo:g}, {hi:g}), has rows")
                     break
         return ": " + "; ".join(said) if said else ""
 
@@ -524,6 +524,8 @@ class Bundle:
         from dpiw.analysis import bin_bias
 
         on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS[op], *rows)
+        if cell is None and quantile is not None:  # the estimate is a piled cell's last whole number (2 of 1-2): the
+            on, off, cell = bin_bias.cell_reach(nb, spec, t, COMPARISONS["<"], *rows)  # quantile may be below it
         if cell is None:
             return est, None
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
