@@ -5,6 +5,7 @@ integer columns as integers."""
 
 import json
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -349,3 +350,23 @@ def test_a_release_names_its_marginals_that_are_mostly_noise(tmp_path, capsys):
     assert lines == [f"dpiw release: the release measured 'g' with 'y' in a marginal of 100 cells whose typical cell "
                      f"holds 0.4 times its noise sd: {lines[0].split(' noise sd: ')[1]}",
                      "dpiw release: also under their noise: 'x' with 'y' (64 cells, 0.62 sds a cell)"]
+
+
+def test_a_category_no_released_row_holds_has_no_coefficient(tmp_path):
+    """A category whose noisy count came out near nothing has no released rows (a trial's loans: grade G, 12 rows
+    in the table): the estimator leaves its indicator's coefficient at 0 with an interval of +-7.7 around it. The
+    fit says so and gives NaN for it; the other coefficients are as they were."""
+    folder = write_bundle(tmp_path / "b")
+    rows = pd.read_parquet(folder / "synthetic.parquet")
+    rows["g"] = 0  # no row of the category 1
+    rows.to_parquet(folder / "synthetic.parquet")
+    b = load_bundle(folder)
+    with pytest.warns(UserWarning, match=r"b.fit: no released row holds g=1 .*NaN in the table, not the 0"):
+        fit = b.fit(LinearRegression(), ["x", "g"], "y")
+    assert fit.table.loc["g=1", ["value", "se", "lo", "hi"]].isna().all()
+    assert abs(fit.table.loc["x", "value"] - 2) < 0.1 and fit.table.loc["x", "lo"] < 2 < fit.table.loc["x", "hi"]
+    assert "g=1" in str(fit) and "nan" in str(fit).splitlines()[-2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        write_bundle(tmp_path / "c")
+        assert not load_bundle(tmp_path / "c").fit(LinearRegression(), ["x", "g"], "y").table.value.isna().any()

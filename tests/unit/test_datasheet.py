@@ -150,3 +150,23 @@ def test_pairs_measured_by_the_weights_only_are_named_so():
 
     only = Bundle(data, np.ones(1), {}, None, schema, {"weights": weights})  # PrivBayes or a GAN: no marginals
     assert not any("weights only" in line for line in _measured_together(only))
+
+
+def test_a_category_left_out_of_a_long_card_is_named():
+    """A column of 14 categories: the card shows the 12 with the most rows and names the 2 it leaves out, with
+    their largest share (a trial's loan purposes: two left out without a word read as dropped)."""
+    from dpiw.analysis.datasheet import MAX_ROWS, _card
+
+    labels = [f"p{k:02d}" for k in range(14)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "purpose", "type": "categorical", "categories": labels},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    counts = np.r_[np.arange(20, 8, -1), [1, 0]]  # p12 holds 1 row of 167, p13 none
+    values = np.repeat(labels, counts)
+    b = SimpleNamespace(schema=schema, weights=np.ones(values.size), measurements={}, manifest={},
+                        data=pd.DataFrame({"purpose": pd.Categorical(values, labels),
+                                           "y": pd.Categorical(["a"] * values.size, ["a", "b"])}))
+    card = _card(b, schema.column("purpose"), [])
+    assert MAX_ROWS == 12 and card.count("<tr><td>p") == 12 and "<tr><td>p12<" not in card
+    assert f"2 more categories, not shown, each with at most {1 / values.size:.3f} of the rows weighted: p12, p13" \
+        in card

@@ -33,6 +33,17 @@ import pandas as pd
 POINTS = 8
 
 
+
+def value_text(x: float) -> str:
+    """A value in a column's units for a person: four significant digits, a large one whole with thousands'
+    commas (20,510 and 10,140, not 2.051e+04 and 1.014e+04).
+
+    >>> value_text(20510.4), value_text(9989.2), value_text(7.9453), value_text(0.00012345)
+    ('20,510', '9,989', '7.945', '0.0001234')
+    """
+    return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}"
+
+
 def binning_of(schema, measurements: dict | None):
     """The released bins of a bundle's generator (its fine histograms' cut points, or equal-width bins), or None
     when the bundle publishes no generator measurements."""
@@ -94,9 +105,9 @@ def crowded_text(name: str, share: float, lo: float, hi: float, where: str, colu
                    "else narrower public bounds",
            "inside": "narrower public bounds, or `scale: log` for a skewed column"}[where]
     above = "above " if where == "first" and "lower" in spiked else ""  # the cell after a lower spike's own
-    return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({above}{lo:,.4g} to {hi:,.4g}) of its "
-            "public bounds, where values are drawn evenly across the cell: its shape there is lost and its mean can be "
-            f"far off; {fix}")
+    return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({above}{value_text(lo)} to "
+            f"{value_text(hi)}) of its public bounds, where values are drawn evenly across the cell: its shape there "
+            f"is lost and its mean can be far off; {fix}")
 
 
 def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -366,12 +377,13 @@ def piles_text(found: list[tuple], column, cells: int) -> str:
     fixes = [pile_fix(column, cells, lo, hi) for _, _, lo, hi in found]
     if len(found) == 1:
         _, share, lo, hi = found[0]
-        said = (f"{share:.0%} of its rows are in the fine cell {lo:,.4g} to {hi:,.4g}, over twice the cells around "
-                "it, and are drawn evenly across it: if many rows hold one value there, " + (fixes[0] or "it is lost"))
+        said = (f"{share:.0%} of its rows are in the fine cell {value_text(lo)} to {value_text(hi)}, over twice the "
+                "cells around it, and are drawn evenly across it: if many rows hold one value there, "
+                + (fixes[0] or "it is lost"))
     else:  # each cell with its own fix, the same fix said once
         groups: dict[str, list[str]] = {}
         for (_, share, lo, hi), fix in zip(found, fixes, strict=True):
-            groups.setdefault(fix or "it is lost", []).append(f"{lo:,.4g} to {hi:,.4g}: {share:.0%}")
+            groups.setdefault(fix or "it is lost", []).append(f"{value_text(lo)} to {value_text(hi)}: {share:.0%}")
         said = (f"{len(found)} fine cells hold piles of its rows, over twice the cells around them, each drawn evenly "
                 "across it: if many rows hold one value there, " + "; ".join(
                     f"{fix} ({', '.join(cells_)})" for fix, cells_ in groups.items()))

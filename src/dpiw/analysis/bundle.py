@@ -538,9 +538,10 @@ class Bundle:
             then = f"the interval reaches over them{fix}"
         said = ((f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside",) if quantile is None else
                 (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",)) + (then,)
-        warnings.warn(f"{said[0]} the fine cell {cell[0]:.4g} to {cell[1]:.4g}, which holds {on + off:.0%} of these "
-                      "rows, piled over twice the cells around it: where they lie inside it was not measured (they "
-                      f"are drawn evenly across it), so {said[1]}", CellWarning, stacklevel=4)
+        lo, hi = (bin_bias.value_text(v) for v in cell)
+        warnings.warn(f"{said[0]} the fine cell {lo} to {hi}, which holds {on + off:.0%} of these rows, piled over "
+                      "twice the cells around it: where they lie inside it was not measured (they are drawn evenly "
+                      f"across it), so {said[1]}", CellWarning, stacklevel=4)
         return (replace(est, reach=(on, off)) if reach else est), cell
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:

@@ -102,12 +102,6 @@ def _bins(bundle, col):
     return binning.numeric[col.name]
 
 
-def _mean(x: float) -> str:
-    """A mean for a person: four significant digits, a large one whole with thousands' commas (20,510, not
-    2.051e+04)."""
-    return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:.4g}"
-
-
 def _bin_labels(nb, col) -> list[str]:
     """Each bin in the column's units: its range, or the whole numbers it holds (one per fine cell, or runs of
     them, on an integer grid)."""
@@ -195,13 +189,13 @@ def _card(bundle, col, crowded: list, piled: dict | None = None) -> str:
     if col.is_numeric:
         x = bundle.data[col.name].to_numpy(float)
         present = ~np.isnan(x)
+        from dpiw.analysis.bin_bias import crowded_text, value_text
+
         mean_u = float(x[present].mean()) if present.any() else float("nan")
         mean_w = float(np.average(x[present], weights=bundle.weights[present])) if present.any() else float("nan")
-        extra = (f"<div>mean {_mean(mean_u)} unweighted, {_mean(mean_w)} weighted"
+        extra = (f"<div>mean {value_text(mean_u)} unweighted, {value_text(mean_w)} weighted"
                  + (f"; empty in {1 - present.mean():.1%} of the synthetic rows" if not present.all() else "")
                  + "</div>")
-        from dpiw.analysis.bin_bias import crowded_text
-
         extra += "".join(f"<div class=\"warn\"><small>{html.escape(crowded_text(*found, column=col))}</small></div>"
                          for found in crowded if found[0] == col.name)
         extra += "".join(f"<div class=\"warn\"><small>{html.escape(text)}</small></div>"
@@ -211,6 +205,11 @@ def _card(bundle, col, crowded: list, piled: dict | None = None) -> str:
                       "and released</small></div>" if _flag_pair(bundle, col.name) is not None else
                       "<div><small>measured: with the empty rows, which the model holds at the lower bound; "
                       "released: the rows with a value</small></div>")
+    if not col.is_numeric and len(col.labels) > len(labels):  # the table shows the MAX_ROWS largest
+        rest = [v for v in col.labels if str(v) not in labels]
+        most = max(_share((bundle.data[col.name] == v).to_numpy(), bundle.weights) for v in rest)
+        extra += (f"<div><small>{len(rest)} more categories, not shown, each with at most {most:.3f} of the rows "
+                  f"weighted: {html.escape(', '.join(map(str, rest)))}</small></div>")
     kind = "numeric" + (", whole numbers" if col.integer else "") if col.is_numeric else "categorical"
     return (f"<div class=\"col\"><h3>{html.escape(col.name)} <small>({kind})</small></h3>{extra}<table>"
             "<tr><th></th><th></th><th>measured</th><th>weighted</th></tr>" + "".join(body) + "</table></div>")

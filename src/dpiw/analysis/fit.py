@@ -154,4 +154,19 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
     table = pd.DataFrame({"value": point, "se": se, "lo": np.minimum(point, corrected) - z * se,
                           "hi": np.maximum(point, corrected) + z * se, "bias": bias,
                           **{f"var_{k}": v for k, v in var.items()}})
+    absent = _absent_levels(bundle, features, target)
+    if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
+        rows = [r for r in table.index if r in absent]
+        table.loc[rows, ["value", "se", "lo", "hi", "bias"]] = np.nan
+        warnings.warn(f"b.fit: no released row holds {', '.join(absent)} (among the complete cases with a weight): "
+                      "this release cannot estimate its coefficient, which is NaN in the table, not the 0 the "
+                      "estimator leaves (the category's noisy count came out near nothing)", UserWarning, stacklevel=3)
     return Fit(model, table, covers)
+
+
+def _absent_levels(bundle, features: list[str], target: str) -> list[str]:
+    """The indicator columns of the design (``name=label``) that no released complete case with a positive weight
+    holds."""
+    keep = bundle.data[[*features, target]].notna().all(axis=1).to_numpy() & (bundle.weights > 0)
+    x = bundle.design(features, bundle.data[keep])
+    return [c for c in x.columns if "=" in c and not x[c].any()]
