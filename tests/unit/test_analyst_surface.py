@@ -361,8 +361,9 @@ def test_a_category_no_released_row_holds_has_no_coefficient(tmp_path):
     rows["g"] = 0  # no row of the category 1
     rows.to_parquet(folder / "synthetic.parquet")
     b = load_bundle(folder)
-    with pytest.warns(UserWarning, match=r"b.fit: no released row holds g=1 .*NaN in the table, not the 0"):
+    with pytest.warns(UserWarning, match=r"b.fit: no released row holds g=1 .*NaN in the table, not the 0") as said:
         fit = b.fit(LinearRegression(), ["x", "g"], "y")
+    assert [w.filename for w in said if "no released row" in str(w.message)] == [__file__]  # at the caller's line
     assert fit.table.loc["g=1", ["value", "se", "lo", "hi"]].isna().all()
     assert abs(fit.table.loc["x", "value"] - 2) < 0.1 and fit.table.loc["x", "lo"] < 2 < fit.table.loc["x", "hi"]
     assert "g=1" in str(fit) and "nan" in str(fit).splitlines()[-2]

@@ -33,7 +33,6 @@ import pandas as pd
 POINTS = 8
 
 
-
 def value_text(x: float) -> str:
     """A value in a column's units for a person: four significant digits, a large one whole with thousands'
     commas (20,510 and 10,140, not 2.051e+04 and 1.014e+04).

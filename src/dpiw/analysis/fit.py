@@ -160,7 +160,7 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
         table.loc[rows, ["value", "se", "lo", "hi", "bias"]] = np.nan
         warnings.warn(f"b.fit: no released row holds {', '.join(absent)} (among the complete cases with a weight): "
                       "this release cannot estimate its coefficient, which is NaN in the table, not the 0 the "
-                      "estimator leaves (the category's noisy count came out near nothing)", UserWarning, stacklevel=3)
+                      "estimator leaves (the category's noisy count came out near nothing)", UserWarning, stacklevel=4)
     return Fit(model, table, covers)
 
 
