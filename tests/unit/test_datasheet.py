@@ -168,5 +168,7 @@ def test_a_category_left_out_of_a_long_card_is_named():
                                            "y": pd.Categorical(["a"] * values.size, ["a", "b"])}))
     card = _card(b, schema.column("purpose"), [])
     assert MAX_ROWS == 12 and card.count("<tr><td>p") == 12 and "<tr><td>p12<" not in card
-    assert f"2 more categories, not shown, each with at most {1 / values.size:.3f} of the rows weighted: p12, p13" \
+    assert f"2 more categories, not shown, with at most {1 / values.size:.3f} of the rows weighted each: p12, p13" \
         in card
+    b.data["purpose"] = pd.Categorical(np.where(values == "p12", "p00", values), labels)  # p12's row gone too
+    assert "2 more categories, not shown, with no released rows: p12, p13" in _card(b, schema.column("purpose"), [])

@@ -43,6 +43,11 @@ def value_text(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}"
 
 
+def bin_text(lo: float, hi: float) -> str:
+    """A bin of :meth:`dpiw.analysis.Bundle.bins` for a person: "8 to 40", or "12" for a bin of one value."""
+    return value_text(lo) if lo == hi else f"{value_text(lo)} to {value_text(hi)}"
+
+
 def binning_of(schema, measurements: dict | None):
     """The released bins of a bundle's generator (its fine histograms' cut points, or equal-width bins), or None
     when the bundle publishes no generator measurements."""

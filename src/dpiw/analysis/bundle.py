@@ -199,13 +199,15 @@ class Bundle:
             spec = self._spec(column)
             if spec is None or not spec.integer or self._bins(column) is None:
                 continue
+            from dpiw.analysis.bin_bias import bin_text
+
             asked = set(value) if isinstance(value, list | tuple | set) else {value}
             col = self.data[column]
             for lo, hi in self.bins(column):
                 if any(lo <= v <= hi for v in asked) and not col.isin(asked).any():
                     held = sorted(int(v) for v in col[col.between(lo, hi)].unique())
                     shown = ", ".join(map(str, held[:8])) + (", ..." if len(held) > 8 else "")
-                    said.append(f"the bin {lo:g} to {hi:g} of {column!r} holds released rows of "
+                    said.append(f"the bin {bin_text(lo, hi)} of {column!r} holds released rows of "
                                 f"{shown or 'no value'} only (inside a bin the values come from the column's fine "
                                 "histogram, and a value whose noisy count fell within the noise holds none); the "
                                 f"whole bin, where=lambda d: d[{column!r}].between({lo:g}, {hi:g}), has rows")
@@ -259,10 +261,8 @@ class Bundle:
             if share < WITHIN_BIN_SHARE:
                 continue
             ranges = self.bins(c)
-            said = ", ".join((f"{ranges[k][0]:.4g}" if ranges[k][0] == ranges[k][1] else
-                              f"{ranges[k][0]:.4g} to {ranges[k][1]:.4g}")
-                             + f" ({held:.0%} of the bin's rows in the subgroup, {of:.0%} of the subgroup)"
-                             for k, (held, of) in cut.items())
+            said = ", ".join(f"{bin_bias.bin_text(*ranges[k])} ({held:.0%} of the bin's rows in the subgroup, "
+                             f"{of:.0%} of the subgroup)" for k, (held, of) in cut.items())
             whole = int(spec.upper - spec.lower) + 1 if spec.integer else None
             few = (f", and `type: categorical` for {c!r} in the next release keeps each of its {whole} whole numbers "
                    f"apart (here in {nb.card} bins)") if whole is not None and whole <= FEW_WHOLE else ""

@@ -208,8 +208,10 @@ def _card(bundle, col, crowded: list, piled: dict | None = None) -> str:
     if not col.is_numeric and len(col.labels) > len(labels):  # the table shows the MAX_ROWS largest
         rest = [v for v in col.labels if str(v) not in labels]
         most = max(_share((bundle.data[col.name] == v).to_numpy(), bundle.weights) for v in rest)
-        extra += (f"<div><small>{len(rest)} more categories, not shown, each with at most {most:.3f} of the rows "
-                  f"weighted: {html.escape(', '.join(map(str, rest)))}</small></div>")
+        held = ("no released rows" if most == 0 else "under 0.001 of the rows weighted each" if most < 0.0005
+                else f"at most {most:.3f} of the rows weighted each")
+        extra += (f"<div><small>{len(rest)} more categories, not shown, with {held}: "
+                  f"{html.escape(', '.join(map(str, rest)))}</small></div>")
     kind = "numeric" + (", whole numbers" if col.integer else "") if col.is_numeric else "categorical"
     return (f"<div class=\"col\"><h3>{html.escape(col.name)} <small>({kind})</small></h3>{extra}<table>"
             "<tr><th></th><th></th><th>measured</th><th>weighted</th></tr>" + "".join(body) + "</table></div>")
