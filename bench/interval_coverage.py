@@ -242,6 +242,7 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
                      **{f"bias_{k}": v for k, v in (of.biases or {}).items()}}
             rows.append({"population": pop, "rows": n, "release": r, "weights": method, "estimand": name,
                          "interval": interval, "unmeasured": warned,
+                         "marginal": getattr(of, "measured", None) is not None,
                          "reach": float(sum(getattr(of, "reach", (0, 0)))),
                          "value": est.value, "lo": lo, "hi": hi, **parts})
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
@@ -286,8 +287,9 @@ def main() -> None:
         df["unmeasured"] = False
     print("\n| population | N | estimand | truth | noise-aware coverage | its mean width | width / (2 x 1.96 sd "
           "of the error) | sampling-only coverage | mean error | sd of the estimates | noise share of the "
-          "noise-aware variance | warned unmeasured (coverage there) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "noise-aware variance | warned unmeasured (coverage there) | reached a marginal's reading (coverage "
+          "there) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (pop, n, name), g in df.groupby(["population", "rows", "estimand"], sort=False):
         a, s = g[g.interval == "noise"], g[g.interval == "sampling"]
         var = a[[c for c in a.columns if c.startswith("var_")]].mean()
@@ -297,7 +299,7 @@ def main() -> None:
         label = name.replace("|", "\\|")  # a markdown table's cell
         print(f"| {pop} | {n:,} | {label} | {truths[pop][name]:.4g} | {a.covered.mean():.0%} | {a.width.mean():.3g} "
               f"| {a.width.mean() / (2 * 1.96 * spread):.2f} | {s.covered.mean():.0%} | {err.mean():+.3g} | "
-              f"{a.value.std():.3g} | {share:.0%} | {_warned(a)} |")
+              f"{a.value.std():.3g} | {share:.0%} | {_warned(a)} | {_warned(a, 'marginal')} |")
     for interval in ("noise", "sampling"):
         g = df[df.interval == interval]
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
@@ -305,9 +307,10 @@ def main() -> None:
         plot(df, args.plot)
 
 
-def _warned(a: pd.DataFrame) -> str:
-    """In how many releases the estimate warned that its pair was never measured, and its coverage there."""
-    w = a[a.unmeasured.astype(bool)]
+def _warned(a: pd.DataFrame, flag: str = "unmeasured") -> str:
+    """In how many releases the estimate warned that its pair was never measured (``flag`` "marginal": that a
+    published marginal read it beyond both their noise, dpiw.analysis.measured), and its coverage there."""
+    w = a[a[flag].astype(bool)] if flag in a else a.iloc[:0]
     return f"{len(w)} of {len(a)}" + (f" ({w.covered.mean():.0%})" if len(w) else "")
 
 

@@ -24,6 +24,7 @@ rest on a few rows and the intervals are not to be trusted.
 from dpiw.analysis.bundle import (
     Bundle,
     CellWarning,
+    MeasurementWarning,
     TailWarning,
     UnmeasuredWarning,
     WithinBinWarning,
@@ -41,6 +42,6 @@ from dpiw.analysis.estimates import (
     weighted_quantile,
 )
 
-__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "NOISE_AWARE", "Quantile", "SAMPLING_ONLY",
-           "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "WithinBinWarning", "kish_ess",
-           "load_bundle", "weighted_mean", "weighted_quantile"]
+__all__ = ["Bundle", "CellWarning", "Estimate", "MIN_ESS_FRACTION", "MeasurementWarning", "NOISE_AWARE", "Quantile",
+           "SAMPLING_ONLY", "TailWarning", "UnmeasuredWarning", "UnreliableWeightsWarning", "WithinBinWarning",
+           "kish_ess", "load_bundle", "weighted_mean", "weighted_quantile"]

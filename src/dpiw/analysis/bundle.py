@@ -19,6 +19,8 @@ from dpiw.analysis.estimates import (
     Quantile,
     UnreliableWeightsWarning,
     _check_weights,
+    fixed,
+    interval_digits,
     kish_ess,
     weighted_mean,
     weighted_quantile,
@@ -34,6 +36,16 @@ def _is_mask(where) -> bool:
     """Whether a subgroup is given as a boolean mask of the rows (not None, a mapping or a function)."""
     return where is not None and not callable(where) and not isinstance(where, dict)
 
+
+class MeasurementWarning(UserWarning):
+    """A subgroup's estimate from the released rows lies beyond both their noise from the same estimate read off
+    a published noisy marginal that holds its columns (:mod:`dpiw.analysis.measured`)."""
+
+
+#: the released rows' estimate and a published marginal's reading of it disagree where they lie more than this
+#: many standard errors of their difference apart (both noise parts, the private rows' sampling left out: they
+#: share it); set before it was scored, as a two-sided 95% test
+DISAGREE_Z = 1.96
 
 #: the comparisons :meth:`Bundle.share` takes
 COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
@@ -101,6 +113,7 @@ class Bundle:
     schema: object = None
     measurements: dict | None = None
     _bootstrap: dict = field(default_factory=dict, repr=False, compare=False)
+    _cells: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ess_fraction(self) -> float:
@@ -349,6 +362,43 @@ class Bundle:
         return Estimate(est.value, noise_aware.total_se(parts), est.ess, parts, NOISE_AWARE, bias=bias,
                         biases={"weights": bias})
 
+    def _against_marginal(self, call: str, column: str, where, h: np.ndarray, est: Estimate) -> Estimate:
+        """A noise-aware estimate over a subgroup, checked against the same estimate read off the published noisy
+        marginal that holds ``column`` and the subgroup's columns (:func:`dpiw.analysis.measured.direct`): where
+        the two lie more than :data:`DISAGREE_Z` standard errors of their difference apart, the interval reaches
+        over the marginal's reading (:attr:`Estimate.measured`) and :class:`MeasurementWarning` says so."""
+        if est.covers != NOISE_AWARE or where is None or _is_mask(where):
+            return est
+        from dpiw.analysis import measured
+        from dpiw.analysis.noise_aware import subgroup
+
+        if "rows" not in self._cells:
+            self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
+        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column,
+                               self._where_columns(where), h, self.weights, subgroup(self.data, where))
+        if read is None:
+            return est
+        parts = est.parts or {}
+        apart = abs(est.value - read.value) / np.sqrt(read.se ** 2 + parts.get("noise", 0.0)
+                                                      + parts.get("synthetic_rows", 0.0))
+        if not apart > DISAGREE_Z:
+            return est
+        se = float(np.sqrt(read.se ** 2 + parts.get("private_rows", 0.0)))
+        whose, why = (("the weights'", "the weights stop fitting where the residual over all their marginals "
+                       "together reaches the noise's size, which can leave a relation of a few cells")
+                      if read.part == "weights" else
+                      ("the generator's", "the generator's model fits all its marginals at once, each cell at or "
+                       "above zero"))
+        lo, hi = read.value - 1.96 * se, read.value + 1.96 * se
+        digits = interval_digits(lo, hi)
+        warnings.warn(
+            f"{call}: {whose} noisy marginal of {', '.join(map(repr, read.columns))} reads it as "
+            f"{fixed(read.value, digits)} (95% interval {fixed(lo, digits)} to {fixed(hi, digits)}), "
+            f"{apart:.1f} standard errors from the released rows' {fixed(est.value, digits)}: the rows fall short of "
+            f"what that marginal measured ({why}), and the interval reaches over its reading", MeasurementWarning,
+            stacklevel=3)
+        return replace(est, measured=(read.value, se))
+
     def _subgroup(self, where) -> np.ndarray:
         """The rows in the subgroup ``where`` (None, a mapping, a function of the rows or a boolean mask)."""
         from dpiw.analysis import noise_aware
@@ -379,6 +429,8 @@ class Bundle:
         self._numeric(f"mean({column!r})", column)
         self._subgroup_checks(f"mean({column!r}, where={_said(where)})", column, where)
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
+        est = self._against_marginal(f"mean({column!r}, where={_said(where)})", column, where,
+                                     self.data[column].to_numpy(float), est)
         spec = self._spec(column)
         if spec is None or not spec.is_numeric:
             return est
@@ -584,8 +636,10 @@ class Bundle:
 
         check_label(column, label, list(col.cat.categories), "rate: ")
         self._subgroup_checks(f"rate({column!r}, {label!r}, where={_said(where)})", column, where)
-        return replace(self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval),
-                       limits=(0.0, 1.0))
+        est = self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
+        est = self._against_marginal(f"rate({column!r}, {label!r}, where={_said(where)})", column, where,
+                                     (self.data[column] == label).to_numpy(float), est)
+        return replace(est, limits=(0.0, 1.0))
 
     def design(self, features: list[str], data: pd.DataFrame | None = None) -> pd.DataFrame:
         """The features as a numeric design matrix: numeric columns in their units, a categorical column with K

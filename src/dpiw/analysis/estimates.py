@@ -56,7 +56,9 @@ NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametr
                "marginals and, for a numeric mean or share within a subgroup, how far the values drawn inside each "
                "bin put it off (the interval reaches the estimate corrected for both; a share reaches over the rows "
                "its fine histogram's pruning moved across the threshold, and whose threshold splits a fine cell "
-               "where rows pile up, over that cell's rows); NOT the generator's bias")
+               "where rows pile up, over that cell's rows), and, where a published marginal holds a subgroup's "
+               "columns and reads its estimate beyond both their noise from the released rows', that reading; "
+               "NOT the generator's bias")
 #: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
 NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                    "measurements), the synthetic rows' sampling and how far the weights fall short of the private "
@@ -120,6 +122,11 @@ class Estimate:
         them); ``bins`` (a mean of a numeric column, or its share above a value): how far the values drawn
         inside each bin from the column's own histogram put a subgroup's estimate off
         (:mod:`dpiw.analysis.bin_bias`).
+    measured : tuple or None
+        Noise-aware estimates within a subgroup: where one published noisy marginal holds the subgroup's columns
+        and the estimated one, and the estimate read off it (:mod:`dpiw.analysis.measured`) lies beyond both
+        their noise from ``value``, that reading and its standard error (with the private rows' sampling): the
+        interval reaches over ``measured[0]`` +- z ``measured[1]``. None otherwise.
     """
 
     value: float
@@ -131,11 +138,12 @@ class Estimate:
     bias: float = 0.0
     biases: dict | None = None
     reach: tuple[float, float] = (0.0, 0.0)
+    measured: tuple[float, float] | None = None
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95), widened on one side to reach
-        ``value - bias`` +- z se (a noise-aware estimate with weights: :attr:`bias`), and by :attr:`reach`
-        below and above."""
+        ``value - bias`` +- z se (a noise-aware estimate with weights: :attr:`bias`), by :attr:`reach`
+        below and above, and over a published marginal's reading +- z its se (:attr:`measured`)."""
         from scipy.stats import norm
 
         if not 0 < level < 1:
@@ -144,6 +152,8 @@ class Estimate:
         corrected = self.value - self.bias
         lo = min(self.value, corrected) - z * self.se - self.reach[0]
         hi = max(self.value, corrected) + z * self.se + self.reach[1]
+        if self.measured is not None:
+            lo, hi = min(lo, self.measured[0] - z * self.measured[1]), max(hi, self.measured[0] + z * self.measured[1])
         if self.limits is not None:  # nothing outside what the estimand can be
             lo, hi = max(lo, self.limits[0]), min(hi, self.limits[1])
         return lo, hi

@@ -1,0 +1,171 @@
+"""A subgroup's estimate read off a published noisy marginal (dpiw.analysis.measured): the closed form on exact
+counts, whatever the order of the marginal's axes; unbiased with the standard error it says under Gaussian noise;
+refused where the subgroup cuts inside a cell or no marginal holds its columns; and, in a bundle whose rows fall
+short of what their weights measured, a warning and an interval that reaches the marginal's reading."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpiw.analysis import Bundle, MeasurementWarning, measured
+from dpiw.data.schema import parse_schema
+from dpiw.scale import decode_frame
+
+SCHEMA = parse_schema({"name": "m", "task": "classification", "target": "y", "columns": [
+    {"name": "a", "type": "categorical", "categories": ["p", "q", "r"]},
+    {"name": "x", "type": "numeric", "lower": 0, "upper": 8},
+    {"name": "b", "type": "categorical", "categories": ["u", "v"]},
+    {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+BINS = 4  # x in four equal-width bins: [0, 2), [2, 4), [4, 6), [6, 8]
+
+
+def table(n: int, seed: int) -> pd.DataFrame:
+    """The private rows as released: categories as codes, x scaled to [0, 1] by its bounds."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(3, n, p=[0.5, 0.3, 0.2])
+    b = rng.choice(2, n)
+    x = np.clip(rng.gamma(2.0 + a + b, 0.7), 0, 7.999)
+    y = (rng.uniform(size=n) < 0.15 + 0.25 * a + 0.2 * b).astype(int)
+    return pd.DataFrame({"a": a, "x": x / 8, "b": b, "y": y})
+
+
+def counts(scaled: pd.DataFrame, clique: list[int]) -> np.ndarray:
+    """The exact marginal of ``clique`` (axes in its order)."""
+    from dpiw.sdgp.binning import Binning
+
+    binning = Binning.equal_width(SCHEMA, BINS)
+    cells, cards = binning.cells(scaled), binning.cards
+    idx = np.ravel_multi_index(tuple(cells[:, j] for j in clique), [cards[j] for j in clique])
+    return np.bincount(idx, minlength=int(np.prod([cards[j] for j in clique]))).astype(float)
+
+
+def published(scaled: pd.DataFrame, cliques: list[list[int]], std: float, rng=None) -> dict:
+    """A 'weights' part as measurements.json holds it: each marginal's counts plus N(0, std) noise."""
+    rng = rng or np.random.default_rng(0)
+    exact = {tuple(cl): counts(scaled, cl) for cl in cliques}
+    return {"weights": {"bins": BINS, "cards": [3, BINS, 2, 2], "columns": SCHEMA.names, "measurements": [
+        {"clique": list(cl), "std": std, "counts": (y + rng.normal(0, std, y.size)).tolist()}
+        for cl, y in exact.items()]}}
+
+
+def read(scaled, measurements, column, where_columns, h, mask, weights=None):
+    """:func:`measured.direct` of ``h`` over ``mask``, with unit weights unless given."""
+    cells = measured.cells_of(SCHEMA, measurements, scaled)
+    w = np.ones(len(scaled)) if weights is None else weights
+    return measured.direct(SCHEMA, measurements, cells, column, where_columns, h, w, mask)
+
+
+def test_exact_counts_give_the_subgroups_own_rate_and_mean_whatever_the_axes_order():
+    rows = table(4000, 1)
+    scaled = rows
+    data = decode_frame(scaled, SCHEMA)
+    # the released rows are the private ones here: the reading must be the subgroup's own value to rounding
+    sub = (data.a == "r") & (data.b == "v")
+    for clique in ([3, 0, 2], [2, 3, 0], [0, 2, 3]):  # y, a, b in three orders
+        m = published(scaled, [clique], std=1e-9)
+        got = read(scaled, m, "y", ["b", "a"], (data.y == "yes").to_numpy(float), sub.to_numpy())
+        assert got.value == pytest.approx((data.y[sub] == "yes").mean(), abs=1e-9)
+        assert got.part == "weights" and set(got.columns) == {"a", "b", "y"}
+    # a numeric column's mean: each bin's value is the subgroup's released mean in it, so exact counts give it back
+    m = published(scaled, [[1, 0]], std=1e-9)
+    sub = (data.a == "q").to_numpy()
+    got = read(scaled, m, "x", ["a"], data.x.to_numpy(float), sub)
+    assert got.value == pytest.approx(data.x[sub].mean(), rel=1e-9)
+
+
+def test_the_reading_is_unbiased_with_the_standard_error_it_says():
+    """400 draws of Gaussian noise (std 30) on the exact marginal of (y, a): the readings' mean is the truth within
+    4 of its standard errors, and their sd is the reported se within 10%."""
+    rows = table(3000, 2)
+    scaled = rows
+    data = decode_frame(scaled, SCHEMA)
+    sub = (data.a != "p").to_numpy()
+    h = (data.y == "yes").to_numpy(float)
+    truth = h[sub].mean()
+    rng = np.random.default_rng(5)
+    got = [read(scaled, published(scaled, [[3, 0]], 30.0, rng), "y", ["a"], h, sub) for _ in range(400)]
+    values, ses = np.array([g.value for g in got]), np.array([g.se for g in got])
+    assert abs(values.mean() - truth) < 4 * values.std() / np.sqrt(len(values))
+    assert values.std() / ses.mean() == pytest.approx(1.0, abs=0.1)
+
+
+def test_no_reading_where_the_subgroup_cuts_a_cell_no_marginal_holds_it_or_the_noise_swamps_it():
+    rows = table(2000, 3)
+    scaled = rows
+    data = decode_frame(scaled, SCHEMA)
+    h = (data.y == "yes").to_numpy(float)
+    m = published(scaled, [[1, 3], [0, 3]], std=1.0)
+    assert read(scaled, m, "y", ["x"], h, (data.x > 3).to_numpy()) is None  # 3 is inside the bin [2, 4)
+    assert read(scaled, m, "y", ["x"], h, (data.x >= 4).to_numpy()) is not None  # between bins
+    assert read(scaled, m, "y", ["b"], h, (data.b == "u").to_numpy()) is None  # no marginal holds (b, y)
+    assert read(scaled, m, "y", ["a", "x"], h, ((data.a == "p") & (data.x >= 4)).to_numpy()) is None  # nor (a, x, y)
+    assert read(scaled, published(scaled, [[0, 3]], std=400.0), "y", ["a"], h, (data.a == "r").to_numpy()) is None
+
+
+def test_rows_short_of_their_marginal_warn_and_the_interval_reaches_its_reading():
+    """A release whose rows lost the relation of b with y (the private table: 0.50 of b = v are 'yes' against
+    0.34 of b = u; the rows: about 0.42 in both), with unit weights that never moved, and marginal_match's
+    published two-way marginals with y (epsilon 1), which show it: the rate among b = v warns and its interval
+    covers the table's value, which the rows' own interval leaves out; the rate among a = r, which the rows keep
+    and the marginal of (a, y) agrees with, does not warn and keeps its interval."""
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
+
+    rows = table(6000, 4)
+    truth = decode_frame(rows, SCHEMA)
+    rng = np.random.default_rng(7)
+    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
+    synth = gen.sample(6000, rng=rng)
+    synth["b"] = rng.permutation(synth["b"].to_numpy())  # the rows lose b's relation to every other column
+    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
+    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
+            "weights": measurements_dict(mm)}
+    bundle = Bundle(decode_frame(synth, SCHEMA), np.ones(len(synth)), {"records": []}, synth, SCHEMA, meas)
+    with pytest.warns(MeasurementWarning, match=r"the weights' noisy marginal of 'b', 'y' reads it as"):
+        est = bundle.rate("y", "yes", {"b": "v"})
+    target = (truth.y[truth.b == "v"] == "yes").mean()
+    assert est.measured is not None and abs(est.measured[0] - target) < 0.03
+    lo, hi = est.ci()
+    assert lo <= target <= hi and not est.value - 1.96 * est.se <= target <= est.value + 1.96 * est.se
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        kept = bundle.rate("y", "yes", {"a": "r"})
+    assert kept.measured is None
+
+
+def test_a_columns_empty_rows_are_read_apart_from_its_values_or_not_at_all():
+    """x is empty in a fifth of the rows (`missing: indicator`: held at its lower bound, x_missing = 1). Read off
+    exact counts, the mean of x among a = r is the mean of the rows that have a value: from a marginal with
+    x_missing, where it is 0; from one without, leaving out x's lowest bin, which the fine histograms give the
+    empty rows alone. Equal-width bins share that bin with small values: no reading."""
+    from dpiw.sdgp.binning import Binning
+    from dpiw.sdgp.mst import MST
+
+    schema = parse_schema({"name": "e", "task": "classification", "target": "y", "columns": [
+        {"name": "a", "type": "categorical", "categories": ["p", "q", "r"]},
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 8, "missing": "indicator"},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    base = table(5000, 6)
+    empty = np.random.default_rng(9).uniform(size=len(base)) < 0.2
+    scaled = pd.DataFrame({"a": base.a, "x": np.where(empty, 0.0, np.maximum(base.x, 0.01)),
+                           "x_missing": empty.astype(int), "y": base.y})
+    data = decode_frame(scaled, schema)
+    sub = (data.a == "r").to_numpy()
+    target = data.x[sub].mean()  # the rows with a value (pandas leaves out NaN)
+    assert np.isnan(data.x[empty]).all()
+    fine = MST(bins=BINS, iters=50, fine_cells=64).fit(scaled, schema, epsilon=5.0, delta=1e-6,
+                                                       rng=np.random.default_rng(1))
+    for binning, expect in ((fine.binning_, True), (Binning.equal_width(schema, BINS), False)):
+        cells, cards = binning.cells(scaled), binning.cards
+        for clique in ([1, 0], [0, 2, 1]):
+            idx = np.ravel_multi_index(tuple(cells[:, j] for j in clique), [cards[j] for j in clique])
+            y = np.bincount(idx, minlength=int(np.prod([cards[j] for j in clique]))).astype(float)
+            part = {"columns": schema.names, "measurements": [{"clique": clique, "std": 1e-9, "counts": y.tolist()}]}
+            got = measured.direct(schema, {"weights": part}, {"weights": (cells, cards, binning)}, "x", ["a"],
+                                  data.x.to_numpy(float), np.ones(len(data)), sub)
+            if expect or 2 in clique:  # a marginal with x_missing reads the rows with a value on any bins
+                assert got is not None and got.value == pytest.approx(target, rel=1e-9), (clique, binning)
+            else:
+                assert got is None
