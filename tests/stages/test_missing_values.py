@@ -84,6 +84,33 @@ def test_mst_ties_a_flag_to_its_column_without_spending_on_the_choice(tmp_path):
         assert rows.creatinine.isna().eq(flagged).all()
 
 
+def test_no_released_value_sits_at_the_bound_where_only_the_empty_rows_were(tmp_path):
+    """creatinine (continuous, no spike at its lower bound 0) holds its empty rows alone in its lowest bin. At a
+    tiny epsilon the model puts rows with a value in that bin too (the noise of an empty cell): a mean of the
+    values would count them as 0. Each gets the bin of another row with a value: no value at 0, the empty rows
+    and the flag as drawn."""
+    df, s = _table(tmp_path, n=2000)
+    typed = read_table(s, s.source["path"])[s.names]
+    scaled = scale_frame(typed, s, {c.name: (c.lower, c.upper) for c in s.columns if c.is_numeric})
+    mst = MST(fine_cells=64).fit(scaled, s, epsilon=0.05, delta=1e-6, rng=np.random.default_rng(0))
+    nb = mst.binning_.numeric["creatinine"]
+    assert nb.empty_only(s.column("creatinine"))
+    cells = {c.name: np.asarray(v) for c, v in zip(s.columns, mst.binning_.cells(scaled).T, strict=True)}
+    n = 4000
+    rng = np.random.default_rng(1)
+    drawn = {name: rng.choice(v, n) for name, v in cells.items()}  # rows apart from each other, as noise could
+    present = drawn["creatinine_missing"] == 0
+    stray = present & (drawn["creatinine"] == 0)
+    assert stray.sum() > 100
+    rows = decode_frame(mst.binning_.rows(drawn, np.random.default_rng(2)), s)
+    assert (rows.creatinine[present] > 0).all() and rows.creatinine[~present].isna().all()
+    assert rows.creatinine_missing.astype(int).eq((~present).astype(int)).all()
+    kept = pd.Series(nb.cells(mst.binning_.rows(drawn, np.random.default_rng(2)).creatinine.to_numpy()))
+    share = kept[stray].value_counts(normalize=True).sort_index()  # the strays' bins follow the other rows'
+    others = pd.Series(drawn["creatinine"][present & ~stray]).value_counts(normalize=True).sort_index()
+    assert np.abs(share.reindex(others.index, fill_value=0) - others).max() < 0.1
+
+
 def test_number_categories_stay_numbers_beside_the_missing_category():
     s = parse_schema({**SCHEMA, "columns": [*SCHEMA["columns"][:2],
                                             {"name": "ecog", "type": "categorical", "categories": [0, 1, 2],

@@ -109,14 +109,6 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
     return best
 
 
-def _only_empty(column, binning) -> bool:
-    """Whether a `missing: indicator` column's lowest bin holds its empty rows alone: a bin of the lower bound alone
-    (as the fine histograms give it) of a continuous column with no spike there (an integer column's lowest whole
-    number, or a declared spike, is a value rows hold)."""
-    lo, hi = binning.numeric[column.name].ends()
-    return not column.integer and "lower" not in column.spikes and float(hi[0] - lo[0]) < 1e-12
-
-
 def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     """A 1-D array shaped to broadcast along ``axis`` of an ``ndim``-dimensional marginal."""
     shape = [1] * ndim
@@ -149,7 +141,7 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
         if j != jt:  # a subgroup's column: its empty rows are out of it unless it holds their bin
             if member.take(0, axis=sorted(js, key=axes.get).index(j)).any():
                 return None
-        elif _only_empty(schema.columns[j], binning):
+        elif binning.numeric[schema.columns[j].name].empty_only(schema.columns[j]):
             cells = cells & _along(np.arange(cards[j]) > 0, axes[j], y.ndim)
         else:
             return None

@@ -338,6 +338,13 @@ class NumericBins:
             leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
         return self.grid.draw(leaf, rng)
 
+    def empty_only(self, column) -> bool:
+        """Whether the lowest bin holds a `missing: indicator` column's empty rows alone: the lower bound's own leaf
+        is a bin of its own, and the column is continuous with no declared spike there (an integer column's lowest
+        whole number, or a declared spike, is a value rows hold). Equal-width bins share it with small values."""
+        return (column.missing == "indicator" and self.grid.low and self.grid.span is None and not column.integer
+                and "lower" not in column.spikes and len(self.cuts) > 1 and int(self.cuts[1]) == 1)
+
     def ends(self) -> tuple[np.ndarray, np.ndarray]:
         """Each bin's lowest and highest scaled value (its first and last whole number on an integer grid; just
         below its upper edge on a continuous one, or the spike itself)."""
@@ -384,10 +391,22 @@ class Binning:
 
     def rows(self, cells: dict[str, np.ndarray], rng: np.random.Generator) -> pd.DataFrame:
         """Scaled rows from each column's cells: numeric values drawn inside their bins (in schema order, one
-        uniform stream per numeric column), category codes as they are."""
+        uniform stream per numeric column), category codes as they are.
+
+        A `missing: indicator` column whose lowest bin holds its empty rows alone (:meth:`NumericBins.empty_only`):
+        a row with a value (its 0/1 column 0) that the model put in that bin (the noise of the cell, which is empty
+        in the private rows) gets the bin of another such row drawn at random, so no released value sits at the
+        bound where only empty rows were."""
+        flags = {c.indicator_of: c.name for c in self.schema.columns if c.indicator_of}
         out = {}
         for c in self.schema.columns:
             cell = np.asarray(cells[c.name], dtype=np.int64)
+            if c.is_numeric and c.name in flags and self.numeric[c.name].empty_only(c):
+                present = np.asarray(cells[flags[c.name]]) == 0
+                stray, pool = present & (cell == 0), cell[present & (cell > 0)]
+                if stray.any() and pool.size:
+                    cell = cell.copy()
+                    cell[stray] = rng.choice(pool, int(stray.sum()))
             out[c.name] = self.numeric[c.name].values(cell, rng) if c.is_numeric else cell
         return pd.DataFrame(out)[self.schema.names]
 
