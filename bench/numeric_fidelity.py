@@ -19,7 +19,11 @@ named on 2026-11-28 before any of these arms ran: an arm replaces MST's thirds (
 both tables its within-class numeric means are better than ``fine`` beyond 2 SE and no family (numeric means,
 means and shares, subgroups, 3-way cells, regression) is worse beyond 2 SE on either table.
 
-    python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized]
+``--void``: params.yaml's release (``fine``) against the same without the sampler's move of rows out of bins
+whose fine histogram holds no mass (arm ``no_void``; dpiw.sdgp.binning.Binning.rows), and nothing else. The rule,
+named on 2026-11-28 before the run: the move stays only if no family is worse beyond 2 SE on either table.
+
+    python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
 """
 
 from __future__ import annotations
@@ -95,10 +99,15 @@ def one(job) -> list[dict]:
     truth_num = numeric_targets(raw, schema, np.ones(len(raw)))
     truth_fam = analyst_targets(scaled, schema)
     rows = []
+    from dpiw.sdgp.binning import NumericBins
+
+    void = NumericBins.void
     for arm, mst in arms.items():
         t0 = time.perf_counter()
+        mst = dict(mst or {})
+        NumericBins.void = void if mst.pop("void", True) else (lambda self: np.zeros(self.card, bool))
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
-        bundle, method = default_release(raw, schema, eps, rng, mst=mst)
+        bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
         fam = analyst_targets(bundle.scaled, schema, bundle.weights)
         pairs = measured_pairs(bundle.measurements, schema.names)
@@ -152,6 +161,8 @@ def main() -> None:
                    help="also MST's rho split as one-way,selection,two-way weights (arm split_<w>; default 1,1,1)")
     p.add_argument("--sized", action="store_true",
                    help="also MST's tree scored with AIM's noise penalty (arm sized; with each --splits too)")
+    p.add_argument("--void", action="store_true",
+                   help="only params.yaml's release against the same without moving rows out of void bins")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -164,13 +175,18 @@ def main() -> None:
         arms |= {"sized": {"sized_scores": True},
                  **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
                     for w in args.splits}}
+    if args.void:
+        arms = {"fine": None, "no_void": {"void": False}}
     jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
     df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
           f"{time.perf_counter() - t0:.0f} s")
-    for arm in sorted(set(df.arm) - {"equal_width"}):
+    for arm in sorted(set(df.arm) - {"equal_width"} if "equal_width" in set(df.arm) else ()):
         print(f"\n{arm} against equal_width:")
         summarise(df, arm)
+    if "no_void" in set(df.arm):
+        print("\nfine (params.yaml) against no_void:")
+        summarise(df, "fine", "no_void")
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)

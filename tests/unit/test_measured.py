@@ -68,6 +68,20 @@ def test_exact_counts_give_the_subgroups_own_rate_and_mean_whatever_the_axes_ord
         got = read(scaled, m, "y", ["b", "a"], (data.y == "yes").to_numpy(float), sub.to_numpy())
         assert got.value == pytest.approx((data.y[sub] == "yes").mean(), abs=1e-9)
         assert got.part == "weights" and set(got.columns) == {"a", "b", "y"}
+    # a category no released row holds: a subgroup of labels reads its cells all the same
+    m = published(scaled, [[3, 0]], std=1e-9)
+    kept = (data.a != "r").to_numpy()
+    sub = data.a.isin(["q", "r"]).to_numpy()
+    rows_kept, h = scaled[kept].reset_index(drop=True), (data.y == "yes").to_numpy(float)[kept]
+    cells = measured.cells_of(SCHEMA, m, rows_kept)
+    labels = {"a": np.array([False, True, True])}
+    got = measured.direct(SCHEMA, m, cells, "y", ["a"], h, np.ones(kept.sum()), sub[kept], labels=labels)
+    assert got.value == pytest.approx((data.y[sub] == "yes").mean(), abs=1e-9)
+    # a label no released row holds: its bin is worth 1 (the caller's fallback), not the release's rate of 0
+    no = (data.y == "no").to_numpy()  # the released rows: the private ones that say 'no'
+    got = measured.direct(SCHEMA, m, measured.cells_of(SCHEMA, m, scaled[no]), "y", ["a"], np.zeros(no.sum()),
+                          np.ones(no.sum()), (data.a == "r").to_numpy()[no], fallback=lambda k: float(k == 1))
+    assert got.value == pytest.approx((data.y[data.a == "r"] == "yes").mean(), abs=1e-9)
     # a numeric column's mean: each bin's value is the subgroup's released mean in it, so exact counts give it back
     m = published(scaled, [[1, 0]], std=1e-9)
     sub = (data.a == "q").to_numpy()

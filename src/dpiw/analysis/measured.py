@@ -15,8 +15,11 @@ subgroup's cells' counts weigh the released rows' value in each bin of the estim
 
 where ``v_c`` is the released rows' weighted mean of the estimated quantity among the subgroup's rows in c's bin
 of the column (so the values inside a bin are the release's own, and only the bins' masses come from the
-marginal). It is unbiased for the table's value up to the release's shape inside the bins, and noisier than the
-released rows' estimate: the analysis uses it only where the two disagree beyond both their noise.
+marginal; a bin no released row of the subgroup holds takes every released row's there, and one no released row
+holds at all the caller's value for it: a label's own bin 1, a numeric bin its middle). As a ratio of noisy sums it
+is unbiased for the table's value to first order (its bias is of the order of its variance over its value), up to
+the release's shape inside the bins, and noisier than the released rows' estimate: the analysis uses it only
+where the two disagree beyond both their noise.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: a marginal whose subgroup total is under this many times its noise sd summed over the subgroup's cells is
-#: too noisy for a ratio (its denominator's relative error over a quarter)
+#: a marginal whose subgroup total is under this many sds of the noise of that total (std sqrt(cells)) is too
+#: noisy for a ratio (its denominator's relative error over a quarter)
 MIN_SIGNAL = 4.0
 
 
@@ -53,17 +56,19 @@ def _binning(schema, part: dict):
 def cells_of(schema, measurements: dict, scaled) -> dict[str, tuple]:
     """Each published part's cells of the released (scaled) rows, its cardinalities and its binning."""
     out = {}
+    if scaled is None:
+        return out
     for name, part in measurements.items():
         if not isinstance(part, dict) or not part.get("measurements") or part.get("columns") != schema.names:
             continue
         binning = _binning(schema, part)
-        if binning is not None:
+        if binning is not None and list(part.get("cards", binning.cards)) == list(binning.cards):
             out[name] = (binning.cells(scaled), binning.cards, binning)
     return out
 
 
 def direct(schema, measurements: dict, cells: dict, column: str, where_columns: list[str], h: np.ndarray,
-           weights: np.ndarray, in_subgroup: np.ndarray, fallback=None) -> Direct | None:
+           weights: np.ndarray, in_subgroup: np.ndarray, fallback=None, labels=None) -> Direct | None:
     """The estimate of the weighted mean of ``h`` (a value per released row of ``column``, e.g. the column
     itself or whether it is a label; NaN where the row has no value) over the subgroup ``in_subgroup`` (a mask
     of the released rows over ``where_columns``), read off the published marginal that holds ``column`` and
@@ -79,7 +84,9 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
     of its columns gets no reading.
 
     ``cells``: :func:`cells_of`. ``fallback(bin)``: ``h``'s value in a bin of ``column`` that holds no released
-    row (default: the subgroup's released estimate)."""
+    row (default: the subgroup's released estimate). ``labels``: for a subgroup of categories (a dict of labels),
+    each subgroup column's codes in it (a boolean per category): its cells then follow the schema's categories,
+    also those no released row holds, rather than the released rows."""
     if not where_columns or column in where_columns:
         return None
     names = list(schema.names)
@@ -99,11 +106,13 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
         checked = ~np.logical_or.reduce([*empty.values(), np.zeros(len(rows), bool)])
         for m in measurements[name]["measurements"]:
             clique, std = list(m["clique"]), float(m.get("std") or 0.0)
-            if not std > 0 or not {jt, *js} <= set(clique):
+            shape = [cards[j] for j in clique]
+            if not std > 0 or not {jt, *js} <= set(clique) or len(m["counts"]) != math.prod(shape):
                 continue
-            y = np.asarray(m["counts"], float).reshape([cards[j] for j in clique])
+            y = np.asarray(m["counts"], float).reshape(shape)
+            known = [np.asarray(labels[c], bool) for c in where_columns] if labels is not None else None
             got = _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallback,
-                        {j: flag[j] for j in (jt, *js) if j in flag}, schema, binning)
+                        {j: flag[j] for j in (jt, *js) if j in flag}, schema, binning, known)
             if got is not None and (best is None or got[1] < best.se):
                 best = Direct(got[0], got[1], name, tuple(names[j] for j in clique))
     return best
@@ -116,19 +125,25 @@ def _along(values: np.ndarray, axis: int, ndim: int) -> np.ndarray:
     return values.reshape(shape)
 
 
-def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallback, flags, schema, binning):
+def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallback, flags, schema, binning,
+          known=None):
     """(value, se) of one marginal ``y`` (axes in ``clique``'s order), or None. ``checked``: the released rows
-    whose cells say whether they are in the subgroup; ``flags``: a `missing: indicator` column's 0/1 column."""
+    whose cells say whether they are in the subgroup; ``flags``: a `missing: indicator` column's 0/1 column;
+    ``known``: the subgroup's categories per subgroup column, where it is a dict of labels."""
     axes = {j: a for a, j in enumerate(clique)}
-    # the subgroup as a set of cells of its own columns: every released row of a cell on the same side
     sub_shape = [cards[j] for j in js]
-    key = np.ravel_multi_index(tuple(rows[:, j] for j in js), sub_shape)
-    size = math.prod(sub_shape)
-    held = np.bincount(key[checked], minlength=size)
-    inside = np.bincount(key[checked], weights=in_subgroup[checked].astype(float), minlength=size)
-    if np.any((inside > 0) & (inside < held)):
-        return None
-    member = (inside > 0).reshape(sub_shape)  # a cell with no released row: outside
+    if known is not None:  # categories: the subgroup's cells from the schema
+        member = np.ones(sub_shape, bool)
+        for a, inside in enumerate(known):
+            member &= _along(inside, a, len(js))
+    else:  # the subgroup as a set of cells of its own columns: every released row of a cell on the same side
+        key = np.ravel_multi_index(tuple(rows[:, j] for j in js), sub_shape)
+        size = math.prod(sub_shape)
+        held = np.bincount(key[checked], minlength=size)
+        inside = np.bincount(key[checked], weights=in_subgroup[checked].astype(float), minlength=size)
+        if np.any((inside > 0) & (inside < held)):
+            return None
+        member = (inside > 0).reshape(sub_shape)  # a cell with no released row: outside
     if not member.any():
         return None
     member = np.transpose(member, np.argsort([axes[j] for j in js]))  # its axes in the marginal's order

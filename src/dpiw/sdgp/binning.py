@@ -338,6 +338,15 @@ class NumericBins:
             leaf[rows] = lo + np.minimum(np.searchsorted(cdf, u[rows], side="right"), hi - lo - 1)
         return self.grid.draw(leaf, rng)
 
+    def void(self) -> np.ndarray:
+        """Per bin, whether the fine histogram (a DP measurement, pruned where under its noise) holds no mass in
+        it: no bin is void without a fine histogram."""
+        if self.fine is None:
+            return np.zeros(self.card, bool)
+        mass = np.asarray(self.fine, float).copy()
+        mass[self.grid.support:] = 0.0
+        return ~(self.coarse(mass) > 0)
+
     def empty_only(self, column) -> bool:
         """Whether the lowest bin holds a `missing: indicator` column's empty rows alone: the lower bound's own leaf
         is a bin of its own, and the column is continuous with no declared spike there (an integer column's lowest
@@ -393,20 +402,27 @@ class Binning:
         """Scaled rows from each column's cells: numeric values drawn inside their bins (in schema order, one
         uniform stream per numeric column), category codes as they are.
 
-        A `missing: indicator` column whose lowest bin holds its empty rows alone (:meth:`NumericBins.empty_only`):
-        a row with a value (its 0/1 column 0) that the model put in that bin (the noise of the cell, which is empty
-        in the private rows) gets the bin of another such row drawn at random, so no released value sits at the
-        bound where only empty rows were."""
+        Two kinds of a numeric column's rows get the bin of another of its rows, drawn at random (the model's
+        noise put them where the column's own measurement says no row is; they keep their other columns):
+        rows in a bin the fine histogram holds no mass in (:meth:`NumericBins.void`: a far tail measured empty,
+        which the noise of the two-way marginals fills), and, for a `missing: indicator` column whose lowest bin
+        holds its empty rows alone (:meth:`NumericBins.empty_only`), rows with a value (their 0/1 column 0) in
+        that bin, so no released value sits at the bound where only empty rows were. Nothing is drawn where no
+        row is moved, so the values' random stream is as before."""
         flags = {c.indicator_of: c.name for c in self.schema.columns if c.indicator_of}
         out = {}
         for c in self.schema.columns:
             cell = np.asarray(cells[c.name], dtype=np.int64)
-            if c.is_numeric and c.name in flags and self.numeric[c.name].empty_only(c):
-                present = np.asarray(cells[flags[c.name]]) == 0
-                stray, pool = present & (cell == 0), cell[present & (cell > 0)]
-                if stray.any() and pool.size:
+            if c.is_numeric:
+                nb = self.numeric[c.name]
+                void = nb.void()[cell]
+                stray, pool = void, ~void
+                if c.name in flags and nb.empty_only(c):
+                    present = np.asarray(cells[flags[c.name]]) == 0
+                    stray, pool = stray | (present & (cell == 0)), pool & present & (cell > 0)
+                if stray.any() and pool.any():
                     cell = cell.copy()
-                    cell[stray] = rng.choice(pool, int(stray.sum()))
+                    cell[stray] = rng.choice(cell[pool], int(stray.sum()))
             out[c.name] = self.numeric[c.name].values(cell, rng) if c.is_numeric else cell
         return pd.DataFrame(out)[self.schema.names]
 
