@@ -445,3 +445,40 @@ def test_rows_in_a_bin_the_fine_histogram_measured_empty_move_to_the_measured_on
     kept = {"x": cells["x"][:900], "g": cells["g"][:900]}
     assert np.array_equal(Binning(schema, {"x": nb}).rows(kept, np.random.default_rng(3)).x,
                           nb.values(kept["x"], np.random.default_rng(3)))
+
+
+def test_a_bundle_whose_rows_sit_where_the_fine_histogram_measured_nothing_says_so():
+    """Days of limited activity on public bounds 0 to 365, nearly all 0 and none over 30 (as in VietNamI): the
+    published fine histogram holds its mass in the first 9 of 256 cells, so the bins above them are void. Rows
+    inside the measured bins say nothing; a bundle made before the sampler moved rows out of void bins (rows at
+    300 days) warns at its mean and at a share."""
+    import warnings
+
+    from dpiw.analysis import Bundle, TailWarning
+    from dpiw.weights.marginal_match import measurements_dict
+
+    schema = parse_schema({"name": "d", "task": "classification", "target": "y", "columns": [
+        {"name": "days", "type": "numeric", "lower": 0, "upper": 365, "integer": True, "spikes": [0]},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    rng = np.random.default_rng(4)
+    days = np.where(rng.uniform(size=4000) < 0.99, 0, rng.integers(1, 6, 4000))
+    scaled = pd.DataFrame({"days": days / 365, "y": (rng.uniform(size=4000) < 0.3).astype(int)})
+    gen = MST(bins=8, iters=100, fine_cells=256).fit(scaled, schema, epsilon=1.0, delta=1e-6, rng=rng)
+    measured = {"generator": {**measurements_dict(gen), "total": 4000.0, "iters": gen.iters}}
+    published = measured["generator"]["fine"]["binning"]["days"]
+    published["cuts"] = [0, 1, 9, 64, 256]
+    published["fine"] = [0.99, *[0.01 / 8] * 8, *[0.0] * 247]
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        Bundle(decode_frame(scaled, schema), np.ones(4000), {"records": []}, scaled, schema, measured).mean(
+            "days", interval="sampling")
+    assert not [w for w in said if "measured empty" in str(w.message)]
+    old = scaled.copy()
+    old.loc[:19, "days"] = 300 / 365
+    bundle = Bundle(decode_frame(old, schema), np.ones(4000), {"records": []}, old, schema, measured)
+    assert list(bundle._bins("days").void()) == [False, False, True, True]
+    with pytest.warns(TailWarning, match=r"0.5% of the released rows lie in bins of 'days' its fine histogram "
+                                         r"measured empty \(\d+ to \d+, \d+ to 365\)"):
+        bundle.mean("days", interval="sampling")
+    with pytest.warns(TailWarning, match="measured empty"):
+        bundle.share("days", ">", 3, interval="sampling")

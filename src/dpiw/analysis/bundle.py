@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from dpiw import DpiwError
+from dpiw.analysis.bin_bias import bin_text
 from dpiw.analysis.estimates import (
     MIN_ESS_FRACTION,
     NOISE_AWARE,
@@ -214,8 +215,6 @@ class Bundle:
             spec = self._spec(column)
             if spec is None or not spec.integer or self._bins(column) is None:
                 continue
-            from dpiw.analysis.bin_bias import bin_text
-
             asked = set(value) if isinstance(value, list | tuple | set) else {value}
             col = self.data[column]
             for lo, hi in self.bins(column):
@@ -463,7 +462,9 @@ class Bundle:
             return est
         if est.covers == NOISE_AWARE:
             est = replace(est, **self._bin_bias(column, spec, where, est))
-        self._tail(f"mean({column!r}" + ("" if where is None else f", where={_said(where)}") + ")", column, spec, where)
+        said = f"mean({column!r}" + ("" if where is None else f", where={_said(where)}") + ")"
+        self._tail(said, column, spec, where)
+        self._void(said, column)
         return replace(est, limits=(spec.lower, spec.upper))
 
     def _tail(self, call: str, column: str, spec, where) -> None:
@@ -490,6 +491,24 @@ class Bundle:
                 "ones its tree measured below its noise are emptied, their rows moved), and the interval does not "
                 f"cover that; the median (b.quantile({column!r}{sub})) or a share above a value (b.share({column!r}, "
                 f"'>', value{sub})) rest on the column's body", TailWarning, stacklevel=3)
+
+    def _void(self, call: str, column: str) -> None:
+        """Warn (:class:`TailWarning`) where released rows of ``column`` lie in bins its fine histogram measured
+        empty (:meth:`dpiw.sdgp.binning.NumericBins.void`): the generator's marginals' noise put them there, and a
+        release moves them since 2026-11-28, so only an older bundle has them (its bootstrap's replicates move
+        theirs, so its interval does not cover them either)."""
+        nb = self._bins(column)
+        if nb is None or self.scaled is None or not nb.void().any():
+            return
+        inside = nb.void()[nb.cells(self.scaled[column].to_numpy(float))]
+        if not inside.any():
+            return
+        share = float(self.weights[inside].sum() / self.weights.sum())
+        ranges = [bin_text(*r) for r, v in zip(self.bins(column), nb.void(), strict=True) if v]
+        warnings.warn(f"{call}: {share:.1%} of the released rows lie in bins of {column!r} its fine histogram "
+                      f"measured empty ({', '.join(ranges)}): the noise of the generator's marginals put them there "
+                      "(a bundle made before 2026-11-28; a release now moves them to the measured bins), and the "
+                      "estimate and its interval do not cover that", TailWarning, stacklevel=3)
 
     def _bin_bias(self, column: str, spec, where, est: Estimate, of=None) -> dict:
         """A noise-aware mean's bias with the bins' part added (:mod:`dpiw.analysis.bin_bias`): how far the values
@@ -560,6 +579,7 @@ class Bundle:
                             f"{spec.upper:g}]: every released value lies inside them, so the share is 0 or 1 by "
                             "construction, not an estimate; give a value inside the bounds")
         self._subgroup_checks(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where)
+        self._void(f"share({column!r}, {op!r}, {value!r})", column)
         return self._share(column, op, float(value), where, interval)[0]
 
     def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
