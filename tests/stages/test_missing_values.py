@@ -142,3 +142,22 @@ def test_a_clipped_share_counts_the_values_a_column_holds_not_its_empty_cells(tm
     for clipped in (lambda: checks.clipped(max_fraction=0.05), lambda: check_clipping(typed, s, max_fraction=0.05)):
         with pytest.raises(DpiwError, match=r"\d+% of column 'creatinine' lies outside its public bounds"):
             clipped()
+
+
+def test_which_lowest_bins_hold_the_empty_rows_alone():
+    """A whole-number column of more values than the fine cells (test scores on 200 to 900, none of them 200) has
+    its bound's own leaf, as a continuous one does; one of a leaf per whole number (ages 12 to 18) holds 12-year-olds
+    in the same leaf as the empty rows, and a declared spike at the bound says rows hold it."""
+    from dpiw.sdgp.binning import FineGrid, NumericBins
+
+    def lowest_alone(**column) -> bool:
+        c = parse_schema({"name": "s", "task": "classification", "target": "y", "columns": [
+            {"name": "x", "type": "numeric", "missing": "indicator", **column},
+            {"name": "y", "type": "categorical", "categories": [0, 1]}]}).column("x")
+        grid = FineGrid.of(c, 256)
+        return NumericBins(grid, np.array([0, 1, grid.support // 2, grid.support])).empty_only(c)
+
+    assert lowest_alone(lower=200, upper=900, integer=True)
+    assert lowest_alone(lower=20, upper=200)
+    assert not lowest_alone(lower=12, upper=18, integer=True)
+    assert not lowest_alone(lower=0, upper=900, integer=True, spikes=[0])

@@ -358,9 +358,10 @@ def datasheet_html(folder: str | Path) -> str:
             f"b = load_bundle(\"release\")\nprint(b.mean(\"{_example(b)}\"))\n\n"
             "# R: dpiw export release rows.csv, then\n"
             f"d &lt;- read.csv(\"rows.csv\"); weighted.mean(d${_example(b)}, d${weight_column(b.data.columns)})</pre>",
-            "<h2>Each column</h2><p class=\"key\">per bin or category:<span class=\"m\"></span>the generator's noisy "
-            "measured share<span class=\"u\"></span>released, unweighted<span class=\"w\"></span>released, "
-            "weighted. Everything on this page is a DP output or public: none of it was read from the private "
+            "<h2>Each column</h2><p class=\"key\">per bin or category, the bars:<span class=\"m\"></span>the "
+            "generator's noisy measured share<span class=\"u\"></span>released, unweighted<span class=\"w\"></span>"
+            "released, weighted; the numbers: the measured share and the weighted one. Everything on this page "
+            "is a DP output or public: none of it was read from the private "
             "rows.</p>",
             f"<div class=\"cols\" id=\"columns\">{cards}</div>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -79,7 +79,7 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
     A `missing: indicator` column's empty rows sit in its lowest bin in the private rows (the released rows
     draw theirs anywhere: their value is not released). A marginal that holds the column's 0/1 column is read
     where it is 0. One that does not is read for the estimate's column only where its lowest bin holds nothing
-    but the empty rows (a continuous column without a spike at its lower bound), left out; and for a subgroup's
+    but the empty rows (:meth:`dpiw.sdgp.binning.NumericBins.empty_only`), left out; and for a subgroup's
     column only where the subgroup leaves out the lowest bin. A subgroup that holds rows without a value of one
     of its columns gets no reading.
 

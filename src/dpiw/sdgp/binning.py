@@ -349,9 +349,11 @@ class NumericBins:
 
     def empty_only(self, column) -> bool:
         """Whether the lowest bin holds a `missing: indicator` column's empty rows alone: the lower bound's own leaf
-        is a bin of its own, and the column is continuous with no declared spike there (an integer column's lowest
-        whole number, or a declared spike, is a value rows hold). Equal-width bins share it with small values."""
-        return (column.missing == "indicator" and self.grid.low and self.grid.span is None and not column.integer
+        is a bin of its own, no spike is declared there, and the bound is one value among a continuum or among more
+        whole numbers than the fine cells (test scores on 200 to 900). On a grid of a leaf per whole number the
+        lowest is a value like the others (ages 12 to 18: 12), and equal-width bins share the bound with small
+        values."""
+        return (column.missing == "indicator" and self.grid.low and not self.grid.per_integer
                 and "lower" not in column.spikes and len(self.cuts) > 1 and int(self.cuts[1]) == 1)
 
     def ends(self) -> tuple[np.ndarray, np.ndarray]:
