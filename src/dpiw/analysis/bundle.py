@@ -580,7 +580,13 @@ class Bundle:
                             "construction, not an estimate; give a value inside the bounds")
         self._subgroup_checks(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where)
         self._void(f"share({column!r}, {op!r}, {value!r})", column)
-        return self._share(column, op, float(value), where, interval)[0]
+        est = self._share(column, op, float(value), where, interval)[0]
+        x = self.data[column].to_numpy(float)
+        compare = COMPARISONS[op]
+        middle = self._middle(column)
+        return self._against_marginal(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where,
+                                      np.where(np.isnan(x), np.nan, compare(x, value)), est,
+                                      None if middle is None else lambda k: float(compare(middle(k), value)))
 
     def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
                ) -> tuple[Estimate, tuple[float, float] | None]:

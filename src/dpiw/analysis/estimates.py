@@ -123,10 +123,10 @@ class Estimate:
         inside each bin from the column's own histogram put a subgroup's estimate off
         (:mod:`dpiw.analysis.bin_bias`).
     measured : tuple or None
-        Noise-aware estimates within a subgroup: where one published noisy marginal holds the subgroup's columns
-        and the estimated one, and the estimate read off it (:mod:`dpiw.analysis.measured`) lies beyond both
-        their noise from ``value``, that reading and its standard error (with the private rows' sampling): the
-        interval reaches over ``measured[0]`` +- z ``measured[1]``. None otherwise.
+        Noise-aware means, rates and shares within a subgroup: where one published noisy marginal holds the
+        subgroup's columns and the estimated one, and the estimate read off it (:mod:`dpiw.analysis.measured`)
+        lies beyond both their noise from ``value``, that reading and its standard error (with the private rows'
+        sampling): the interval reaches over ``measured[0]`` +- z ``measured[1]``. None otherwise.
     """
 
     value: float
