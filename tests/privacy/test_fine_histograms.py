@@ -426,8 +426,9 @@ def test_the_empty_rows_held_at_the_lower_bound_never_become_values_there():
 def test_rows_in_a_bin_the_fine_histogram_measured_empty_move_to_the_measured_ones():
     """The fine histogram holds all of x's mass in its first bin (a far tail measured empty, as days of limited
     activity on 0-365 where the largest is 30); the model's noise put a tenth of the rows in the other two. Each
-    moves to the bin of another row, so every value lies where the measurement put mass; without a fine histogram
-    no bin is void; and where no row is in a void bin the values' random stream is as before."""
+    moves to the bin of another row, so every value lies where the measurement put mass, and the other rows' values
+    are drawn from the same random numbers as if none had moved (the bootstrap's replicates share them); without a
+    fine histogram no bin is void."""
     from dpiw.sdgp.binning import Binning, NumericBins
 
     schema = parse_schema({"name": "v", "task": "regression", "target": "x", "columns": [
@@ -438,6 +439,9 @@ def test_rows_in_a_bin_the_fine_histogram_measured_empty_move_to_the_measured_on
     cells = {"x": np.r_[np.zeros(900, int), np.ones(60, int), np.full(40, 2)], "g": np.arange(1000) % 2}
     x = Binning(schema, {"x": nb}).rows(cells, np.random.default_rng(1)).x.to_numpy()
     assert (x < 2 / 8).all() and len(x) == 1000
+    # the moved rows' bins come from a stream of their own: every other row's value is drawn as if none moved
+    unmoved = cells["x"] == 0
+    assert np.array_equal(x[unmoved], nb.values(np.zeros(1000, int), np.random.default_rng(1))[unmoved])
     bare = NumericBins(nb.grid, nb.cuts)
     assert not bare.void().any()
     x = Binning(schema, {"x": bare}).rows(cells, np.random.default_rng(1)).x.to_numpy()

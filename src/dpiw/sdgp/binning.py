@@ -409,8 +409,9 @@ class Binning:
         rows in a bin the fine histogram holds no mass in (:meth:`NumericBins.void`: a far tail measured empty,
         which the noise of the two-way marginals fills), and, for a `missing: indicator` column whose lowest bin
         holds its empty rows alone (:meth:`NumericBins.empty_only`), rows with a value (their 0/1 column 0) in
-        that bin, so no released value sits at the bound where only empty rows were. Nothing is drawn where no
-        row is moved, so the values' random stream is as before."""
+        that bin, so no released value sits at the bound where only empty rows were. The bins they get come from
+        a stream jumped ahead of ``rng`` (which it leaves where it was), so the values drawn after them follow the
+        same random numbers whether or not rows moved: the noise-aware bootstrap's replicates share theirs."""
         flags = {c.indicator_of: c.name for c in self.schema.columns if c.indicator_of}
         out = {}
         for c in self.schema.columns:
@@ -422,9 +423,9 @@ class Binning:
                 if c.name in flags and nb.empty_only(c):
                     present = np.asarray(cells[flags[c.name]]) == 0
                     stray, pool = stray | (present & (cell == 0)), pool & present & (cell > 0)
-                if stray.any() and pool.any():
+                if stray.any() and pool.any():  # from a stream of its own: the values' stream stays as it was
                     cell = cell.copy()
-                    cell[stray] = rng.choice(cell[pool], int(stray.sum()))
+                    cell[stray] = np.random.Generator(rng.bit_generator.jumped()).choice(cell[pool], int(stray.sum()))
             out[c.name] = self.numeric[c.name].values(cell, rng) if c.is_numeric else cell
         return pd.DataFrame(out)[self.schema.names]
 
