@@ -498,13 +498,15 @@ class Bundle:
         release moves them since 2026-11-28, so only an older bundle has them (its bootstrap's replicates move
         theirs, so its interval does not cover them either)."""
         nb = self._bins(column)
-        if nb is None or self.scaled is None or not nb.void().any():
+        void = np.zeros(0, bool) if nb is None or self.scaled is None else nb.void()
+        if not void.any():
             return
-        inside = nb.void()[nb.cells(self.scaled[column].to_numpy(float))]
+        has = ~np.isnan(self.data[column].to_numpy(float))  # an empty row's value is not released
+        inside = void[nb.cells(self.scaled[column].to_numpy(float))] & has
         if not inside.any():
             return
-        share = float(self.weights[inside].sum() / self.weights.sum())
-        ranges = [bin_text(*r) for r, v in zip(self.bins(column), nb.void(), strict=True) if v]
+        share = float(self.weights[inside].sum() / self.weights[has].sum())
+        ranges = [bin_text(*r) for r, v in zip(self.bins(column), void, strict=True) if v]
         warnings.warn(f"{call}: {share:.1%} of the released rows lie in bins of {column!r} its fine histogram "
                       f"measured empty ({', '.join(ranges)}): the noise of the generator's marginals put them there "
                       "(a bundle made before 2026-11-28; a release now moves them to the measured bins), and the "
