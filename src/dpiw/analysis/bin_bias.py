@@ -51,15 +51,21 @@ def bin_text(lo: float, hi: float) -> str:
 def binning_of(schema, measurements: dict | None):
     """The released bins of a bundle's generator (its fine histograms' cut points, or equal-width bins), or None
     when the bundle publishes no generator measurements."""
-    from dpiw.sdgp.binning import Binning
-
     gen = (measurements or {}).get("generator")
     if not gen or schema is None:
         return None
-    fine = gen.get("fine") or {}
+    return part_binning(schema, gen)
+
+
+def part_binning(schema, part: dict):
+    """The bins one published part of measurements.json was taken on (its fine histograms' cut points, or
+    equal-width bins), or None where it names neither."""
+    from dpiw.sdgp.binning import Binning
+
+    fine = part.get("fine") or {}
     if fine.get("binning"):
         return Binning.from_dict(schema, fine["binning"])
-    return Binning.equal_width(schema, int(gen["bins"])) if "bins" in gen else None
+    return Binning.equal_width(schema, int(part["bins"])) if "bins" in part else None
 
 
 #: a fine cell (not a spike's) holding more than this share of a column's rows: its values are drawn evenly

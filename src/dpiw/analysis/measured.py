@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpiw.analysis.bin_bias import part_binning
+
 #: a marginal whose subgroup total is under this many sds of the noise of that total (std sqrt(cells)) is too
 #: noisy for a ratio (its denominator's relative error over a quarter)
 MIN_SIGNAL = 4.0
@@ -44,15 +46,6 @@ class Direct:
     columns: tuple[str, ...]  # the marginal's columns
 
 
-def _binning(schema, part: dict):
-    from dpiw.sdgp.binning import Binning
-
-    fine = part.get("fine") or {}
-    if fine.get("binning"):
-        return Binning.from_dict(schema, fine["binning"])
-    return Binning.equal_width(schema, int(part["bins"])) if "bins" in part else None
-
-
 def cells_of(schema, measurements: dict, scaled) -> dict[str, tuple]:
     """Each published part's cells of the released (scaled) rows, its cardinalities and its binning."""
     out = {}
@@ -61,7 +54,7 @@ def cells_of(schema, measurements: dict, scaled) -> dict[str, tuple]:
     for name, part in measurements.items():
         if not isinstance(part, dict) or not part.get("measurements") or part.get("columns") != schema.names:
             continue
-        binning = _binning(schema, part)
+        binning = part_binning(schema, part)
         if binning is not None and list(part.get("cards", binning.cards)) == list(binning.cards):
             out[name] = (binning.cells(scaled), binning.cards, binning)
     return out
