@@ -188,6 +188,21 @@ def test_export_reads_back_as_csv_and_parquet(tmp_path):
         export(folder, tmp_path / "rows.xlsx")
 
 
+def test_export_to_parquet_writes_numbered_categories_beside_missing(tmp_path):
+    """Categories declared as numbers with `missing: category` ([0, 1, "missing"]): parquet holds one type a
+    column, so they are written as text; without "missing" they stay numbers (the test above)."""
+    from dpiw.commands.export import export
+
+    schema = {**SCHEMA, "columns": [*SCHEMA["columns"][:2], {**SCHEMA["columns"][2], "missing": "category"},
+                                    SCHEMA["columns"][3]]}
+    folder = write_bundle(tmp_path / "b")
+    (folder / "schema.json").write_text(json.dumps({"schema": parse_schema(schema).public_dict()}))
+    out, _ = export(folder, tmp_path / "rows.parquet")
+    back = pd.read_parquet(out)
+    assert list(back.g.cat.categories) == ["0", "1", "missing"]
+    assert back.g.astype(str).tolist() == load_bundle(folder).data.g.astype(str).tolist()
+
+
 def test_a_table_with_its_own_weight_column_keeps_it_in_export_and_show(tmp_path):
     """A body weight named 'weight' (health data): the export and `dpiw show` put the importance weights in
     'dpiw_weight' (or the name --weight-column gives) and leave the table's column as it is."""

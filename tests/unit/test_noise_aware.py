@@ -154,6 +154,42 @@ def test_the_bootstrap_writes_nothing_in_the_analysts_working_directory(private_
     assert jax.config.jax_compilation_cache_dir == str(cache / "jax")
 
 
+NUMBERED = parse_schema({"name": "n", "task": "regression", "target": "x", "columns": [
+    {"name": "town", "type": "categorical", "categories": [1, 2, 3], "missing": "category"},
+    {"name": "size", "type": "categorical", "categories": [1, 2]},
+    {"name": "x", "type": "numeric", "lower": 0, "upper": 10}]})
+
+
+def test_a_second_process_reads_the_cached_replicates_with_their_categories(tmp_path, monkeypatch):
+    """Categories declared as numbers (town 1-3, beside `missing: category`'s "missing") come back from the cache
+    file as the same categories: parquet gave whole-number labels back as plain integers, so a fit in a second
+    process read town as one number (4 coefficients where the replicates have 6), and could not write numbers
+    beside "missing" at all."""
+    monkeypatch.setenv("DPIW_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(5)
+    rows = pd.DataFrame({"town": rng.choice(4, 500, p=[0.4, 0.3, 0.2, 0.1]), "size": rng.integers(0, 2, 500)})
+    rows["x"] = np.clip(rng.normal(0.3 + 0.1 * rows.town, 0.1), 0, 1)
+    gen = MST(bins=4, iters=100).fit(rows, NUMBERED, epsilon=1.0, delta=1e-5, rng=rng)
+    synth = gen.sample(500, rng=rng)
+    measured = {"generator": {**measurements_dict(gen), "total": 500.0, "iters": gen.iters}}
+
+    def bundle():
+        return Bundle(decode_frame(synth, NUMBERED), np.ones(500), {"records": []}, synth, NUMBERED, measured)
+
+    first = bundle().bootstrap(replicates=2)
+    made = first.made()
+    assert first.cache_path().is_file()
+    again = bundle().bootstrap(replicates=2)
+    assert again._load(again.cache_path()) is not None  # read from the file, not made again
+    for a, b in zip(made, again.made(), strict=True):
+        pd.testing.assert_frame_equal(a.data, b.data)
+        assert list(b.data.town.cat.categories) == [1, 2, 3, "missing"]
+    from sklearn.linear_model import LinearRegression
+
+    fit = bundle().fit(LinearRegression(), ["town", "size"], "x")
+    assert list(fit.table.index) == ["(intercept)", "town=2", "town=3", "town=missing", "size=2"]
+
+
 def test_the_replicate_cache_keeps_the_most_recently_used_within_its_size(tmp_path, monkeypatch):
     """DPIW_CACHE_MB: past it the files used longest ago go (a read touches its file), never the one just kept."""
     import os

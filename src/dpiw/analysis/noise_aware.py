@@ -62,7 +62,7 @@ BIAS_REPLICATES = 10
 #: replicates, so a machine's cores do not change them)
 CHAINS = 2
 #: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 
 
 @dataclass
@@ -126,6 +126,9 @@ class NoiseBootstrap:
             os.utime(path)  # used now: the last to go when the cache is trimmed (trim_cache)
         except OSError:
             pass
+        for c in self.schema.columns:  # the category codes back to the labels (_save)
+            if not c.is_numeric and c.name in frame:
+                frame[c.name] = pd.Categorical.from_codes(frame[c.name].to_numpy(np.int64), categories=c.labels)
         return [Replicate(g.drop(columns=["_replicate", "_weight", "_kind"]).reset_index(drop=True),
                           g["_weight"].to_numpy(float), str(g["_kind"].iloc[0]))
                 for _, g in frame.groupby("_replicate", sort=True)]
@@ -138,6 +141,11 @@ class NoiseBootstrap:
 
         frame = pd.concat([rep.data.assign(_replicate=k, _weight=rep.weights, _kind=rep.kind)
                            for k, rep in enumerate(made)], ignore_index=True)
+        # categories as their codes: parquet gives whole-number labels (town 1-5) back as plain integers, which a
+        # fit's design then reads as one number, and cannot write numbers beside `missing: category`'s "missing"
+        for c in self.schema.columns:
+            if not c.is_numeric and c.name in frame:
+                frame[c.name] = pd.Categorical(frame[c.name], categories=c.labels).codes.astype(np.int64)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")

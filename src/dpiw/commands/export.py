@@ -52,6 +52,8 @@ def export(bundle_path: str | Path, out: str | Path, *, force: bool = False, wei
            ) -> tuple[Path, str]:
     """The rows and weights of a bundle, written atomically to ``out`` (.csv or .parquet); the weights' column is
     named by :func:`weight_column`. Returns the file and that name."""
+    import pandas as pd
+
     from dpiw.analysis import load_bundle
     from dpiw.commands.show import find_manifest
     from dpiw.io import write_table
@@ -69,6 +71,10 @@ def export(bundle_path: str | Path, out: str | Path, *, force: bool = False, wei
         raise DpiwError(f"{folder}: a bundle without schema.json cannot be decoded to units and labels")
     name = weight_column(b.data.columns, weight)
     frame = b.data.assign(**{name: b.weights * len(b.weights) / b.weights.sum()})
+    if out.suffix.lower() == ".parquet":  # parquet holds one type a column: numbers beside "missing" as text
+        for c in frame.columns[frame.dtypes.map(lambda t: isinstance(t, pd.CategoricalDtype))]:
+            if len({type(v) for v in frame[c].cat.categories}) > 1:
+                frame[c] = frame[c].cat.rename_categories([str(v) for v in frame[c].cat.categories])
     write_table(frame, out)  # atomic, and readable as the user's other files are (the umask), not 0600
     return out, name
 
