@@ -68,7 +68,12 @@ def test_intervals_say_what_they_cover_and_refuse_what_they_cannot(private_rows)
     # a function of the rows is a subgroup too; a boolean mask gives the sampling interval, or is refused
     assert b.rate("y", "yes", lambda d: d.a == "r").value == sub.value
     mask = (b.data.a == "r").to_numpy()
-    assert b.rate("y", "yes", mask).covers == SAMPLING_ONLY
+    with pytest.warns(UserWarning, match=r"a boolean mask gives the interval of the synthetic rows' sampling alone, "
+                                         r"without the DP noise.*where=lambda d: d.sex == 'Male'"):
+        assert b.rate("y", "yes", mask).covers == SAMPLING_ONLY
+    with pytest.raises(DpiwError, match=r"no synthetic row is in this subgroup \(the release drew none there.*"
+                                        r"b.bins\(column\)"):
+        b.rate("y", "yes", lambda d: d.x > 100)
     with pytest.raises(DpiwError, match="a boolean mask cannot be applied"):
         b.rate("y", "yes", mask, interval="noise")
     with pytest.raises(DpiwError, match="no column 'z'"):

@@ -343,12 +343,20 @@ class Bundle:
                             "mask cannot be applied to the bootstrap's rows)")
         mask = self._subgroup(where)
         if not mask.any():
-            raise DpiwError("where: no synthetic row is in this subgroup")
+            raise DpiwError("where: no synthetic row is in this subgroup (the release drew none there: where a "
+                            "numeric column's noisy fine histogram held nothing above its noise, as at a sparse "
+                            "edge of its values, it releases no value; b.bins(column) lists its bins, and a "
+                            "subgroup of whole bins has rows)")
         h = np.asarray(values(self.data), float)
         mask = mask & ~np.isnan(h)  # a `missing: indicator` column's empty rows: the mean of the rows with a value
         if not mask.any():
             raise DpiwError("where: every synthetic row of this subgroup is empty in this column")
         est = weighted_mean(h[mask], self.weights[mask])
+        if interval == "auto" and is_mask and self.noise_aware:  # narrower than the same subgroup as a function
+            warnings.warn("where: a boolean mask gives the interval of the synthetic rows' sampling alone, without "
+                          "the DP noise (a mask of these rows cannot be applied to the bootstrap's rows); for the "
+                          "noise-aware interval give the subgroup as {column: label} or a function of the rows, "
+                          "e.g. where=lambda d: d.sex == 'Male'", UserWarning, stacklevel=3)
         if interval == "sampling" or (interval == "auto" and (is_mask or not self.noise_aware)):
             return est
         n_private = float(self.measurements["generator"]["total"])
