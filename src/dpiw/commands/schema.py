@@ -12,6 +12,10 @@ them in.
 
 A column that only numbers the rows (named like `rownames`, `id` or `Unnamed: 0`, or holding distinct whole
 numbers in row order) is left out of the draft, and the command says so: a row's number is not data to release.
+So is a column that says whose row each row is where one has several (a person seen in eight years: named like
+`nr` or `person_id`, or each of its values on as many rows), and the command says what that means for privacy:
+every guarantee of a release is for one row, so a person with k rows has that of a group of k, k times
+the epsilon or more. Give each person one row, or divide the epsilon you mean for a person by the most rows one has.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ DRAFT_ROWS = 1_000_000
 
 def draft(data: str | Path, *, name: str | None = None, target: str | None = None) -> str:
     """The draft schema's YAML text."""
+    return _draft(data, name=name, target=target)[0]
+
+
+def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[str, dict]:
+    """The draft's text, and the columns left out as naming whom several rows are of (:func:`unit_columns`)."""
     import pandas as pd
 
     from dpiw.data.datasets import parquet_folder
@@ -87,7 +96,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
     if numeric_target and _looks_like_codes(frame[target]):  # a class label written as a small integer code
         numeric_target = False
     ids = row_id_columns(frame, target=target)
-    frame = frame.drop(columns=ids)
+    units = unit_columns(frame.drop(columns=ids), target=target)
+    frame = frame.drop(columns=ids + list(units))
     if frame.shape[1] < 2:
         raise DpiwError(f"{path}: only {frame.shape[1]} column(s) besides the row numbers {ids}; a schema needs at "
                         "least a feature and a target")
@@ -103,6 +113,8 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
              f"target: {target}",
              f"source: {{kind: file, path: {path.as_posix()}{'/' if folder is not None else ''}}}",
              *([f"# left out as row numbers, not data: {', '.join(map(str, ids))}"] if ids else []),
+             *([f"# left out as naming whom several rows are of: {', '.join(map(str, units))} (a release's "
+                "guarantee is per row: `dpiw schema infer --help`)"] if units else []),
              "columns:"]
     for col in frame.columns:
         s = frame[col]
@@ -141,7 +153,7 @@ def draft(data: str | Path, *, name: str | None = None, target: str | None = Non
                      *(["two values only, a 0/1 flag: a category (list both)"] if flag else [])]
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", units
 
 
 #: a numeric column with at least this share of its values exactly 0 (and none below) is drafted with `spikes: [0]`
@@ -173,6 +185,43 @@ def row_id_columns(frame, *, target: str) -> list:
         counting = whole and s.is_unique and s.is_monotonic_increasing and len(s) > MAX_CODES
         if counting or (named and s.is_unique and (whole or not numeric)):
             out.append(col)
+    return out
+
+
+#: column names that say "whose row": a person's, a household's, a case's (lower case, no spaces, dots, underscores)
+UNIT_NAMES = {"id", "nr", "pid", "idcode", "ident", "person", "personid", "subject", "subjectid", "patient",
+              "patientid", "household", "householdid", "hhid", "case", "caseid", "unit", "unitid", "family", "famid"}
+#: column names that say "when" (a balanced panel's years are on as many rows each as its people are)
+TIME_NAMES = {"year", "yr", "time", "wave", "period", "quarter", "month", "week", "day", "date", "t", "age"}
+#: a column is read as naming units of several rows when it has at least this many values ...
+UNIT_MIN_VALUES = 20
+#: ... and at most this many rows a value on average (a panel's waves, a patient's visits; not a state's survey)
+UNIT_MAX_ROWS = 50
+
+
+def unit_columns(frame, *, target: str) -> dict:
+    """The columns that say whose row each row is, where several rows are of one (a person seen in 8 years):
+    whole numbers or text, every value on at least 2 rows, at least :data:`UNIT_MIN_VALUES` values and at most
+    :data:`UNIT_MAX_ROWS` rows a value on average, and either named like an identifier (``nr``, ``person_id``)
+    or on as many rows each (a balanced panel; not named like a time, ``year``). Never the target. Returns each column's most rows of one value
+    (printed for the curator, never written in the draft)."""
+    import pandas as pd
+
+    out = {}
+    for col in frame.columns:
+        s = frame[col]
+        if str(col) == target or s.isna().any() or pd.api.types.is_bool_dtype(s):
+            continue
+        if pd.api.types.is_numeric_dtype(s) and not bool((s == s.round()).all()):
+            continue
+        counts = s.value_counts()
+        if counts.min() < 2 or len(counts) < UNIT_MIN_VALUES or len(s) > UNIT_MAX_ROWS * len(counts):
+            continue
+        key = re.sub(r"[\s._:-]", "", str(col).lower())
+        if key in TIME_NAMES:
+            continue
+        if key in UNIT_NAMES or key.endswith("id") or counts.nunique() == 1:
+            out[col] = int(counts.max())
     return out
 
 
@@ -226,13 +275,19 @@ def _looks_like_codes(s) -> bool:
 def main(args) -> None:
     if args.out and Path(args.out).exists() and not args.force:
         raise DpiwError(f"--out {args.out} exists: choose another file, or pass --force to overwrite it")
-    text = draft(args.data, name=args.name, target=args.target)
+    text, units = _draft(args.data, name=args.name, target=args.target)
     text += "" if text.endswith("\n") else "\n"  # a file's last line ends, and so does what the shell prints
     left_out = next((line.split(": ", 1)[1] for line in text.splitlines()
                      if line.startswith("# left out as row")), None)
     if left_out:
         print(f"dpiw: left out {left_out}: they number the rows (distinct whole numbers in row order, or a row-name "
               "column); add them back by hand if they are data", file=sys.stderr)
+    for col, most in units.items():
+        print(f"dpiw: left out {col}: each of its values is on several rows (up to {most}), so it seems to say whose "
+              f"row each row is (a person seen several times). A release's guarantee is for one row: a person with "
+              f"{most} rows has the guarantee of a group of {most}: {most} times the epsilon or more (group privacy; "
+              f"docs/privacy.md, 'One row per person'). Give each person one row, or divide the epsilon you mean "
+              f"for a person by {most}; add the column back by hand if it is data", file=sys.stderr)
     if args.out:
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -118,6 +118,9 @@ class TableId:
     rows: int
     sketch: tuple[int, ...]
     over: dict[tuple[str, ...], tuple[int, ...]]
+    #: the columns the schema read as categories (a label hashes apart from the same number: a column declared
+    #: the other way in a later schema is compared without it, :func:`retyped`)
+    categorical: tuple[str, ...] = ()
 
     def without(self, column: str) -> tuple[int, ...] | None:
         """The sketch over every column but ``column`` (measured for tables of few columns), or None."""
@@ -145,7 +148,7 @@ class TableId:
         columns, row count, sketch, and its sketches without each column (``drop``), where they were measured."""
         drop = {c: list(self.without(c)) for c in self.columns if self.without(c) is not None}
         return {"table": self.key, "columns": list(self.columns), "rows": self.rows, "sketch": list(self.sketch),
-                **({"drop": drop} if drop else {})}
+                **({"drop": drop} if drop else {}), "categorical": list(self.categorical)}
 
 
 @dataclass(frozen=True)
@@ -364,6 +367,17 @@ def measure(schema, file, secret: str, *, also: Iterable[Iterable[str]] = (), ea
     part = measure_frames(schema, iter_table(schema, str(file), chunk_rows=chunk_rows),
                           RowKeys.of(secret, schema, sets), sets, drops, each=each, workers=hash_workers())
     return combine([part], secret, sets[0], drops)
+
+
+def retyped(table: TableId, record: dict) -> str | None:
+    """The one column that ``record`` (a ledgered table's :meth:`TableId.record`, over the same columns) and
+    ``table`` read as different kinds (a number in one schema, a category in the other: their values hash apart,
+    so the two tables share no row over all their columns); None where no column or more than one differs, or
+    the record is from before the kinds were kept."""
+    if "categorical" not in record or tuple(record["columns"]) != table.columns:
+        return None
+    differ = set(record["categorical"]) ^ set(table.categorical)
+    return differ.pop() if len(differ) == 1 else None
 
 
 def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> float:

@@ -570,6 +570,7 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
         table = measure_table(schema, path, secret, checks=checks, engine=engine, also=also)
         if files_state(path) != files:
             raise DpiwError(f"{path} changed while its rows were read: leave the table as it is and run again")
+    table = replace(table, categorical=tuple(sorted(c.name for c in schema.columns if not c.is_numeric)))
     if table.key in known:  # the ledgers its first release was charged to
         ledger, entry = known[table.key]
         return Resolution(table.key, ledger, "identity", table, files=files,
@@ -599,7 +600,7 @@ def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple
     """(share, ledger key) of every ledger holding a table that shares at least OVERLAP of the smaller table's
     rows with ``table`` (a :class:`dpiw.privacy.identity.TableId`; over the earlier table's columns when it adds
     some, or without the one it dropped), the largest share first; a ledger once, at its largest."""
-    from dpiw.privacy.identity import OVERLAP, overlap
+    from dpiw.privacy.identity import OVERLAP, overlap, retyped
 
     names, best = set(table.columns), {}
     for ledger_key, t in known.values():
@@ -608,6 +609,8 @@ def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple
         dropped = set(columns) - names
         if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
             mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
+        if (kind := retyped(table, t)) is not None:  # a column declared a number once and a category now
+            mine, theirs = table.without(kind), (t.get("drop") or {}).get(kind)
         if mine is not None and theirs is not None:
             share = overlap(mine, table.rows, theirs, t["rows"])
             for key in (ledger_key, *t.get("also", [])):  # that table's people are in each ledger it was charged to
