@@ -136,6 +136,33 @@ def test_schema_infer_makes_the_folder_leaves_out_row_numbers_and_names_every_fi
     assert "5 column(s) still say FILL IN (bounds: age, kappa, minutes; categories: sex, death)" in msg
 
 
+def test_schema_infer_leaves_out_whose_rows_they_are_and_says_the_guarantee_is_per_row(tmp_path, capsys):
+    """A panel (Ecdat's Males: 545 men in 8 years, `nr` naming the man): the column naming the person is left out
+    and the curator told that a person's 8 rows have the guarantee of a group of 8. Not the years, a region or
+    a wage that repeats."""
+    rng = np.random.default_rng(0)
+    people, years = 60, 8
+    data = tmp_path / "males.csv"
+    pd.DataFrame({"nr": np.repeat(rng.choice(13000, people, replace=False), years),
+                  "year": np.tile(np.arange(1980, 1980 + years), people),
+                  "state": np.repeat(np.arange(4), people * years // 4),
+                  "wage": rng.choice([4.5, 5.0, 6.25, 7.0], people * years),
+                  "union": rng.choice(["no", "yes"], people * years)}).to_csv(data, index=False)
+    main(["schema", "infer", str(data), "--target", "union", "--out", str(tmp_path / "males.yaml")])
+    err = capsys.readouterr().err
+    text = (tmp_path / "males.yaml").read_text()
+    assert "name: nr" not in text and "# left out as naming whom several rows are of: nr" in text
+    assert all(f"name: {c}," in text for c in ("year", "state", "wage", "union"))
+    assert ("left out nr: each of its values is on several rows (up to 8)" in err
+            and "has the guarantee of a group of 8: 8 times the epsilon or more" in err)
+    panel = pd.read_csv(data)
+    from dpiw.commands.schema import unit_columns
+
+    assert unit_columns(panel.rename(columns={"nr": "person"}), target="union") == {"person": 8}  # equal counts
+    panel.loc[panel.index[::8], "nr"] = np.arange(people) + 20000  # one row of each its own: not every value twice
+    assert unit_columns(panel, target="union") == {}
+
+
 def test_schema_infer_drafts_a_folder_of_parquet_files_with_its_partition_column(tmp_path):
     import pyarrow as pa
     import pyarrow.dataset as ds

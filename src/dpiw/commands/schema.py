@@ -203,8 +203,8 @@ def unit_columns(frame, *, target: str) -> dict:
     """The columns that say whose row each row is, where several rows are of one (a person seen in 8 years):
     whole numbers or text, every value on at least 2 rows, at least :data:`UNIT_MIN_VALUES` values and at most
     :data:`UNIT_MAX_ROWS` rows a value on average, and either named like an identifier (``nr``, ``person_id``)
-    or on as many rows each (a balanced panel; not named like a time, ``year``). Never the target. Returns each column's most rows of one value
-    (printed for the curator, never written in the draft)."""
+    or on as many rows each (a balanced panel; not named like a time, ``year``). Never the target. Returns each
+    column's most rows of one value (printed for the curator, never written in the draft)."""
     import pandas as pd
 
     out = {}
