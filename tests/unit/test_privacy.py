@@ -74,6 +74,69 @@ def test_manifest_marks_heavy_tailed_weights_not_fit_to_release():
                        allow_non_dp=False, run_id="r")
 
 
+def test_a_release_the_gate_refuses_is_charged_to_its_tables_ledger(tmp_path, monkeypatch, root):
+    """A release-mode run with secret noise spends its table's budget whether or not the k-hat gate lets its
+    bundle out: its mechanisms ran on the private rows, and a curator trying again until one passes chooses
+    among noisy releases (a trial's way past the lifetime budget). The refused run writes refused.json only,
+    and its ledger entry says it was refused; a benchmark run (public seeds) is never charged."""
+    import json
+    import shutil
+
+    import numpy as np
+    import pandas as pd
+
+    from dpiw.privacy.ledger import fold
+    from dpiw.privacy.store import Store
+    from dpiw.stages import privacy_ledger
+
+    monkeypatch.chdir(tmp_path)
+    x = np.random.default_rng(1).normal(size=5000)
+    heavy = -np.log(3.0) - x**2 / 18 + x**2 / 2  # k-hat about 0.89: refused
+
+    def records(mode, source):
+        seeding = {"mode": mode, "source": source, "streams": [f"{mode}-1"]}
+        return [no_spend("scale", basis="public bounds", reads_private=("raw",), n_train=400, mode=mode),
+                rec("synthesize", 0.9, seeding=seeding), post_record(heavy)]
+
+    spends = {mode: build_manifest(records(mode, src), epsilon=1.0, delta="paper", allow_non_dp=False,
+                                   run_id="r")["release"] for mode, src in (("release", "os_entropy"),
+                                                                            ("benchmark", "public_seed"))}
+    assert spends["release"]["spends"] and not spends["release"]["fit_to_release"]
+    assert not spends["benchmark"]["spends"]
+    shutil.copy(root / "data/examples/clinic.csv", tmp_path / "clinic.csv")
+    schema = tmp_path / "clinic.yaml"
+    schema.write_text((root / "data/schemas/clinic.yaml").read_text().replace("data/examples/clinic.csv",
+                                                                               str(tmp_path / "clinic.csv")))
+    pd.DataFrame({"x": np.zeros(5000)}).to_parquet(tmp_path / "synth.parquet")
+    pd.DataFrame({"log_weight": heavy}).to_parquet(tmp_path / "lw.parquet")
+    for mode, src in (("benchmark", "public_seed"), ("release", "os_entropy")):
+        paths = []
+        for k, r in enumerate(records(mode, src)):
+            paths.append(str(tmp_path / f"{mode}{k}.json"))
+            r.write(paths[-1])
+        privacy_ledger.main(["--records", *paths, "--epsilon", "1", "--delta", "auto", "--allow-non-dp", "false",
+                             "--run", mode, "--out", str(tmp_path / f"{mode}.json"), "--synth",
+                             str(tmp_path / "synth.parquet"), "--log-weights", str(tmp_path / "lw.parquet"),
+                             "--release-out", str(tmp_path / mode), "--ledger", str(tmp_path / "ledger.sqlite"),
+                             "--schema", str(schema)])
+        assert sorted(p.name for p in (tmp_path / mode).iterdir()) == ["refused.json"]
+    entries = Store(str(tmp_path / "ledger.sqlite")).atomic(lambda t: t.entries())
+    releases = [json.loads(e.body) for e in entries if e.kind == "release"]
+    assert len(releases) == 1 and releases[0]["refused"] is True and releases[0]["run"] == "release"
+    state = fold(entries, entries[0].dataset)
+    assert state.spent()["epsilon"] == pytest.approx(0.9) and state.summary()["refused"] == 1
+    from dpiw.commands.ledger import _lines
+    from dpiw.privacy.ledger import verify
+
+    assert "1 release(s) (1 refused by the gate, charged all the same)" in "\n".join(
+        _lines(verify(Store(str(tmp_path / "ledger.sqlite")))))
+    manifest = json.loads((tmp_path / "release.json").read_text())
+    from dpiw.commands.release import refused
+
+    assert "its spend is charged to the table's ledger all the same (lifetime epsilon now 0.9)" in str(
+        refused(manifest))
+
+
 def test_over_budget_raises():
     with pytest.raises(DpiwError, match="budget exceeded"):
         Ledger((rec("synthesize", 0.9), rec("fit_weights", 0.2))).check(budget_epsilon=1.0, budget_delta=1e-3,

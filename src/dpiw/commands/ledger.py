@@ -69,8 +69,9 @@ def _lines(summary: dict) -> list[str]:
         b, s = t["budget"], t["lifetime"]
         eps = f"{s['epsilon']:.6g}" if math.isfinite(s["epsilon"]) else "over"
         out.append(f"  {', '.join(t['labels']) or '?':<20} key {t['dataset_key']}  lifetime epsilon {eps} of "
-                   f"{b['epsilon']:g} at delta {b['delta']:.3g} ({s['from']}), {t['releases']} release(s), "
-                   f"{b['neighbours']}")
+                   f"{b['epsilon']:g} at delta {b['delta']:.3g} ({s['from']}), {t['releases']} release(s)"
+                   + (f" ({t['refused']} refused by the gate, charged all the same)" if t.get("refused") else "")
+                   + f", {b['neighbours']}")
     return out
 
 

@@ -651,6 +651,10 @@ def _crowded(bundle: Path, schema) -> None:
 
 def refused(manifest: dict) -> DpiwError:
     """The error of a release the gate refused (a non-zero exit: a script's next step, publishing, must not run)."""
-    return DpiwError("NOT fit to release (" + "; ".join(manifest["release"]["reasons"]) + "): nothing is published "
-                     "and nothing is charged to the ledger; the same command gives the same verdict (its noise is "
-                     "drawn once), so change the release (another --weights or --post, say) to try again")
+    charged = (manifest.get("ledger") or {}).get("lifetime")
+    said = (f"its spend is charged to the table's ledger all the same (lifetime epsilon now {charged['epsilon']:.4g}"
+            "): its mechanisms ran on the private rows, and trying again until a release passes would choose among "
+            "noisy releases, which costs each" if charged else "nothing is charged to the ledger")
+    return DpiwError("NOT fit to release (" + "; ".join(manifest["release"]["reasons"]) + f"): nothing is published "
+                     f"and {said}; the same command gives the same verdict (its noise is drawn once), so change the "
+                     "release (another --weights or --post, say) to try again")

@@ -286,6 +286,7 @@ class DatasetLedger:
         s = self.spent()
         return {"dataset_key": self.key[:16], "labels": self.labels, "budget": self.budget,
                 "tables": len(self.tables), "releases": len(self.releases),
+                "refused": sum(1 for r in self.releases.values() if r.get("refused")),
                 "lifetime": {"epsilon": s["epsilon"], "delta": s["delta"], "from": s["from"]}}
 
 
@@ -685,9 +686,11 @@ def _record_table(txn: Transaction, key: str, where: Resolution | None, label: s
 
 
 def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str, digest: str | None = None,
-          table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None
-          ) -> dict[str, Any]:
+          table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None,
+          refused: bool = False) -> dict[str, Any]:
     """Admit one bundle to its table's ledger in one transaction, or raise DpiwError (nothing written).
+    ``refused``: a run the release gate refused (k-hat), charged all the same (its entry says so): its
+    mechanisms ran on the private rows, and trying again until one passes would choose among noisy releases.
 
     ``table`` is where :func:`resolve` placed the table (``digest``, a content digest, keys a ledger the earlier
     way); ``epsilon``/``delta`` the lifetime budget a config or flag names (used when the ledger is created;
@@ -759,7 +762,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
                 "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
                 "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
                 "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, **more,
-                "at": _now()})
+                **({"refused": True} if refused else {}), "at": _now()})
 
         entry = charge(key, new, after)
         charged = []

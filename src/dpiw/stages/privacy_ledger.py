@@ -151,10 +151,13 @@ def release_verdict(records: list[PrivacySpend], *, dp: bool, mode: str = "bench
     elif seeds["regenerable"]:
         reasons.append(seeds["note"])
     fit = not reasons
+    # its mechanisms ran on the private rows with noise nobody can regenerate: the table's budget is spent whether
+    # or not the gate lets the bundle out (trying again until one passes would choose among noisy releases)
+    spends = dp and mode == "release" and not seeds["regenerable"]
     checked = gate["pareto_k"] is not None and not signal["unit"]
     # pareto_k_ok: the gate alone, on the weights the run computed (the benchmark tables' mark); pareto_k: the
     # released weights' (none for unit weights; the noisy ones' is kept beside it)
-    return {"fit_to_release": fit, "pareto_k_ok": bool(gate["fit_to_release"]),
+    return {"fit_to_release": fit, "spends": spends, "pareto_k_ok": bool(gate["fit_to_release"]),
             "pareto_k": None if signal["unit"] else gate["pareto_k"],
             **({"pareto_k_noisy_weights": gate["pareto_k"]} if signal["unit"] else {}),
             "pareto_k_threshold": gate["pareto_k_threshold"], "weights": signal,
@@ -179,7 +182,8 @@ def weights_signal(records: list[PrivacySpend]) -> dict:
 
 def admit_release(args, manifest: dict) -> dict:
     """Admit the bundle to its table's lifetime ledger (dpiw.privacy.ledger) before anything is written; what
-    the manifest says of it: the ledger entry's hash, the lifetime budget and the lifetime spend after it."""
+    the manifest says of it: the ledger entry's hash, the lifetime budget and the lifetime spend after it. A run
+    the gate refused is charged too (its entry says so): it spent the budget, and publishes nothing."""
     from dpiw.data import load_schema
     from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, admit, release_id, resolve
     from dpiw.privacy.store import Store, describe, store_url
@@ -200,7 +204,7 @@ def admit_release(args, manifest: dict) -> dict:
         print(f"privacy_ledger: {table.note()}")
     out = admit(store, table=table, label=schema.name, manifest=manifest,
                 bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
-                delta=args.dataset_delta)
+                delta=args.dataset_delta, refused=not manifest["release"]["fit_to_release"])
     budget, spent = out["budget"], out["lifetime"]
     if out["created"]:
         note = "" if args.dataset_epsilon else f" (the default; set privacy.dataset_epsilon, default " \
@@ -223,9 +227,9 @@ def main(argv: list[str] | None = None) -> None:
     records = [PrivacySpend.read(p) for p in args.records]
     manifest = build_manifest(records, epsilon=args.epsilon, delta=args.delta, allow_non_dp=args.allow_non_dp,
                               run_id=args.run)
-    if manifest["release"]["fit_to_release"] and args.release_out:
+    if manifest["release"]["spends"] and args.release_out:  # fit to release, or refused by the gate alone
         if not args.schema:
-            raise DpiwError("a bundle fit to release needs its table's schema (--schema) for its lifetime ledger")
+            raise DpiwError("a release-mode run needs its table's schema (--schema) for its lifetime ledger")
         manifest["ledger"] = admit_release(args, manifest)
     write_json(manifest, args.out)
     if args.release_out:
