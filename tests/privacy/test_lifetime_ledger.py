@@ -301,6 +301,12 @@ def test_a_consistently_rewritten_chain_is_caught_by_the_bundles_it_admitted(tmp
     assert L.verify(store)["entries"] == 6
     with pytest.raises(DpiwError, match="bundle2: its ledger entry .* is not in"):  # ... but not to the bundles
         L.verify(store, entries=bundles)
+    # a manifest whose entry was edited in its last digit: said as an edit, with both hashes in full
+    edited = outs[0]["entry"][:-1] + ("0" if outs[0]["entry"][-1] != "0" else "1")
+    with pytest.raises(DpiwError, match=rf"bundle0: its ledger entry {edited} is not in .*whose release entry "
+                                        rf"{outs[0]['entry']} shares its first 16 digits: the bundle's manifest was "
+                                        "edited"):
+        L.verify(store, entries={"bundle0": edited})
 
 
 def test_negative_or_non_finite_spend_is_refused_at_the_door(store):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpiw import DpiwError
 from dpiw.data.schema import load_schema
 from dpiw.privacy.identity import SKETCH_K, bottom_k, measure, overlap
 
@@ -157,6 +158,25 @@ def test_a_column_declared_a_category_instead_of_a_number_is_the_same_table(clin
     flag = Column(name="smoker", type="numeric", lower=0, upper=1, integer=True)
     twice = resolved((ages, schema.columns[1], flag, *schema.columns[3:]))
     assert twice.via == "new"  # two columns retyped: no sketch leaves both out
+
+
+def test_a_new_tables_release_over_the_lifetime_budget_given_says_so(clinic, tmp_path):
+    """A first release whose own epsilon passes the lifetime epsilon given for the new table (--dataset-epsilon)
+    is refused in those words, not as a table that "has spent 0 over 0 releases"."""
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store
+
+    schema, frame = clinic
+    store = Store(str(tmp_path / "ledger.sqlite"))
+    frame.to_csv(tmp_path / "clinic.csv", index=False)
+    table = L.resolve(store, replace(schema, source={"kind": "file", "path": str(tmp_path / "clinic.csv")}))
+    mechanisms = L.planned([{**_manifest("r")["records"][0], "epsilon": 1.0}], "replace_one")
+    with pytest.raises(DpiwError, match=r"this release alone spends epsilon 1, more than the lifetime epsilon 0.5 "
+                                        r"given for table 'clinic' \(a new table; --dataset-epsilon"):
+        L.check_plan(store, table=table, label="clinic", mechanisms=mechanisms, relation="replace_one",
+                     run_delta=1e-6, epsilon=0.5)
+    assert L.check_plan(store, table=table, label="clinic", mechanisms=mechanisms, relation="replace_one",
+                        run_delta=1e-6, epsilon=2.0)["after"]["epsilon"] == pytest.approx(1.0)
 
 
 def test_the_sketch_by_partition_equals_the_sorted_distinct_values(rng):

@@ -530,3 +530,16 @@ def test_schema_infer_drafts_a_flag_as_a_category_a_top_code_as_a_spike_and_no_l
     assert "integer: true" not in lines["visib"]
     assert "scale: log" not in lines["wind"], lines["wind"]
     assert "10" not in lines["visib"].split("#")[1] and "1048" not in text
+
+
+def test_output_cut_short_by_its_reader_ends_without_a_traceback():
+    """`dpiw show ... | head`: the reader leaves, the command ends quietly (exit 141, as a shell's commands do)."""
+    import subprocess
+    import sys
+
+    code = ("import dpiw.commands as c\n"
+            "c.entry = lambda: [print('x' * 100) for _ in range(100_000)]\n"
+            "c.console()\n")
+    proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -1", shell=True, capture_output=True, text=True,
+                          executable="/bin/bash")
+    assert proc.stdout == "x" * 100 + "\n" and "Traceback" not in proc.stderr and "Broken" not in proc.stderr

@@ -100,6 +100,9 @@ def console() -> None:
 
     try:
         entry()
+    except BrokenPipeError:  # `dpiw show ... | head`: the reader left; no traceback (Python's documented recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os._exit(141)  # 128 + SIGPIPE, as a shell's own commands end
     except SystemExit as exc:
         if exc.code != 2:
             raise

@@ -122,7 +122,9 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
         if str(col) == target and empty:
             said = f"--target {target}" if given_target else f"the default target (the last column, {target})"
             raise DpiwError(f"{said}: the column has empty values, and a release models every row's target; drop "
-                            "those rows first, or choose another target with --target")
+                            "those rows first (the release then speaks only of the rows with a value, which your "
+                            "analysts should know), or choose another target with --target (a column with empty "
+                            "values can still be one the weights measure with the target)")
         flag = str(col) != target and pd.api.types.is_numeric_dtype(s) and bool(s.dropna().isin([0, 1]).all()) \
             and s.dropna().nunique() == 2  # a 0/1 flag (married): a category, not a number with a spike at 0
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and not flag \

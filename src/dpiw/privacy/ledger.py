@@ -423,6 +423,11 @@ def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any
         releases = {e.hash for e in chain if e.kind == "release"}
         for bundle, entry in (entries or {}).items():
             if entry not in releases:
+                near = [h for h in releases if h[:16] == str(entry)[:16]]
+                if near:  # the manifest's entry edited past its first digits: show where they part
+                    raise DpiwError(f"{bundle}: its ledger entry {entry} is not in {describe(store.url)}, whose "
+                                    f"release entry {near[0]} shares its first 16 digits: the bundle's manifest was "
+                                    "edited (the store's entry is the one the release was admitted with)")
                 raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
                                 "lost a release (rewritten, or restored from an older backup) or is another store")
         keys = list(dict.fromkeys(e.dataset for e in chain))
@@ -828,6 +833,12 @@ def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[
         _delta_for(state, table, label)
         before = state.spent()
         after = _adding(state, mechanisms)[1]
+        if _over(state, after) and not state.releases and not state.mechanisms:  # a new table: its own ε is over
+            raise DpiwError(
+                f"release refused before anything ran: this release alone spends epsilon {_eps(after)}, more than "
+                f"the lifetime epsilon {state.budget['epsilon']:g} given for table '{label}' (a new table; "
+                "--dataset-epsilon, privacy.dataset_epsilon): release at most that, or give the table the lifetime "
+                "budget its data's owners agreed")
         if _over(state, after):
             who = ", ".join(state.labels) or label
             raise DpiwError(
