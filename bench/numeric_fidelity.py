@@ -23,7 +23,15 @@ means and shares, subgroups, 3-way cells, regression) is worse beyond 2 SE on ei
 whose fine histogram holds no mass (arm ``no_void``; dpiw.sdgp.binning.Binning.rows), and nothing else. The rule,
 named on 2026-11-28 before the run: the move stays only if no family is worse beyond 2 SE on either table.
 
+``--zeros``: params.yaml's release against the same whose fine trees know that the nodes past a column's
+support hold no row (a whole-number column of 65 values on 128 leaves: the upper half of the tree holds one
+value, the upper bound), their noisy counts set to 0 before the least-squares consistency (arm ``zeros``;
+post-processing, no other change). The rule, named on 2026-11-28 before the run: it replaces params.yaml's only
+if no family is worse beyond 2 SE on either table and numeric means or within-class numeric means are better
+beyond 2 SE on one.
+
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
+                                     [--zeros]
 """
 
 from __future__ import annotations
@@ -99,13 +107,15 @@ def one(job) -> list[dict]:
     truth_num = numeric_targets(raw, schema, np.ones(len(raw)))
     truth_fam = analyst_targets(scaled, schema)
     rows = []
+    from dpiw.sdgp import binning
     from dpiw.sdgp.binning import NumericBins
 
-    void = NumericBins.void
+    void, shape = NumericBins.void, binning.shape
     for arm, mst in arms.items():
         t0 = time.perf_counter()
         mst = dict(mst or {})
         NumericBins.void = void if mst.pop("void", True) else (lambda self: np.zeros(self.card, bool))
+        binning.shape = known_zeros(shape) if mst.pop("zeros", False) else shape
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
@@ -125,6 +135,21 @@ def one(job) -> list[dict]:
         print(f"  {table} N={len(scaled):,} eps={eps:g} seed={seed} {arm}: weights {method}, "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
     return rows
+
+
+def known_zeros(shape):
+    """``binning.shape`` with every node past the grid's support counted 0 (it can hold no row) before the
+    consistency and the pruning (arm ``zeros``)."""
+    def zeros_shape(grid, noisy, total, std):
+        out = [np.asarray(noisy[0], float)]
+        for lv in range(1, len(noisy)):
+            width = grid.cells >> lv
+            level = np.asarray(noisy[lv], float).copy()
+            level[np.arange(level.size) * width >= grid.support] = 0.0
+            out.append(level)
+        return shape(grid, out, total, std)
+
+    return zeros_shape
 
 
 def summarise(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width") -> None:
@@ -163,6 +188,8 @@ def main() -> None:
                    help="also MST's tree scored with AIM's noise penalty (arm sized; with each --splits too)")
     p.add_argument("--void", action="store_true",
                    help="only params.yaml's release against the same without moving rows out of void bins")
+    p.add_argument("--zeros", action="store_true",
+                   help="only params.yaml's release against the same with the nodes past the support counted 0")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -177,6 +204,8 @@ def main() -> None:
                     for w in args.splits}}
     if args.void:
         arms = {"fine": None, "no_void": {"void": False}}
+    if args.zeros:
+        arms = {"fine": None, "zeros": {"zeros": True}}
     jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
     df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
@@ -190,6 +219,9 @@ def main() -> None:
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
+    if "zeros" in set(df.arm):
+        print("\nzeros against fine (params.yaml):")
+        summarise(df, "zeros", "fine")
     for arm in sorted(a for a in set(df.arm) if a.startswith(("split_", "sized"))):
         print(f"\n{arm} against fine (params.yaml):")
         summarise(df, arm, "fine")

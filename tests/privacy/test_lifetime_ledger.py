@@ -438,3 +438,11 @@ def test_a_ledger_of_the_earlier_json_format_is_imported_once_with_its_spend(tmp
         L.import_json(store, digest="clinic-bytes", label="clinic", old=old, delta=None, reason="again")
     with pytest.raises(DpiwError, match="not a dpiw ledger file"):
         L.import_json(store, digest="other", label="x", old={"dataset": "x"}, delta=None, reason="bad")
+
+
+def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path):
+    """A release starting a new ledger in one store is told of the other stores this user's witnesses saw entries
+    in (a table released through one of them is counted there: a trial's `--ledger other.sqlite`)."""
+    admit(Store(str(tmp_path / "first.sqlite")), 0.3, "r1", epsilon=5)
+    assert witness.identity(str(tmp_path / "first.sqlite")) in witness.others(str(tmp_path / "second.sqlite"))
+    assert witness.identity(str(tmp_path / "first.sqlite")) not in witness.others(str(tmp_path / "first.sqlite"))

@@ -149,6 +149,38 @@ def test_rows_short_of_their_marginal_warn_and_the_interval_reaches_its_reading(
     assert kept.measured is None
 
 
+def test_a_fit_on_a_relation_the_rows_lost_says_so_and_marks_its_coefficients():
+    """The release above (b's relation with y lost in the rows, the weights' marginal of (b, y) showing it): a
+    logistic fit of y on a and b warns once (MeasurementWarning) naming b and the rate it reads, and marks b's
+    coefficients, not a's; a fit on a alone, whose relation the rows keep, neither warns nor marks."""
+    from sklearn.linear_model import LogisticRegression
+
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
+
+    rows = table(6000, 4)
+    rng = np.random.default_rng(7)
+    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
+    synth = gen.sample(6000, rng=rng)
+    synth["b"] = rng.permutation(synth["b"].to_numpy())
+    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
+    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
+            "weights": measurements_dict(mm)}
+    bundle = Bundle(decode_frame(synth, SCHEMA), np.ones(len(synth)), {"records": []}, synth, SCHEMA, meas)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        fit = bundle.fit(LogisticRegression(), ["a", "b"], "y")
+    gaps = [str(w.message) for w in said if issubclass(w.category, MeasurementWarning)]
+    assert len(gaps) == 1 and "of 'y' within 'b': rate of 'yes' for b=" in gaps[0] and "b=v" in gaps[0], gaps
+    marked = fit.table.index[fit.table.measured_gap].tolist()
+    assert marked and all(name.startswith("b=") for name in marked)
+    assert str(fit).splitlines()[-1].startswith("* the rows fall short of what a published marginal measured")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        kept = bundle.fit(LogisticRegression(), ["a"], "y")
+    assert "measured_gap" not in kept.table and "*" not in str(kept)
+
+
 def test_a_columns_empty_rows_are_read_apart_from_its_values_or_not_at_all():
     """x is empty in a fifth of the rows (`missing: indicator`: held at its lower bound, x_missing = 1). Read off
     exact counts, the mean of x among a = r is the mean of the rows that have a value: from a marginal with

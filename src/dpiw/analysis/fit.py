@@ -10,11 +10,21 @@ The coefficients' variance has the three parts a weighted mean's has (:mod:`dpiw
   private rows' count (Kish's ESS over N_D), as for a mean.
 
 Without published measurements only the second part is there (and the intervals say so).
+
+What a published marginal shows and the rows do not (:mod:`dpiw.analysis.measured`) is checked feature by
+feature: the target's mean (or each class's rate) within each bin or category of a feature, read off the
+marginal that holds the two, against the released rows' (the check of ``b.mean``). Where a subgroup's two lie
+apart beyond both their noise, the rows fall short of a relation the fit's coefficients on that feature rest on:
+the fit warns (:class:`dpiw.analysis.MeasurementWarning`, once, naming the subgroups) and marks those
+coefficients (``table.measured_gap``); their intervals do not reach over it, since no marginal reads a
+coefficient adjusted for the other features. (Reading the coefficients off the marginals' moments was tried: on
+BudgetFood its standard error came out ten times the released fit's, too wide to see anything.)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -56,6 +66,7 @@ class Fit:
     def __str__(self) -> str:
         if self.table is None:
             return f"{self.estimator!r} (no coefficients: no interval)"
+        gap = self.table["measured_gap"] if "measured_gap" in self.table else pd.Series(False, self.table.index)
         classes = [str(c) for c in getattr(self.estimator, "classes_", [])]
         logistic = "Logistic" in type(self.estimator).__name__  # LogisticRegression(CV): log-odds; others: scores
         lines = [f"(the {'log-odds' if logistic else 'coefficients'} of {classes[1]!r} against {classes[0]!r})"] \
@@ -63,8 +74,11 @@ class Fit:
         lines.append(f"{'':<28} {'estimate':>11} {'95% interval':>26}")
         for name, r in self.table.iterrows():  # each row to its own interval's precision, as an Estimate prints
             d = interval_digits(r.lo, r.hi)
-            lines.append(f"{name[:28]:<28} {fixed(r.value, d):>11}   {fixed(r.lo, d):>11} to {fixed(r.hi, d):<11}")
-        return "\n".join(lines) + f"\n(intervals cover {self.covers})"
+            lines.append(f"{name[:28]:<28} {fixed(r.value, d):>11}   {fixed(r.lo, d):>11} to {fixed(r.hi, d):<11}"
+                         + (" *" if gap[name] else ""))
+        note = ("\n* the rows fall short of what a published marginal measured of the target within this feature "
+                "(MeasurementWarning): the interval does not cover that") if gap.any() else ""
+        return "\n".join(lines) + f"\n(intervals cover {self.covers})" + note
 
 
 def fit_with_intervals(bundle, estimator, features: list[str], target: str, *, interval: str) -> Fit:
@@ -154,6 +168,17 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
     table = pd.DataFrame({"value": point, "se": se, "lo": np.minimum(point, corrected) - z * se,
                           "hi": np.maximum(point, corrected) + z * se, "bias": bias,
                           **{f"var_{k}": v for k, v in var.items()}})
+    if covers == NOISE_AWARE_FIT:
+        short = fit_gaps(*short_of_marginals(bundle, features, target, list(getattr(model, "classes_", []))))
+        if short:
+            table["measured_gap"] = [_feature_of(name, features) in short for name in table.index]
+            said = "; ".join("; ".join(found[:2]) + (f" (and {len(found) - 2} more)" if len(found) > 2 else "")
+                             for found in short.values())
+            warnings.warn(f"b.fit: the released rows fall short of what a published marginal measured of "
+                          f"{target!r} within {', '.join(map(repr, short))}: {said}. The coefficients on "
+                          f"{'that feature' if len(short) == 1 else 'those features'} rest on that relation, and "
+                          "their intervals do not cover it (table.measured_gap; b.mean or b.rate within those "
+                          "subgroups give intervals that do)", _measurement_warning(), stacklevel=4)
     absent = _absent_levels(bundle, features, target)
     if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
         rows = [r for r in table.index if r in absent]
@@ -162,6 +187,81 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
                       "this release cannot estimate its coefficient, which is NaN in the table, not the 0 the "
                       "estimator leaves (the category's noisy count came out near nothing)", UserWarning, stacklevel=4)
     return Fit(model, table, covers)
+
+
+def _measurement_warning():
+    from dpiw.analysis.bundle import MeasurementWarning
+
+    return MeasurementWarning
+
+
+def _feature_of(name: str, features: list[str]) -> str | None:
+    """The feature a coefficient's name is of (``x``, ``g=1``, ``yes:g=1``), or None for an intercept."""
+    bare = name.split(":", 1)[1] if ":" in name and name.split(":", 1)[1] != "" else name
+    return next((f for f in features if bare == f or bare.startswith(f"{f}=")), None)
+
+
+#: how a fit's subgroups decide it: "subgroup", where b.mean's own test finds one of them apart (DISAGREE_Z), or
+#: "family", at the two-sided 5% level over all of them (Bonferroni): bench/fit_check.py, bench/README.md
+FIT_RULE = "subgroup"
+
+
+def fit_gaps(found: list, tests: int, rule: str | None = None) -> dict[str, list[str]]:
+    """:func:`short_of_marginals`'s findings that decide a fit, by feature, farthest first."""
+    from dpiw.analysis.bundle import DISAGREE_Z
+
+    rule = rule or FIT_RULE
+    z = DISAGREE_Z if rule == "subgroup" else NormalDist().inv_cdf(1 - 0.025 / max(tests, 1))
+    out: dict[str, list[str]] = {}
+    for apart, f, text in sorted(found, key=lambda x: -x[0]):
+        if apart > z:
+            out.setdefault(f, []).append(text)
+    return out
+
+
+def short_of_marginals(bundle, features: list[str], target: str, classes: list) -> tuple[list, int]:
+    """The subgroups (each feature's bins or categories) where the target's mean, or a class's rate, from the
+    released rows lies beyond both their noise from a published marginal's reading of it (``b.mean`` /
+    ``b.rate``'s check, :meth:`dpiw.analysis.Bundle._against_marginal`): (standard errors apart, feature, in
+    words) each, and how many subgroups were tested."""
+    import warnings
+
+    from dpiw import DpiwError
+    from dpiw.analysis.bin_bias import bin_text
+
+    numeric_target = bundle.schema.column(target).is_numeric
+    labels = [None] if numeric_target else (classes[1:] if len(classes) > 1 else [])
+    found: list[tuple[float, str, str]] = []  # (standard errors apart, feature, in words)
+    tests = 0
+    for f in features:
+        spec = bundle.schema.column(f)
+        if spec.is_numeric:
+            try:
+                groups = [(f"{f} {bin_text(lo, hi)}", lambda d, f=f, lo=lo, hi=hi: d[f].between(lo, hi))
+                          for lo, hi in bundle.bins(f)]
+            except DpiwError:
+                continue
+        else:
+            groups = [(f"{f}={k}", {f: k}) for k in bundle.data[f].cat.categories]
+        for text, where in groups:
+            for label in labels:
+                tests += 1
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        est = (bundle.mean(target, where) if label is None else bundle.rate(target, label, where))
+                    except DpiwError:  # no released row in it
+                        continue
+                if est.measured is None:  # within DISAGREE_Z of its reading (or none made)
+                    continue
+                parts = est.parts or {}
+                read_var = max(est.measured[1] ** 2 - parts.get("private_rows", 0.0), 0.0)
+                apart = abs(est.value - est.measured[0]) / np.sqrt(read_var + parts.get("noise", 0.0)
+                                                                   + parts.get("synthetic_rows", 0.0))
+                of = f"mean {target}" if label is None else f"rate of {label!r}"
+                found.append((apart, f, f"{of} for {text}: {est.value:.4g} from the rows, {est.measured[0]:.4g} ± "
+                                        f"{est.measured[1]:.2g} from the marginal"))
+    return found, tests
 
 
 def _absent_levels(bundle, features: list[str], target: str) -> list[str]:

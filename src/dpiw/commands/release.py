@@ -269,6 +269,15 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
                      args.new_population, checks, args.engine)
     checks.finish()  # bad rows are refused before anything is said of the table's ledger
     _say_where(table, args.new_population)
+    if table.via == "new":  # a new ledger here, while this user's dpiw folder knows other stores with ledgers
+        from dpiw.privacy import witness
+
+        elsewhere = witness.others(url)
+        if elsewhere:
+            print(f"dpiw release: a new ledger for this table in {_where(url, args.origin)}; your dpiw folder has "
+                  f"also written to {', '.join(elsewhere[:3])}{' and more' if len(elsewhere) > 3 else ''}: if this "
+                  "table was released through one of those, its spend is counted there and not here (release with "
+                  "--ledger naming that store)")
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
     from dpiw.scale import share_text
 

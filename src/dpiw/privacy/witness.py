@@ -108,3 +108,16 @@ def bundles(url: str) -> dict[str, dict]:
     """{release entry hash: {bundle, release}} of every release admitted through this store by this user."""
     w = load(url)
     return dict(w["releases"]) if w else {}
+
+
+def others(url: str) -> list[str]:
+    """The other ledger stores this user's witnesses saw entries in (their names), besides ``url``'s."""
+    folder, own, out = path(url).parent, identity(url), []
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            w = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(w, dict) and w.get("store") and w.get("store") != own and int(w.get("count") or 0) > 0:
+            out.append(str(w["store"]))
+    return out
