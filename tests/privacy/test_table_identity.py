@@ -179,6 +179,39 @@ def test_a_new_tables_release_over_the_lifetime_budget_given_says_so(clinic, tmp
                         run_delta=1e-6, epsilon=2.0)["after"]["epsilon"] == pytest.approx(1.0)
 
 
+def test_an_overlap_of_tables_of_few_possible_rows_says_what_it_cannot_tell(clinic, tmp_path):
+    """Smoker, region and outcome: 16 possible rows among 400. Another 400 people drawn apart share every one of
+    them, so the overlap charges them to the first ledger (the safe side) and the note says that the share says
+    whose rows these could be, not that they are; a table of distinct rows compared over all its columns gets no
+    such words, one compared over the ledgered table's few columns does."""
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store
+
+    schema, frame = clinic
+    store = Store(str(tmp_path / "ledger.sqlite"))
+    few = replace(schema, columns=tuple(c for c in schema.columns if not c.is_numeric))
+    cols = [c.name for c in few.columns]
+
+    def placed(rows, name, s=few):
+        rows.to_csv(tmp_path / f"{name}.csv", index=False)
+        return L.resolve(store, replace(s, source={"kind": "file", "path": str(tmp_path / f"{name}.csv")}))
+
+    first = placed(frame[cols], "first")
+    L.admit(store, table=first, label="clinic", manifest=_manifest("r1"), bundle_id="r1", epsilon=2)
+    rng = np.random.default_rng(3)
+    others = pd.DataFrame({c: rng.permutation(frame[c].to_numpy()) for c in cols})  # each column shuffled apart
+    other = placed(others, "others")
+    assert other.via == "overlap" and other.few and "the rows compared are few of a kind" in other.note()
+    whole = placed(frame, "whole", schema)  # distinct rows: a plain overlap line
+    L.admit(store, table=whole, label="whole", manifest=_manifest("r2"), bundle_id="r2", epsilon=2)
+    again = placed(frame.assign(bmi=frame.bmi + 0.01).iloc[:390], "again", schema)  # over first's columns: few
+    assert again.via == "overlap" and again.few
+    changed = frame.copy()
+    changed.loc[3, "bmi"] += 0.1
+    plain = placed(changed, "plain", schema)  # the whole table's distinct rows: a plain overlap
+    assert plain.via in ("overlap", "identity") and not plain.few and "few of a kind" not in (plain.note() or "")
+
+
 def test_the_sketch_by_partition_equals_the_sorted_distinct_values(rng):
     """bottom_k (the sketch without sorting every row hash) gives np.unique's k smallest, repeats and all: a table's
     identity and sketch must not change with how they are computed."""

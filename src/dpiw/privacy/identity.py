@@ -380,6 +380,15 @@ def retyped(table: TableId, record: dict) -> str | None:
     return differ.pop() if len(differ) == 1 else None
 
 
+def distinct(sketch: Iterable[int]) -> float:
+    """The distinct rows a bottom-k sketch of 64-bit row hashes stands for: its size when it holds fewer than
+    :data:`SKETCH_K` (every distinct row), else (k - 1) 2^64 / its largest hash."""
+    values = sorted(int(v) for v in sketch)
+    if len(values) < SKETCH_K:
+        return float(len(values))
+    return (len(values) - 1) * 2.0**64 / max(values[-1], 1)
+
+
 def overlap(a: Iterable[int], rows_a: int, b: Iterable[int], rows_b: int) -> float:
     """The estimated share of the smaller table's rows that the other one holds too, from two bottom-k sketches of
     row hashes over the same columns (Broder's estimate of the Jaccard index J on the k smallest hashes of the

@@ -489,6 +489,12 @@ def _budget_body(label: str, epsilon: float, delta: float, neighbours: str, reas
 
 
 # ---------------------------------------------------------------------------------------------- a table's ledger
+#: a table whose distinct rows are under this share of its rows is said to be one of few possible rows
+#: (Resolution.note): two tables of other people then share most of their distinct rows (a trial's SmokeBan,
+#: 2,753 distinct of 10,000: a copy with every column shuffled apart shared "about 68%")
+FEW_DISTINCT = 0.5
+
+
 @dataclass(frozen=True)
 class Resolution:
     """Which ledger a table is charged to (:func:`resolve`): ``ledger`` (None: a new one, keyed ``key``), found
@@ -506,6 +512,7 @@ class Resolution:
     # the other ledgers it is charged to as well: each of them shares OVERLAP of the smaller table's rows with it
     # (halves released first, then the whole): {"ledger", "share", "labels", "spent", "budget"}
     others: tuple = ()
+    few: bool = False  # the rows shared are few of a kind (FEW_DISTINCT): the share cannot tell people apart
 
     @property
     def target(self) -> str:
@@ -526,7 +533,12 @@ class Resolution:
         for o in self.others:
             line += (f", and to {ledger_name(o['labels'], o['ledger'])}'s too (about {o['share']:.0%} shared; "
                      f"lifetime epsilon {o['spent']:.6g} of {o['budget']:g})")
-        return line + " (--new-population REASON declares it another population)"
+        line += " (--new-population REASON declares it another population)"
+        if self.few:  # the share is of rows as they are, and many are alike
+            line += ("; but the rows compared are few of a kind (under half of them differ), so a table of other "
+                     "people with these columns shares most of them too: the share says whose rows these could "
+                     "be, not that they are")
+        return line
 
 
 def ledger_name(labels: list[str], key: str) -> str:
@@ -594,7 +606,8 @@ def resolve(store: Store, schema, *, new_population: str | None = None, checks=N
         return Resolution(table.key, None, "new", table, share=share, earlier=earlier, reason=new_population,
                           files=files)
     return Resolution(table.key, ledger_key, "overlap", table, share=share, earlier=earlier, files=files,
-                      others=tuple({"ledger": k, "share": s, **_earlier(entries, k)} for s, k in rest))
+                      others=tuple({"ledger": k, "share": s, **_earlier(entries, k)} for s, k in rest),
+                      few=_few(table, known, ledger_key))
 
 
 def _earlier(entries: list[Entry], ledger_key: str) -> dict[str, Any]:
@@ -602,21 +615,46 @@ def _earlier(entries: list[Entry], ledger_key: str) -> dict[str, Any]:
     return {"labels": state.labels, "spent": state.spent()["epsilon"], "budget": state.budget["epsilon"]}
 
 
+def _compared(table, t: dict[str, Any]) -> tuple:
+    """The two sketches over the same columns that compare ``table`` with a ledgered table's record ``t``: all
+    the columns, the earlier table's when the new one adds some, or without the one it dropped or declared the
+    other kind; (None, None) where there are none."""
+    from dpiw.privacy.identity import retyped
+
+    names, columns = set(table.columns), tuple(t["columns"])
+    mine, theirs = (table.sketch if columns == table.columns else table.over.get(columns)), t["sketch"]
+    dropped = set(columns) - names
+    if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
+        mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
+    if (kind := retyped(table, t)) is not None:  # a column declared a number once and a category now
+        mine, theirs = table.without(kind), (t.get("drop") or {}).get(kind)
+    return mine, theirs
+
+
+def _few(table, known: dict[str, tuple[str, dict[str, Any]]], ledger_key: str) -> bool:
+    """Whether every table of ``ledger_key`` that ``table`` shares rows with shares them over columns whose rows
+    are few of a kind (their distinct rows under FEW_DISTINCT of the rows): the share then cannot tell people
+    apart."""
+    from dpiw.privacy.identity import OVERLAP, distinct, overlap
+
+    found = []
+    for key, t in known.values():
+        mine, theirs = _compared(table, t)
+        if ledger_key in (key, *t.get("also", [])) and mine is not None and theirs is not None and overlap(
+                mine, table.rows, theirs, t["rows"]) >= OVERLAP:
+            found.append(distinct(mine) < FEW_DISTINCT * table.rows or distinct(theirs) < FEW_DISTINCT * t["rows"])
+    return bool(found) and all(found)
+
+
 def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple[float, str]]:
     """(share, ledger key) of every ledger holding a table that shares at least OVERLAP of the smaller table's
     rows with ``table`` (a :class:`dpiw.privacy.identity.TableId`; over the earlier table's columns when it adds
     some, or without the one it dropped), the largest share first; a ledger once, at its largest."""
-    from dpiw.privacy.identity import OVERLAP, overlap, retyped
+    from dpiw.privacy.identity import OVERLAP, overlap
 
-    names, best = set(table.columns), {}
+    best = {}
     for ledger_key, t in known.values():
-        columns = tuple(t["columns"])
-        mine, theirs = (table.sketch if columns == table.columns else table.over.get(columns)), t["sketch"]
-        dropped = set(columns) - names
-        if mine is None and len(dropped) == 1 and names < set(columns):  # a column dropped since
-            mine, theirs = table.sketch, (t.get("drop") or {}).get(dropped.pop())
-        if (kind := retyped(table, t)) is not None:  # a column declared a number once and a category now
-            mine, theirs = table.without(kind), (t.get("drop") or {}).get(kind)
+        mine, theirs = _compared(table, t)
         if mine is not None and theirs is not None:
             share = overlap(mine, table.rows, theirs, t["rows"])
             for key in (ledger_key, *t.get("also", [])):  # that table's people are in each ledger it was charged to
