@@ -302,11 +302,13 @@ def test_a_consistently_rewritten_chain_is_caught_by_the_bundles_it_admitted(tmp
     with pytest.raises(DpiwError, match="bundle2: its ledger entry .* is not in"):  # ... but not to the bundles
         L.verify(store, entries=bundles)
     # a manifest whose entry was edited in its last digit: said as an edit, with both hashes in full
-    edited = outs[0]["entry"][:-1] + ("0" if outs[0]["entry"][-1] != "0" else "1")
-    with pytest.raises(DpiwError, match=rf"bundle0: its ledger entry {edited} is not in .*whose release entry "
-                                        rf"{outs[0]['entry']} shares its first 16 digits: the bundle's manifest was "
-                                        "edited"):
-        L.verify(store, entries={"bundle0": edited})
+    true = outs[0]["entry"]
+    for edited in (true[:-1] + ("0" if true[-1] != "0" else "1"), ("0" if true[0] != "0" else "1") + true[1:],
+                   true.upper()):  # its last digit, its first, its case
+        with pytest.raises(DpiwError, match=rf"bundle0: its ledger entry {edited} is not in .*whose release entry "
+                                            rf"{outs[0]['entry']} differs from it in a digit or two: the bundle's "
+                                            "manifest was edited"):
+            L.verify(store, entries={"bundle0": edited})
 
 
 def test_negative_or_non_finite_spend_is_refused_at_the_door(store):
@@ -440,9 +442,15 @@ def test_a_ledger_of_the_earlier_json_format_is_imported_once_with_its_spend(tmp
         L.import_json(store, digest="other", label="x", old={"dataset": "x"}, delta=None, reason="bad")
 
 
-def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path):
-    """A release starting a new ledger in one store is told of the other stores this user's witnesses saw entries
-    in (a table released through one of them is counted there: a trial's `--ledger other.sqlite`)."""
+def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path, capsys):
+    """A table's first release in one store (or its budget set there first) is told of the other stores this
+    user's witnesses saw entries in (a table released through one of them is counted there: a trial's `--ledger
+    other.sqlite`)."""
+    from dpiw.commands.release import elsewhere_line
+
     admit(Store(str(tmp_path / "first.sqlite")), 0.3, "r1", epsilon=5)
     assert witness.identity(str(tmp_path / "first.sqlite")) in witness.others(str(tmp_path / "second.sqlite"))
     assert witness.identity(str(tmp_path / "first.sqlite")) not in witness.others(str(tmp_path / "first.sqlite"))
+    elsewhere_line(str(tmp_path / "second.sqlite"))
+    said = capsys.readouterr().out
+    assert "your dpiw folder has also written to" in said and str(tmp_path / "first.sqlite") in said

@@ -543,3 +543,19 @@ def test_output_cut_short_by_its_reader_ends_without_a_traceback():
     proc = subprocess.run(f"{sys.executable} -c \"{code}\" | head -1", shell=True, capture_output=True, text=True,
                           executable="/bin/bash")
     assert proc.stdout == "x" * 100 + "\n" and "Traceback" not in proc.stderr and "Broken" not in proc.stderr
+
+
+def test_a_release_refused_by_the_gate_and_charged_is_a_round_new_release_moves_past(tmp_path):
+    """--new-release after a release the gate refused (charged: its run's manifest names its ledger entry) makes
+    the next round with fresh noise, instead of giving the same verdict again; an uncharged refusal (a benchmark
+    run) is not a round."""
+    from dpiw.commands.release import RUN, _refused_and_charged
+
+    run = tmp_path / "eps=1-abc" / RUN / "runs" / "t" / "eps=1" / "seed=0" / "mst" / "marginal_match" / "none"
+    (run / "release").mkdir(parents=True)
+    (run / "release" / "refused.json").write_text(json.dumps({"released": False, "reasons": ["k-hat"]}))
+    (run / "manifest.json").write_text(json.dumps({"run": "t", "release": {"fit_to_release": False}}))
+    assert not _refused_and_charged(tmp_path / "eps=1-abc", None)
+    (run / "manifest.json").write_text(json.dumps({"run": "t", "ledger": {"entry": "ab" * 32}}))
+    assert _refused_and_charged(tmp_path / "eps=1-abc", None)
+    assert not _refused_and_charged(tmp_path / "elsewhere", None)

@@ -386,3 +386,23 @@ def test_a_category_no_released_row_holds_has_no_coefficient(tmp_path):
         warnings.simplefilter("error", UserWarning)
         write_bundle(tmp_path / "c")
         assert not load_bundle(tmp_path / "c").fit(LinearRegression(), ["x", "g"], "y").table.value.isna().any()
+
+
+def test_a_first_category_no_released_row_holds_is_not_the_reference(tmp_path):
+    """No released row holds g = 0, the first category (a codebook's code nobody has; a trial's education = 0):
+    against it, the intercept and g's indicators were collinear and every coefficient of g was against nothing
+    (education's intercept 1,121, interval 194 to 2,048, with no warning). The reference is now the first
+    category the rows hold, and the fit says so."""
+    folder = write_bundle(tmp_path / "b")
+    rows = pd.read_parquet(folder / "synthetic.parquet")
+    rows["g"] = 1  # every row in the second category
+    rows.to_parquet(folder / "synthetic.parquet")
+    b = load_bundle(folder)
+    with pytest.warns(UserWarning, match=r"b.fit: no released row holds g=0 \(the first category, the usual "
+                                         r"reference\): the coefficients of 'g' are against g=1") as said:
+        fit = b.fit(LinearRegression(), ["x", "g"], "y")
+    assert [w.filename for w in said if "usual reference" in str(w.message)] == [__file__]
+    assert list(fit.table.index) == ["(intercept)", "x", "g=0"]  # g=0: no row, no estimate (the NaN above)
+    assert fit.table.loc["g=0", "value"] != fit.table.loc["g=0", "value"]
+    assert abs(fit.table.loc["x", "value"] - 2) < 0.1 and fit.table.loc["(intercept)", "se"] < 0.5  # estimable
+    assert list(b.design(["g"]).columns) == ["g=1"]  # the bundle's design itself keeps the schema's reference

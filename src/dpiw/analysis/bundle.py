@@ -706,18 +706,21 @@ class Bundle:
                                      lambda k: float(k == code))
         return replace(est, limits=(0.0, 1.0))
 
-    def design(self, features: list[str], data: pd.DataFrame | None = None) -> pd.DataFrame:
+    def design(self, features: list[str], data: pd.DataFrame | None = None, *,
+               reference: dict | None = None) -> pd.DataFrame:
         """The features as a numeric design matrix: numeric columns in their units, a categorical column with K
-        categories as K - 1 indicator columns ``name=label`` (the first category is the reference); of ``data``
-        (decoded rows like :attr:`data`, e.g. a bootstrap replicate's) or of the bundle's rows."""
+        categories as K - 1 indicator columns ``name=label`` (the first category is the reference, or the one
+        ``reference`` names for the column); of ``data`` (decoded rows like :attr:`data`, e.g. a bootstrap
+        replicate's) or of the bundle's rows."""
         data = self.data if data is None else data
         blocks = []
         for name in features:
             self._column(name)
             col = data[name]
             if isinstance(col.dtype, pd.CategoricalDtype):
+                left = (reference or {}).get(name, col.cat.categories[0])
                 blocks.append(pd.DataFrame({f"{name}={c}": (col == c).to_numpy(float)
-                                            for c in col.cat.categories[1:]}, index=data.index))
+                                            for c in col.cat.categories if c != left}, index=data.index))
             else:
                 blocks.append(col.astype(float).to_frame())
         return pd.concat(blocks, axis=1)

@@ -118,7 +118,7 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
     def fit_on(data: pd.DataFrame, w: np.ndarray):
         keep = data[[*features, target]].notna().all(axis=1).to_numpy()  # complete cases (`missing: indicator`)
         data, w = data[keep], w[keep]
-        x = bundle.design(features, data)
+        x = bundle.design(features, data, reference=refs)
         y = data[target]
         y = y.astype(str).to_numpy() if isinstance(y.dtype, pd.CategoricalDtype) else y.to_numpy()
         fits[0] += 1
@@ -135,9 +135,10 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
                 for key, message in kinds.items():
                     said.setdefault(key, [message, 0])[1] += 1
 
+    refs = references(bundle, features, target)
     model = fit_on(bundle.data, bundle.weights)
     try:
-        names = list(bundle.design(features).columns)
+        names = list(bundle.design(features, reference=refs).columns)
         point = coefficients(model, names)
     except AttributeError:  # not a linear model: no coefficients to give intervals for
         return Fit(model, None, SAMPLING_ONLY)
@@ -181,7 +182,7 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
                           f"{'that feature' if len(short) == 1 else 'those features'} rest on that relation, and "
                           "their intervals do not cover it (table.measured_gap; b.mean or b.rate within those "
                           "subgroups give intervals that do)", _measurement_warning(), stacklevel=4)
-    absent = _absent_levels(bundle, features, target)
+    absent = _absent_levels(bundle, features, target, refs)
     if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
         rows = [r for r in table.index if r in absent]
         table.loc[rows, ["value", "se", "lo", "hi", "bias"]] = np.nan
@@ -268,9 +269,32 @@ def short_of_marginals(bundle, features: list[str], target: str, classes: list) 
     return found, tests
 
 
-def _absent_levels(bundle, features: list[str], target: str) -> list[str]:
+def references(bundle, features: list[str], target: str) -> dict:
+    """Each categorical feature's reference category for a fit: its first category that a released complete case
+    with a positive weight holds (the schema's first, unless no row holds it: a design against a category no row
+    holds has its intercept and that feature's columns collinear, and every coefficient against nothing). Said in
+    a warning where it is not the first."""
+    import warnings
+
+    keep = bundle.data[[*features, target]].notna().all(axis=1).to_numpy() & (bundle.weights > 0)
+    out = {}
+    for f in features:
+        col = bundle.data[f]
+        if not isinstance(col.dtype, pd.CategoricalDtype):
+            continue
+        held = set(col[keep].unique())
+        first = next((c for c in col.cat.categories if c in held), col.cat.categories[0])
+        out[f] = first
+        if first != col.cat.categories[0]:
+            warnings.warn(f"b.fit: no released row holds {f}={col.cat.categories[0]} (the first category, the "
+                          f"usual reference): the coefficients of {f!r} are against {f}={first}, the first one "
+                          "the rows hold", UserWarning, stacklevel=5)
+    return out
+
+
+def _absent_levels(bundle, features: list[str], target: str, refs: dict | None = None) -> list[str]:
     """The indicator columns of the design (``name=label``) that no released complete case with a positive weight
     holds."""
     keep = bundle.data[[*features, target]].notna().all(axis=1).to_numpy() & (bundle.weights > 0)
-    x = bundle.design(features, bundle.data[keep])
+    x = bundle.design(features, bundle.data[keep], reference=refs)
     return [c for c in x.columns if "=" in c and not x[c].any()]

@@ -159,3 +159,7 @@ def main(args) -> None:
         + [f"delta {prev['delta']:.3g}"] * (prev.get("delta") != b["delta"]) or ["the same"]) + ")"
     print(f"{describe(url)}: {data.name}: lifetime budget epsilon {b['epsilon']:g}, delta {b['delta']:.3g}{was}; "
           f"entry {out['entry'][:16]}")
+    if out["created"]:  # a new ledger here: the table may have been released through another store
+        from dpiw.commands.release import elsewhere_line
+
+        elsewhere_line(url)

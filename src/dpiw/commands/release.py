@@ -269,15 +269,6 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
                      args.new_population, checks, args.engine)
     checks.finish()  # bad rows are refused before anything is said of the table's ledger
     _say_where(table, args.new_population)
-    if table.via == "new":  # a new ledger here, while this user's dpiw folder knows other stores with ledgers
-        from dpiw.privacy import witness
-
-        elsewhere = witness.others(url)
-        if elsewhere:
-            print(f"dpiw release: a new ledger for this table in {_where(url, args.origin)}; your dpiw folder has "
-                  f"also written to {', '.join(elsewhere[:3])}{' and more' if len(elsewhere) > 3 else ''}: if this "
-                  "table was released through one of those, its spend is counted there and not here (release with "
-                  "--ledger naming that store)")
     clipped = checks.clipped(max_fraction=float(load_yaml(root / "params.yaml")["scale"]["max_clip_fraction"]))
     from dpiw.scale import share_text
 
@@ -313,6 +304,18 @@ def _say_where(table, new_population) -> None:
     elif table.via == "new" and table.earlier:
         print(f"dpiw release: a new population ({new_population.strip()}), although it shares about "
               f"{table.share:.0%} of its rows with '{', '.join(table.earlier['labels'])}'")
+
+
+def elsewhere_line(url: str, origin: Path | None = None) -> None:
+    """Say so where this user's dpiw folder has written to other ledger stores than ``url``, in which the table
+    may have been released before (a trial's `--ledger other.sqlite`: a fresh budget)."""
+    from dpiw.privacy import witness
+
+    elsewhere = witness.others(url)
+    if elsewhere:
+        print(f"dpiw: no release of this table in {_where(url, origin)} yet; your dpiw folder has also written to "
+              f"{', '.join(elsewhere[:3])}{' and more' if len(elsewhere) > 3 else ''}: if this table was released "
+              "through one of those, its spend is counted there and not here (name that store: --ledger, --store)")
 
 
 def _where(url: str, origin: Path | None = None) -> str:
@@ -414,6 +417,18 @@ def _admitted(folder: Path, store) -> Path | None:
             verify(store, entries={str(manifest.parent): entry})  # one line if the store lost it
             return manifest.parent
     return None
+
+
+def _refused_and_charged(folder: Path, store) -> bool:
+    """Whether a release's folder holds a run the gate refused that the ledger charged (its run's manifest names
+    its entry): --new-release then makes the next round, with fresh noise, charged too."""
+    from dpiw.privacy.ledger import bundle_entry
+
+    for refusal in sorted(folder.glob(f"{RUN}/runs/**/release/refused.json")):
+        run_manifest = refusal.parent.parent / "manifest.json"
+        if run_manifest.is_file() and bundle_entry(run_manifest):
+            return True
+    return False
 
 
 def _elsewhere(url: str, name: str, release: str) -> str | None:
@@ -545,6 +560,9 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
             old = f"{legacy}{release[len(base):]}"
             done = next((b for b in (_admitted(root / "releases" / name / old, store), _elsewhere(url, name, old))
                          if b and _same_schema(b, schema)), None)
+        if not done and args.new_release and _refused_and_charged(folder, store):
+            release, args.release_round = f"{base}.{k}", k  # a refused round, charged: the next one
+            continue
         if not done:
             break
         found.append(done)
@@ -600,6 +618,8 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     store = Store(url)
     name, release = schema.name, args.release
     folder = root / "releases" / name / release
+    if not plan["releases"]:  # the table's first release in this store (new, or its budget set just before)
+        elsewhere_line(url, args.origin)
     print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
           f"{plan['after']['epsilon']:.4g} of {plan['budget']['epsilon']:g}"
           + "".join(f", and the ledger of {ledger_name(o['labels'], o['key'])} {o['after']['epsilon']:.4g} of "
@@ -665,5 +685,6 @@ def refused(manifest: dict) -> DpiwError:
             "): its mechanisms ran on the private rows, and trying again until a release passes would choose among "
             "noisy releases, which costs each" if charged else "nothing is charged to the ledger")
     return DpiwError("NOT fit to release (" + "; ".join(manifest["release"]["reasons"]) + f"): nothing is published "
-                     f"and {said}; the same command gives the same verdict (its noise is drawn once), so change the "
-                     "release (another --weights or --post, say) to try again")
+                     f"and {said}; the same command gives the same verdict (its noise is drawn once): "
+                     "--new-release draws fresh noise (charged again), or change the release (another --weights or "
+                     "--post, say)")

@@ -192,7 +192,10 @@ def row_id_columns(frame, *, target: str) -> list:
 
 #: column names that say "whose row": a person's, a household's, a case's (lower case, no spaces, dots, underscores)
 UNIT_NAMES = {"id", "nr", "pid", "idcode", "ident", "person", "personid", "subject", "subjectid", "patient",
-              "patientid", "household", "householdid", "hhid", "case", "caseid", "unit", "unitid", "family", "famid"}
+              "patientid", "household", "householdid", "hhid", "case", "caseid", "unit", "unitid", "family", "famid",
+              "firm", "firmid", "company", "individual", "respondent", "prof", "chick"}
+#: a column named like an identifier is read as one from this many values (a panel of 10 firms)
+UNIT_MIN_NAMED = 10
 #: column names that say "when" (a balanced panel's years are on as many rows each as its people are)
 TIME_NAMES = {"year", "yr", "time", "wave", "period", "quarter", "month", "week", "day", "date", "t", "age"}
 #: a column is read as naming units of several rows when it has at least this many values ...
@@ -203,8 +206,9 @@ UNIT_MAX_ROWS = 50
 
 def unit_columns(frame, *, target: str) -> dict:
     """The columns that say whose row each row is, where several rows are of one (a person seen in 8 years):
-    whole numbers or text, every value on at least 2 rows, at least :data:`UNIT_MIN_VALUES` values and at most
-    :data:`UNIT_MAX_ROWS` rows a value on average, and either named like an identifier (``nr``, ``person_id``)
+    whole numbers or text, every value on at least 2 rows, at least :data:`UNIT_MIN_VALUES` values
+    (:data:`UNIT_MIN_NAMED` for a name like an identifier) and at most :data:`UNIT_MAX_ROWS` rows a value on
+    average, and either named like an identifier (``nr``, ``person_id``, ``firm``)
     or on as many rows each (a balanced panel; not named like a time, ``year``). Never the target. Returns each
     column's most rows of one value (printed for the curator, never written in the draft)."""
     import pandas as pd
@@ -217,12 +221,12 @@ def unit_columns(frame, *, target: str) -> dict:
         if pd.api.types.is_numeric_dtype(s) and not bool((s == s.round()).all()):
             continue
         counts = s.value_counts()
-        if counts.min() < 2 or len(counts) < UNIT_MIN_VALUES or len(s) > UNIT_MAX_ROWS * len(counts):
-            continue
         key = re.sub(r"[\s._:-]", "", str(col).lower())
-        if key in TIME_NAMES:
+        named = key in UNIT_NAMES or key.endswith("id")
+        if counts.min() < 2 or len(counts) < (UNIT_MIN_NAMED if named else UNIT_MIN_VALUES) or \
+                len(s) > UNIT_MAX_ROWS * len(counts) or key in TIME_NAMES:
             continue
-        if key in UNIT_NAMES or key.endswith("id") or counts.nunique() == 1:
+        if named or counts.nunique() == 1:
             out[col] = int(counts.max())
     return out
 

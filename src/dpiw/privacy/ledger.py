@@ -423,11 +423,14 @@ def verify(store: Store, entries: dict[str, str] | None = None) -> dict[str, Any
         releases = {e.hash for e in chain if e.kind == "release"}
         for bundle, entry in (entries or {}).items():
             if entry not in releases:
-                near = [h for h in releases if h[:16] == str(entry)[:16]]
-                if near:  # the manifest's entry edited past its first digits: show where they part
+                text = str(entry).lower()
+                near = [h for h in releases
+                        if len(h) == len(text) and sum(a != b for a, b in zip(h, text, strict=True)) <= 2]
+                if near:  # the manifest's entry edited in a digit or two: show both
                     raise DpiwError(f"{bundle}: its ledger entry {entry} is not in {describe(store.url)}, whose "
-                                    f"release entry {near[0]} shares its first 16 digits: the bundle's manifest was "
-                                    "edited (the store's entry is the one the release was admitted with)")
+                                    f"release entry {near[0]} differs from it in a digit or two: the bundle's "
+                                    "manifest was edited (the store's entry is the one the release was admitted "
+                                    "with)")
                 raise DpiwError(f"{bundle}: its ledger entry {entry[:16]} is not in {describe(store.url)}: the store "
                                 "lost a release (rewritten, or restored from an older backup) or is another store")
         keys = list(dict.fromkeys(e.dataset for e in chain))
