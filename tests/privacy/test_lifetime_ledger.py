@@ -442,12 +442,13 @@ def test_a_ledger_of_the_earlier_json_format_is_imported_once_with_its_spend(tmp
         L.import_json(store, digest="other", label="x", old={"dataset": "x"}, delta=None, reason="bad")
 
 
-def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path, capsys):
+def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path, capsys, monkeypatch):
     """A table's first release in one store (or its budget set there first) is told of the other stores this
     user's witnesses saw entries in (a table released through one of them is counted there: a trial's `--ledger
     other.sqlite`)."""
     from dpiw.commands.release import elsewhere_line
 
+    monkeypatch.setenv("DPIW_HOME", str(tmp_path / "home"))  # this user's witnesses only
     admit(Store(str(tmp_path / "first.sqlite")), 0.3, "r1", epsilon=5)
     assert witness.identity(str(tmp_path / "first.sqlite")) in witness.others(str(tmp_path / "second.sqlite"))
     assert witness.identity(str(tmp_path / "first.sqlite")) not in witness.others(str(tmp_path / "first.sqlite"))
