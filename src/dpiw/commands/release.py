@@ -419,7 +419,7 @@ def _admitted(folder: Path, store) -> Path | None:
     return None
 
 
-def _refused_and_charged(folder: Path, store) -> bool:
+def _refused_and_charged(folder: Path) -> bool:
     """Whether a release's folder holds a run the gate refused that the ledger charged (its run's manifest names
     its entry): --new-release then makes the next round, with fresh noise, charged too."""
     from dpiw.privacy.ledger import bundle_entry
@@ -560,7 +560,7 @@ def _admitted_before(args, root: Path, schema, url: str, table) -> Path | None:
             old = f"{legacy}{release[len(base):]}"
             done = next((b for b in (_admitted(root / "releases" / name / old, store), _elsewhere(url, name, old))
                          if b and _same_schema(b, schema)), None)
-        if not done and args.new_release and _refused_and_charged(folder, store):
+        if not done and args.new_release and _refused_and_charged(folder):
             release, args.release_round = f"{base}.{k}", k  # a refused round, charged: the next one
             continue
         if not done:

@@ -652,7 +652,8 @@ def _few(table, known: dict[str, tuple[str, dict[str, Any]]], ledger_key: str) -
 def _overlaps(table, known: dict[str, tuple[str, dict[str, Any]]]) -> list[tuple[float, str]]:
     """(share, ledger key) of every ledger holding a table that shares at least OVERLAP of the smaller table's
     rows with ``table`` (a :class:`dpiw.privacy.identity.TableId`; over the earlier table's columns when it adds
-    some, or without the one it dropped), the largest share first; a ledger once, at its largest."""
+    some, or without the one it dropped or declared the other kind: :func:`_compared`), the largest share first;
+    a ledger once, at its largest."""
     from dpiw.privacy.identity import OVERLAP, overlap
 
     best = {}
