@@ -118,17 +118,17 @@ def test_no_reading_where_the_subgroup_cuts_a_cell_no_marginal_holds_it_or_the_n
     assert read(scaled, published(scaled, [[0, 3]], std=400.0), "y", ["a"], h, (data.a == "r").to_numpy()) is None
 
 
-def lost_relation():
-    """A release whose rows lost b's relation to every other column (b shuffled), with unit weights and
+def lost_relation(column: str = "b", seed: int = 4):
+    """A release whose rows lost ``column``'s relation to every other column (shuffled), with unit weights and
     marginal_match's published two-way marginals with y (epsilon 1), which show it; and the private rows."""
     from dpiw.sdgp.mst import MST
     from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
 
-    rows = table(6000, 4)
+    rows = table(6000, seed)
     rng = np.random.default_rng(7)
     gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
     synth = gen.sample(6000, rng=rng)
-    synth["b"] = rng.permutation(synth["b"].to_numpy())
+    synth[column] = rng.permutation(synth[column].to_numpy())
     mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
     meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
             "weights": measurements_dict(mm)}
@@ -216,22 +216,12 @@ def test_a_share_within_a_subgroup_is_read_off_the_marginal_too():
     """The share of x above 4 (a bin edge) among y = yes: exact counts of (x, y) give the subgroup's own share
     back; in a release whose rows lost x's relation to the rest (x permuted), b.share warns and reaches the
     reading of marginal_match's published (x, y), which covers the table's share."""
-    from dpiw.sdgp.mst import MST
-    from dpiw.weights.marginal_match import MarginalMatch, measurements_dict
-
     rows = table(6000, 5)
     data = decode_frame(rows, SCHEMA)
     sub, h = (data.y == "yes").to_numpy(), (data.x > 4).to_numpy(float)
     got = read(rows, published(rows, [[1, 3]], std=1e-9), "x", ["y"], h, sub)
     assert got.value == pytest.approx(h[sub].mean(), abs=1e-9)
-    rng = np.random.default_rng(7)
-    gen = MST(bins=BINS, iters=200).fit(rows, SCHEMA, epsilon=3.0, delta=1e-6, rng=rng)
-    synth = gen.sample(6000, rng=rng)
-    synth["x"] = rng.permutation(synth["x"].to_numpy())
-    mm = MarginalMatch(bins=BINS, degree=2).on_bins_of(gen).measure(rows, SCHEMA, epsilon=1.0, delta=1e-6, rng=rng)
-    meas = {"generator": {**measurements_dict(gen), "total": 6000.0, "iters": gen.iters},
-            "weights": measurements_dict(mm)}
-    bundle = Bundle(decode_frame(synth, SCHEMA), np.ones(6000), {"records": []}, synth, SCHEMA, meas)
+    bundle, _ = lost_relation("x", seed=5)
     with pytest.warns(MeasurementWarning, match=r"share\('x', '>', 4, where=\{'y': 'yes'\}\): the weights' noisy"):
         est = bundle.share("x", ">", 4, {"y": "yes"})
     lo, hi = est.ci()
