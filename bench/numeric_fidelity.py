@@ -37,8 +37,13 @@ within their noise the values are drawn evenly, as equal-width bins draw them (a
 Named on 2026-11-28 after CPS1988's experience came out with twice equal-width's rms error, most of it variance;
 the same rule as ``--zeros``.
 
+``--floor f``: params.yaml's release against the same whose fine trees split a node holding under f noise stds of
+mass evenly down to the leaves (arm ``floor_<f>``; dpiw.sdgp.binning.FLOOR, post-processing; f chosen on simulated
+columns by ``bench/binning.py --floors --within``). Named on 2026-11-28 after CPS1988's experience came out with
+twice equal-width's rms error, most of it variance; the rule, named before the run, is ``--zeros``'s.
+
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
-                                     [--zeros] [--shrink]
+                                     [--zeros] [--shrink] [--floor 4]
 """
 
 from __future__ import annotations
@@ -118,12 +123,13 @@ def one(job) -> list[dict]:
 
     # the originals, kept the first time: a worker process runs many jobs, and an arm's patch must not become the
     # next job's "original" (until 2026-11-28 it did: the arms after the first job of a worker all ran patched)
-    void, shape, estimate = ORIGINALS.setdefault("all", (NumericBins.void, binning.shape, binning.estimate_fine))
+    void, shape, estimate, floor = ORIGINALS.setdefault(
+        "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR))
     try:
         return _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release,
-                     analyst_targets, family, void, shape, estimate)
+                     analyst_targets, family, void, shape, estimate, floor)
     finally:
-        NumericBins.void, binning.shape, binning.estimate_fine = void, shape, estimate
+        NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR = void, shape, estimate, floor
 
 
 #: the patched functions' originals in this process (:func:`one`)
@@ -131,7 +137,7 @@ ORIGINALS: dict = {}
 
 
 def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release, analyst_targets,
-          family, void, shape, estimate) -> list[dict]:
+          family, void, shape, estimate, floor) -> list[dict]:
     from dpiw.sdgp import binning
     from dpiw.sdgp.binning import NumericBins
 
@@ -142,6 +148,7 @@ def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fa
         NumericBins.void = void if mst.pop("void", True) else (lambda self: np.zeros(self.card, bool))
         binning.shape = known_zeros(shape) if mst.pop("zeros", False) else shape
         binning.estimate_fine = shrunk(estimate) if mst.pop("shrink", False) else estimate
+        binning.FLOOR = mst.pop("floor", floor)
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
@@ -241,6 +248,9 @@ def main() -> None:
                    help="only params.yaml's release against the same with the nodes past the support counted 0")
     p.add_argument("--shrink", action="store_true",
                    help="only params.yaml's release against the same with each bin's fine mass shrunk toward even")
+    p.add_argument("--floor", type=float,
+                   help="only params.yaml's release against the same whose fine trees split a node under this many "
+                        "noise stds evenly (arm floor_<f>)")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -253,10 +263,11 @@ def main() -> None:
         arms |= {"sized": {"sized_scores": True},
                  **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
                     for w in args.splits}}
-    if args.void or args.zeros or args.shrink:  # params.yaml's release against each asked-for change alone
-        arms = {"fine": None, **({"no_void": {"void": False}} if args.void else {}),
+    if args.void or args.zeros or args.shrink or args.floor is not None:  # params.yaml's release against each
+        arms = {"fine": None, **({"no_void": {"void": False}} if args.void else {}),  # asked-for change alone
                 **({"zeros": {"zeros": True}} if args.zeros else {}),
-                **({"shrink": {"shrink": True}} if args.shrink else {})}
+                **({"shrink": {"shrink": True}} if args.shrink else {}),
+                **({f"floor_{args.floor:g}": {"floor": args.floor}} if args.floor is not None else {})}
     jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
     df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
@@ -270,7 +281,7 @@ def main() -> None:
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
-    for arm in ("zeros", "shrink"):
+    for arm in ("zeros", "shrink", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
         if arm in set(df.arm):
             print(f"\n{arm} against fine (params.yaml):")
             summarise(df, arm, "fine")

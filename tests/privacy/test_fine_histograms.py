@@ -68,6 +68,23 @@ def test_pruning_keeps_an_empty_tail_empty_and_the_mass():
     assert abs(mass @ np.arange(64) / mass.sum() - leaves @ np.arange(64) / leaves.sum()) < 0.1
 
 
+def test_a_node_under_the_floor_splits_its_mass_evenly_and_the_rest_as_before():
+    """prune's ``floor``: a node holding less than it gives each leaf under it the same mass (its children's
+    noisy shares are not used); a node above it splits as without a floor, and the total is kept."""
+    leaves = np.zeros(16)
+    leaves[:8] = [900, 700, 300, 100, 40, 30, 20, 10]
+    rng = np.random.default_rng(3)
+    true = tree_levels(leaves)
+    est = consistent([true[0]] + [lv + rng.normal(0, 5, lv.size) for lv in true[1:]], leaves.sum())
+    free, floored = prune(est, leaves.sum(), 5.0, 16), prune(est, leaves.sum(), 5.0, 16, floor=150.0)
+    assert floored.sum() == pytest.approx(leaves.sum())
+    assert floored[8:].sum() == free[8:].sum() == 0  # the empty half stays empty: the root is above the floor
+    # leaves 4-7 (about 100 rows) are under one node below the floor: even; leaves 0-1 (1,600) split as before
+    np.testing.assert_allclose(floored[4:8], floored[4:8].mean())
+    assert not np.allclose(free[4:8], free[4:8].mean())
+    np.testing.assert_allclose(floored[:2], free[:2])
+
+
 def test_cut_points_are_the_least_variance_runs_with_their_floor():
     """Against a brute force over every way to cut 12 cells into 4 runs: the least mass-weighted variance inside
     the runs among those that hold at least MIN_BIN_SHARE / bins of the mass each; strictly increasing; never

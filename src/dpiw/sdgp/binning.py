@@ -49,6 +49,10 @@ from dpiw.data.schema import Column, Schema
 #: was seen, on simulated lognormal, exponential, uniform and bimodal columns of 1e3 to 2e5 rows: bench/binning.py)
 THRESHOLD = 1.0
 
+#: a node whose mass is below FLOOR noise stds splits it evenly down to the leaves (0: in proportion to the
+#: children's estimates however small the node)
+FLOOR = 0.0
+
 #: every coarse bin holds at least MIN_BIN_SHARE / bins of the rows (an eighth of an equal-mass bin's share), so its
 #: counts stay above the generator's noise: set among floors of 0, 1%, 1.6%, 2% and 6.25% of the rows and equal
 #: mass, on the simulated populations of bench/interval_coverage.py (bench/README.md)
@@ -202,10 +206,11 @@ def consistent(noisy: list[np.ndarray], total: float) -> list[np.ndarray]:
     return est
 
 
-def prune(est: list[np.ndarray], total: float, threshold: float, support: int) -> np.ndarray:
+def prune(est: list[np.ndarray], total: float, threshold: float, support: int, floor: float = 0.0) -> np.ndarray:
     """The leaves' mass, from the root down: a node's mass goes to its children in proportion to their
     estimates, a child below ``threshold`` (or past the ``support``) getting none; evenly over the supported
-    children when none is above it."""
+    children when none is above it, or when the node's own mass is below ``floor`` (its children's shares would
+    be mostly noise: below it the mass is spread evenly down to the leaves)."""
     mass = np.array([float(total)])
     cells = est[-1].size
     for lv in range(1, len(est)):
@@ -215,7 +220,7 @@ def prune(est: list[np.ndarray], total: float, threshold: float, support: int) -
         e = np.where(supported & (est[lv] >= threshold), np.maximum(est[lv], 0.0), 0.0).reshape(-1, 2)
         s = e.sum(axis=1, keepdims=True)
         even = supported.reshape(-1, 2) / np.maximum(supported.reshape(-1, 2).sum(axis=1, keepdims=True), 1)
-        share = np.where(s > 0, e / np.where(s > 0, s, 1.0), even)
+        share = np.where((s > 0) & (mass[:, None] >= floor), e / np.where(s > 0, s, 1.0), even)
         mass = (mass[:, None] * share).ravel()
     return mass
 
@@ -549,7 +554,7 @@ def shape(grid: FineGrid, noisy: list[np.ndarray], total: float, std: float) -> 
     """One column's noisy tree levels post-processed as a release does: the fine histogram (the pruned leaves'
     mass, normalised) and the consistent leaf estimates (unclipped)."""
     est = consistent(noisy, total)
-    mass = prune(est, total, THRESHOLD * std, grid.support)
+    mass = prune(est, total, THRESHOLD * std, grid.support, floor=FLOOR * std)
     return mass / max(mass.sum(), 1e-300), est[-1]
 
 
