@@ -1,6 +1,7 @@
 """`dpiw release` against the lifetime ledger, as a curator runs it in a fresh clone: two releases of one table
 at once (each charged exactly what it asked for, or one refused with one line), a killed release resumed by
-running the same command again, and bad input whose errors and logs never show a private value."""
+running the same command again, a release killed after it drew noise charged its planned spend for good, and bad
+input whose errors and logs never show a private value."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers import clone, ledger_tables
+from helpers import clone, ledger_tables, sh
 
 pytestmark = pytest.mark.slow
 
@@ -129,6 +130,109 @@ def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "LockException" not in again.stdout + again.stderr
     assert ledger_tables(wd)[0]["releases"] == before + 1
+
+
+def _held_after(tmp_path, record: str) -> dict:
+    """The environment of a release whose stage stops for good right after it renames ``record`` into place (a
+    sitecustomize every Python process of the release loads): the test then kills the release there, with the
+    stage's output and spend record on disk, as a harvest would find them."""
+    hook = tmp_path / "held"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(f"""
+import os, time
+_replace = os.replace
+def replace(src, dst, *args, **kwargs):
+    out = _replace(src, dst, *args, **kwargs)
+    if str(dst).endswith({record!r}):
+        time.sleep(300)
+    return out
+os.replace = replace
+""")
+    return {**os.environ, "PYTHONPATH": str(hook)}
+
+
+def test_a_release_killed_after_it_drew_noise_stays_charged_its_planned_spend(wd, tmp_path):
+    """The red-team trial: a release killed once its synthesize stage had written the synthetic rows and its spend
+    record (rows one could copy out of the folder) was charged nothing, so killing and starting again drew fresh
+    noise for the price of one release. Now its planned spend is charged before the workflow runs and stays charged:
+    `dpiw ledger show` says so, the next release's admissible line counts it, and the same command again, which
+    would draw the rows again, is charged as a release of its own."""
+    from dpiw.privacy import ledger as L
+    from dpiw.privacy.store import Store, default_store
+
+    clinic_ledger(wd)
+    (before,) = ledger_tables(wd)
+    record = "clinic/eps=0.4/seed=0/mst/privacy/synthesize_full.json"
+    proc = subprocess.Popen(["dpiw", "release", DATA, "--schema", SCHEMA, "--cores", "1", "--epsilon", "0.4"], cwd=wd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=_held_after(tmp_path, record))
+    end = time.time() + 300
+    while not list(wd.glob(f"releases/clinic/eps=0.4-*/run/runs/{record}")) and proc.poll() is None \
+            and time.time() < end:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    assert list(wd.glob("releases/clinic/eps=0.4-*/run/runs/clinic/eps=0.4/seed=0/mst/synth_full.parquet"))
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole release: dpiw, Snakemake, the synthesize job
+    proc.wait()
+    (table,) = ledger_tables(wd)
+    assert table["releases"] == before["releases"] and table["interrupted"] == before["interrupted"] + 1
+    assert table["lifetime"]["epsilon"] > before["lifetime"]["epsilon"] + 0.1
+    shown = sh(["dpiw", "ledger", "show"], wd).stdout
+    assert "1 interrupted release(s), charged their planned spend" in shown, shown
+    # the next release (another one) counts the killed release's plan
+    nxt = release(wd, "--epsilon", "0.15")
+    assert nxt.returncode == 0, nxt.stdout[-2000:] + nxt.stderr[-2000:]
+    (line,) = [x for x in nxt.stdout.splitlines() if x.startswith("dpiw release: admissible:")]
+    assert "(counting 1 earlier release(s) of it that were interrupted, or are still running: a release killed " \
+           "after it started is charged its planned spend)" in line, line
+    at_most = float(line.split("lifetime epsilon at most ")[1].split(" ")[0])
+    store = Store(default_store(), create=False)
+    entries = store.atomic(lambda t: t.entries())
+    (key,) = {e.dataset for e in entries}  # the module's one ledger: clinic's
+    state = L.fold(entries, key)
+    assert len(state.reservations) == 1  # the killed one: still open, for good
+    counted = state.spent()["epsilon"]  # its releases and the killed one's plan
+    alone = L.lifetime(state.mechanisms.values(), state.budget["delta"])["epsilon"]  # its releases only
+    assert at_most == pytest.approx(counted, rel=1e-3) and counted > alone + 0.1
+    # the same command as the killed one: its rows are drawn again (their run never finished), so it is charged
+    # as a release of its own and the killed run's plan stays charged
+    again = release(wd, "--epsilon", "0.4")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "wrote out its synthesize stage's output, which this run draws again: it is charged as a release of its " \
+           "own (the interrupted run stays charged)" in again.stdout, again.stdout
+    (table,) = ledger_tables(wd)
+    assert table["releases"] == before["releases"] + 2 and table["interrupted"] == before["interrupted"] + 1
+
+
+def test_a_release_killed_after_its_rows_were_kept_resumes_charged_once(wd, tmp_path):
+    """Killed in its weights stage, after the synthesize stage had finished (its rows and their record kept): the
+    same command resumes the release without drawing the rows again, and settles the killed run's reservation,
+    so the release is charged once."""
+    clinic_ledger(wd)
+    (before,) = ledger_tables(wd)
+    record = "clinic/eps=0.25/seed=0/mst/none/privacy/fit_weights.json"
+    proc = subprocess.Popen(["dpiw", "release", DATA, "--schema", SCHEMA, "--cores", "1", "--epsilon", "0.25"],
+                            cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=_held_after(tmp_path, record))
+    end = time.time() + 300
+    while not list(wd.glob(f"releases/clinic/eps=0.25-*/run/runs/{record}")) and proc.poll() is None \
+            and time.time() < end:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (killed,) = ledger_tables(wd)
+    assert killed["interrupted"] == before["interrupted"] + 1
+    (rows,) = wd.glob("releases/clinic/eps=0.25-*/run/runs/clinic/eps=0.25/seed=0/mst/synth_full.parquet")
+    drawn = rows.read_bytes()
+    again = release(wd, "--epsilon", "0.25")
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "resuming the interrupted run in that folder: the spend reserved when it started covers it (charged " \
+           "once)" in again.stdout, again.stdout
+    assert rows.read_bytes() == drawn  # the rows were not drawn again
+    (table,) = ledger_tables(wd)
+    assert table["releases"] == before["releases"] + 1 and table["interrupted"] == before["interrupted"]
+    assert table["lifetime"]["epsilon"] == pytest.approx(killed["lifetime"]["epsilon"], rel=1e-6)  # once
 
 
 def test_a_release_is_refused_while_its_earlier_bundles_are_missing_from_the_ledger(wd):

@@ -324,6 +324,197 @@ def test_negative_or_non_finite_spend_is_refused_at_the_door(store):
     assert store.atomic(lambda t: t.entries()) == []
 
 
+# ---------------------------------------------------------------------------------------------- reservations
+def planned(eps: float, delta: float = DELTA) -> dict:
+    """What `dpiw release` plans for MST with no weights at ``eps``: one zCDP mechanism, rho(eps, delta)."""
+    return L.planned([{"stage": "release", "mechanism": "mst + none (planned)", "epsilon": eps, "delta": delta,
+                       "neighbours": "replace_one", "rdp": [{"kind": "zcdp", "rho": zcdp_rho(eps, delta)}]}],
+                     "replace_one")
+
+
+def reserve(store, eps, release, digest="clinic-bytes", **kw):
+    """`dpiw release`'s reservation of a release of ``eps`` (before its workflow runs)."""
+    return L.reserve(store, table=digest, label="clinic", mechanisms=planned(eps), relation="replace_one",
+                     run_delta=DELTA, release=release, folder=f"/releases/{release}", **kw)
+
+
+def plan(store, eps, digest="clinic-bytes"):
+    return L.check_plan(store, table=digest, label="clinic", mechanisms=planned(eps), relation="replace_one",
+                        run_delta=DELTA)
+
+
+def ledger(store, digest="clinic-bytes") -> L.DatasetLedger:
+    entries = store.atomic(lambda t: t.entries())
+    return L.fold(entries, L.dataset_key(store.atomic(lambda t: t.meta("secret")), digest))
+
+
+def check_a_reservation_counts_until_its_own_admission_settles_it(store, digest):
+    """A release's planned spend is charged before it runs: every later plan and admission sees it; its own
+    admission (the token) puts its real mechanisms in its place, so the table is charged one release, not two."""
+    admit(store, 0.3, f"{digest}-r0", digest=digest, epsilon=2)  # an earlier release, composed with the rest
+    r = reserve(store, 0.5, "clinic/eps=0.5", digest=digest)
+    assert not r["resumed"] and len(r["token"]) == 32 and r["after"]["epsilon"] == pytest.approx(composed([0.3, 0.5]))
+    state = ledger(store, digest)
+    assert list(state.reservations) == [r["token"]] and state.summary()["interrupted"] == 1
+    assert state.spent()["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)  # counted as a mechanism
+    assert plan(store, 0.4, digest)["before"]["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)
+    out = L.admit(store, digest=digest, label="clinic", manifest=manifest(0.5, f"{digest}-r1"),
+                  bundle_id=f"{digest}-r1", reservation=r["token"])
+    assert out["settled"] and out["interrupted"] == 0 and out["releases"] == 2
+    assert out["lifetime"]["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)  # not 0.3 + 0.5 + 0.5
+    state = ledger(store, digest)
+    assert not state.reservations and state.spent()["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)
+    release = [e.data() for e in store.atomic(lambda t: t.entries()) if e.kind == "release"][-1]
+    assert release["reservation"] == r["token"]
+    # the same token again settles nothing: the next release is charged in full
+    out = L.admit(store, digest=digest, label="clinic", manifest=manifest(0.2, f"{digest}-r2"),
+                  bundle_id=f"{digest}-r2", reservation=r["token"])
+    assert not out["settled"] and out["lifetime"]["epsilon"] == pytest.approx(composed([0.3, 0.5, 0.2]), rel=1e-9)
+    summary = L.verify(store)
+    assert summary["kinds"]["reservation"] >= 1
+    (table,) = [t for t in summary["tables"] if t["dataset_key"] == state.key[:16]]
+    assert table["interrupted"] == 0 and table["releases"] == 3
+
+
+def test_a_reservation_counts_until_its_own_admission_settles_it(store):
+    check_a_reservation_counts_until_its_own_admission_settles_it(store, "clinic-bytes")
+
+
+def test_an_unsettled_reservation_refuses_a_later_release_and_a_cancellation_frees_it(store):
+    """Two releases of 0.6 pass a lifetime budget of 0.8 together (0.91 by RDP), one alone does not: while the
+    first one's reservation is open (running, or killed after it drew noise) the second is refused before anything
+    runs, by
+    check_plan, by another reservation and at admission; once it is cancelled (it failed before any stage drew
+    noise) it counts no more."""
+    assert composed([0.6]) <= 0.8 < composed([0.6, 0.6])
+    r = reserve(store, 0.6, "clinic/eps=0.6", epsilon=0.8)  # the table's first release: it makes the ledger
+    assert r["created"] and ledger(store).budget == {"epsilon": 0.8, "delta": DELTA, "neighbours": "replace_one"}
+    refused = r"release refused before anything ran: table 'clinic' has spent epsilon = 0.6 .* over 0 release\(s\) " \
+              r"and 1 release\(s\) interrupted or still running, charged their planned spend"
+    with pytest.raises(DpiwError, match=refused):
+        plan(store, 0.6)
+    with pytest.raises(DpiwError, match=refused):
+        reserve(store, 0.6, "clinic/eps=0.6-other")
+    with pytest.raises(DpiwError, match="release refused: .* interrupted or still running"):
+        admit(store, 0.6, "elsewhere")  # a workflow run by hand, charged at its end
+    count = len(store.atomic(lambda t: t.entries()))
+    assert L.cancel(store, token=r["token"], reason="failed before any stage drew noise") == 1
+    assert L.cancel(store, token=r["token"], reason="again") == 0  # nothing open any more: nothing written
+    assert len(store.atomic(lambda t: t.entries())) == count + 1
+    state = ledger(store)
+    assert not state.reservations and state.cancelled == 1 and state.spent()["epsilon"] == 0
+    assert plan(store, 0.6)["after"]["epsilon"] == pytest.approx(composed([0.6]), rel=1e-9)
+    out = admit(store, 0.6, "r1")
+    assert out["lifetime"]["epsilon"] == pytest.approx(composed([0.6]), rel=1e-9)
+    assert L.verify(store)["kinds"]["cancellation"] == 1
+
+
+def test_a_killed_release_stays_charged_and_a_resumed_one_is_charged_once(store):
+    """A reservation never settled (its release was killed) counts for good. A rerun that resumes the same release
+    with the same plan keeps it (charged once); another release, or another plan, makes its own."""
+    first = reserve(store, 0.4, "clinic/a", epsilon=3)
+    again = reserve(store, 0.4, "clinic/a", resume=first["token"])
+    assert again["resumed"] and again["token"] == first["token"] and again["interrupted"] == 0
+    assert again["after"]["epsilon"] == pytest.approx(composed([0.4]), rel=1e-9)
+    assert list(ledger(store).reservations) == [first["token"]]  # nothing written
+    other = reserve(store, 0.4, "clinic/b", resume=first["token"])  # another release: not its reservation
+    more = reserve(store, 0.3, "clinic/a", resume=first["token"], digest="clinic-bytes")  # another plan
+    assert not other["resumed"] and not more["resumed"] and len({first["token"], other["token"], more["token"]}) == 3
+    assert other["interrupted"] == 1 and more["interrupted"] == 2
+    out = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.4, "a"), bundle_id="a",
+                  reservation=first["token"])
+    assert out["settled"] and out["created"]  # the ledger its reservation made, said as the first release's
+    assert L.cancel(store, token=more["token"], reason="failed before any stage drew noise") == 1
+    # "clinic/b" never comes back (killed): its plan stays charged
+    state = ledger(store)
+    assert list(state.reservations) == [other["token"]]
+    assert state.spent()["epsilon"] == pytest.approx(composed([0.4, 0.4]), rel=1e-9)
+    (table,) = L.verify(store)["tables"]
+    assert table["interrupted"] == 1 and table["releases"] == 1 and table["cancelled"] == 1
+    assert not reserve(store, 0.4, "clinic/b", resume=first["token"])["resumed"]  # settled: not resumed
+    # the same bundle admitted again (a rerun after the admission, before its manifest was written): nothing new
+    # was drawn, so the rerun's reservation is cancelled
+    late = reserve(store, 0.4, "clinic/a")
+    out = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.4, "a"), bundle_id="a",
+                  reservation=late["token"])
+    assert out["again"] and late["token"] not in ledger(store).reservations
+
+
+def _renumber(path):
+    """After a row was deleted: the rows numbered 1.. again and the count with them (a forger's next step)."""
+    con = sqlite3.connect(path)
+    con.execute("UPDATE dpiw_ledger SET seq = (SELECT COUNT(*) FROM dpiw_ledger AS b WHERE b.seq <= dpiw_ledger.seq)")
+    con.execute("UPDATE dpiw_ledger_meta SET value = (SELECT COUNT(*) FROM dpiw_ledger) WHERE key = 'count'")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("edit, message", [
+    (None, None),
+    ("UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.7', '\"epsilon\":0.07') WHERE kind = 'reservation'",
+     "was changed after it was written"),
+    ("rehash:UPDATE dpiw_ledger SET body = replace(body, '\"epsilon\":0.7', '\"epsilon\":-1') "
+     "WHERE kind = 'reservation'", "a planned mechanism: epsilon must be a finite number >= 0, got -1"),
+    ("rehash:UPDATE dpiw_ledger SET body = replace(body, '\"token\"', '\"tokens\"') WHERE kind = 'reservation'",
+     "a reservation entry needs its token"),
+    ("renumber:DELETE FROM dpiw_ledger WHERE kind = 'reservation' AND body LIKE '%clinic/settled%'",
+     "a release settles reservation .*, which is not an open reservation of its table before it"),
+    ("renumber:DELETE FROM dpiw_ledger WHERE kind = 'reservation' AND body LIKE '%clinic/cancelled%'",
+     "a cancellation settles reservation .*, which is not an open reservation"),
+    ("renumber:INSERT INTO dpiw_ledger SELECT seq + 100, dataset, kind, body, prev, hash FROM dpiw_ledger WHERE "
+     "kind = 'reservation' AND body LIKE '%clinic/killed%'",  # the killed release's reservation twice
+     "a reservation whose token an earlier reservation of the table holds"),
+])
+def test_verify_accepts_reservations_and_cancellations_and_finds_a_hand_edit_of_them(tmp_path, edit, message):
+    """A chain with a settled, a cancelled and an open (killed) reservation verifies; an edited, malformed, removed
+    or copied reservation is found by verify and refuses the next release (a removed reservation would let its
+    release's admission, or its cancellation, settle nothing: the chain says so)."""
+    path = tmp_path / "ledger.sqlite"
+    store = Store(str(path))
+    settled = reserve(store, 0.7, "clinic/settled", epsilon=5)
+    L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.7, "s"), bundle_id="s",
+            reservation=settled["token"])
+    L.cancel(store, token=reserve(store, 0.7, "clinic/cancelled")["token"], reason="failed before any noise")
+    reserve(store, 0.7, "clinic/killed")
+    if edit is None:
+        summary = L.verify(store)
+        assert summary["kinds"] == {"budget": 1, "table": 0, "mechanism": 2, "release": 1, "reservation": 3,
+                                    "cancellation": 1}
+        (table,) = summary["tables"]
+        assert table["interrupted"] == 1 and table["cancelled"] == 1 and table["releases"] == 1
+        assert table["lifetime"]["epsilon"] == pytest.approx(composed([0.7, 0.7]), rel=1e-9)
+        return
+    how, _, sql = edit.partition(":") if edit.startswith(("rehash:", "renumber:")) else ("", "", edit)
+    _tamper(path, sql)
+    if how == "renumber":
+        _renumber(path)
+    if how:
+        _rehash(path)
+    with pytest.raises(DpiwError, match=message) as verify_error:
+        L.verify(store)
+    with pytest.raises(DpiwError, match="is broken: .*nothing is admitted"):
+        reserve(store, 0.1, "clinic/next")
+    assert "\n" not in str(verify_error.value)
+
+
+def test_reservations_on_postgresql(postgres_url):
+    """The same on a PostgreSQL store (a database of its own: other tests edit theirs by hand)."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as con:
+        con.execute("DROP DATABASE IF EXISTS reservations")
+        con.execute("CREATE DATABASE reservations")
+    store = Store(postgres_url.rsplit("/", 1)[0] + "/reservations")
+    check_a_reservation_counts_until_its_own_admission_settles_it(store, "pg-reserved")
+    r = reserve(store, 0.4, "clinic/pg-killed", digest="pg-reserved")
+    assert L.cancel(store, token=r["token"], reason="failed before any stage drew noise") == 1
+    assert ledger(store, "pg-reserved").spent()["epsilon"] == pytest.approx(composed([0.3, 0.5, 0.2]), rel=1e-9)
+    killed = reserve(store, 0.4, "clinic/pg-killed-2", digest="pg-reserved")
+    (table,) = L.verify(store)["tables"]
+    assert table["interrupted"] == 1 and table["cancelled"] == 1
+    assert ledger(store, "pg-reserved").reservations.keys() == {killed["token"]}
+
+
 def _admit_until_refused(url: str, worker: int, queue) -> None:
     store = Store(url)
     admitted = 0

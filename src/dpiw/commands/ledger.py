@@ -6,7 +6,8 @@ shares most of its rows with a ledgered one is charged to that ledger. The store
 $DPIW_LEDGER_URL, else the project's privacy.ledger (--project), else ledger.sqlite in the user's dpiw folder
 ($DPIW_HOME or the platform's user data folder). Every command checks the store against its witness outside it.
 
-    dpiw ledger show                                     every table: budget, lifetime spend, releases
+    dpiw ledger show                                     every table: budget, lifetime spend, releases, and
+                                                         interrupted releases (charged their planned spend)
     dpiw ledger verify [--bundles DIR ...]               check the hash chain, every entry, the witness and every
                                                          bundle admitted through it; exit 2 and one line if not
     dpiw ledger set-budget DATA --schema S --epsilon 3 --delta 1e-6 --reason "agreed with the data owners"
@@ -61,7 +62,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _lines(summary: dict) -> list[str]:
     words = {"budget": "budget(s) set", "table": "table identit(ies)", "release": "release(s)",
-             "mechanism": "mechanism spend(s)"}
+             "mechanism": "mechanism spend(s)", "reservation": "reservation(s) of planned spend",
+             "cancellation": "cancellation(s)"}
     kinds = ", ".join(f"{n} {words.get(k, k)}" for k, n in summary.get("kinds", {}).items() if n)
     out = [f"store {summary['store']}: {summary['entries']} entries ({kinds}), chain intact"
            + (f", head {summary['head'][:16]}" if summary["head"] else "")]
@@ -71,6 +73,8 @@ def _lines(summary: dict) -> list[str]:
         out.append(f"  {', '.join(t['labels']) or '?':<20} key {t['dataset_key']}  lifetime epsilon {eps} of "
                    f"{b['epsilon']:g} at delta {b['delta']:.3g} ({s['from']}), {t['releases']} release(s)"
                    + (f" ({t['refused']} refused by the gate, charged all the same)" if t.get("refused") else "")
+                   + (f", {t['interrupted']} interrupted release(s), charged their planned spend (or still running)"
+                      if t.get("interrupted") else "")
                    + f", {b['neighbours']}")
     return out
 

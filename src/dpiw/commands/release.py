@@ -3,13 +3,17 @@
 Every row of DATA is private. A release is a transaction. It first finds the table's lifetime ledger (in the
 store printed first: --ledger, else $DPIW_LEDGER_URL, else privacy.ledger, else ledger.sqlite in the user's dpiw
 folder) by the table's rows, whatever its file, name or project folder, and refuses, before anything runs, a
-release that would take the table past its lifetime budget. Then it runs the workflow in a folder of its own,
+release that would take the table past its lifetime budget, and charges the admissible plan to the ledger (a
+reservation: a release killed after it started stays charged what it planned; its admission at the end settles it,
+and a failure before any stage drew noise on the private rows cancels it). Then it runs the workflow in a folder of
+its own,
 releases/<name>/<release>/ in the project folder (--project, default the current directory), which no other
 release shares or overwrites: the config, the schema and the private working files beside the bundle. Bad input
 (a flag, the schema, a row) is refused with one line before the release writes anything, and what it had made of a
 new project folder is taken back; a release that fails or is refused after that leaves only its log
 (logs/releases/<name>/<release>.log) and one line;
-a release that was killed resumes when the same command runs again; the same command after its release was
+a release that was killed resumes when the same command runs again (charged once, by the killed run's
+reservation, unless the rerun would draw again noise the killed run wrote out); the same command after its release was
 admitted prints the existing bundle and spends nothing (--new-release makes another one; a schema with other
 bounds, categories or target is another release, and spends). One release of a
 population runs at a time. The noise is fresh OS entropy, or derived from DPIW_SECRET_KEY when it is set (the same
@@ -21,6 +25,7 @@ rows and weights again for whoever holds the key; keep it as secret as the data)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -230,7 +235,7 @@ def main(args) -> None:
             table, schema, url = _admit_rows(args, root, data, schema_path)
             held.enter_context(one_release_at_a_time(table.target, schema.name))
             earlier = _admitted_before(args, root, schema, url, table)  # said on the terminal when found
-            plan = None if earlier else _plan(args, schema, url, table, delta, n_rows)
+            plan = None if earlier else _plan(args, root, data, schema, url, table, delta, n_rows)
         except BaseException:  # refused: what enter made is taken back, not left half made
             discard_new_project(made, args.origin)
             raise
@@ -477,10 +482,9 @@ def _config(args, name: str, delta, url: str) -> dict:
 MEASURED_TABLE = "private/measured_table.json"
 
 
-def _prepare(folder: Path, root: Path, data: Path, schema_path: Path, schema, config: dict) -> None:
-    """The release's own folder: a copy of the project's params.yaml, the schema pointing at DATA, the config."""
-    (folder / "data" / "schemas").mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(root / "params.yaml", folder / "params.yaml")
+def _release_files(root: Path, data: Path, schema_path: Path, schema, config: dict) -> dict[str, bytes]:
+    """The files of the release's own folder ({path in it: bytes}): a copy of the project's params.yaml, the schema
+    pointing at DATA, the config (release.yaml)."""
     d = yaml.safe_load(schema_path.read_text())
     path = str(data) + ("/" if data.is_dir() else "")  # a folder of parquet files ends in '/'
     source = {"kind": "file", "path": path, **{k: v for k, v in schema.source.items() if k == "header"}}
@@ -488,9 +492,155 @@ def _prepare(folder: Path, root: Path, data: Path, schema_path: Path, schema, co
     if public:
         source["public_path"] = str((root / public).resolve()) if not Path(public).is_absolute() else public
     d["source"] = source
-    (folder / "data" / "schemas" / f"{schema.name}.yaml").write_text(yaml.safe_dump(d, sort_keys=False))
-    (folder / "release.yaml").write_text("# written by `dpiw release`: this release's config (its folder is the "
-                                         "workflow's working directory)\n" + yaml.safe_dump(config, sort_keys=False))
+    return {"params.yaml": (root / "params.yaml").read_bytes(),
+            f"data/schemas/{schema.name}.yaml": yaml.safe_dump(d, sort_keys=False).encode(),
+            "release.yaml": _release_yaml(config)}
+
+
+def _release_yaml(config: dict) -> bytes:
+    return ("# written by `dpiw release`: this release's config (its folder is the workflow's working directory)\n"
+            + yaml.safe_dump(config, sort_keys=False)).encode()
+
+
+def _prepare(folder: Path, files: dict[str, bytes]) -> None:
+    """The release's own folder, with its files (:func:`_release_files`)."""
+    for rel, data in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_bytes(data)
+
+
+#: the stages that draw noise on the private rows (the others read none, or only what these released)
+NOISY_STAGES = ("synthesize", "fit_weights")
+
+
+def _noisy_tasks() -> list[tuple[str, dict, Path]] | None:
+    """(stage, task, its cell record) of every run of a :data:`NOISY_STAGES` stage under the workflow config a
+    release's folder holds (run/config.yaml; called with that folder as the working directory, as the workflow's
+    paths are relative to it); None when there is no such config (the workflow never started there)."""
+    from dpiw.planning import grid
+    from dpiw.planning.config import load_yaml
+
+    path = Path(RUN) / "config.yaml"
+    if not path.is_file():
+        return None
+    config = load_yaml(path)
+    out = grid.out_dir(config)
+    tasks = []
+    for cell in grid.cells(config):
+        for stage in NOISY_STAGES:
+            planned = grid.plan(config, stage, cell)
+            done = Path(grid.fmt(grid.under(out, grid.CELL_DONE), **cell.keys(), stage=stage,
+                                 digest=grid.cell_digest(planned)))
+            tasks += [(stage, task, done) for task in planned]
+    return tasks
+
+
+def _spends(record: Path) -> bool:
+    """Whether a stage's privacy record says it drew noise on the private rows (or read them without DP); what
+    cannot be read is taken to say so."""
+    from dpiw.privacy.spend import PrivacySpend
+
+    try:
+        r = PrivacySpend.read(record)
+    except (DpiwError, OSError, ValueError):
+        return True
+    return not r.dp or bool(r.epsilon or r.delta or r.rdp)
+
+
+def _ran_on_private_rows(folder: Path) -> str | None:
+    """The stage of the run in ``folder`` that may have drawn noise on the private rows and written it out: one
+    whose privacy record spends, or any of whose outputs exists (the synthetic rows, the weights); None when
+    nothing of the kind is there. What cannot be read counts as having run."""
+    from dpiw.privacy.spend import PrivacySpend
+
+    for path in sorted((folder / RUN).rglob("privacy/*.json")):
+        if _spends(path):
+            try:
+                return PrivacySpend.read(path).stage
+            except (DpiwError, OSError, ValueError):
+                return path.stem
+    try:
+        with contextlib.chdir(folder):
+            tasks = _noisy_tasks()
+            if tasks is None:  # no workflow config: anything under runs/ but the split's record counts
+                found = [p for p in Path(RUN, "runs").rglob("*") if p.is_file() and p.name != "scale.json"]
+                return "an unknown stage" if found else None
+            return next((stage for stage, task, _ in tasks if any(Path(o).exists() for o in task["outputs"])),
+                        None)
+    except Exception:  # noqa: BLE001 - unreadable: the safe side
+        return "an unknown stage"
+
+
+def _drawn_again(folder: Path) -> str | None:
+    """The stage whose output the killed run in ``folder`` wrote out and whose rerun would compute it again, with
+    fresh noise (its cell job reruns a run unless its key, dpiw.stages.cell, is recorded and all its outputs are
+    there; a run whose own privacy record is there and spends nothing draws no noise on the private rows); None
+    when the rerun draws nothing that the killed run wrote out."""
+    from dpiw.stages.cell import key_file, task_key
+
+    try:
+        with contextlib.chdir(folder):
+            tasks = _noisy_tasks()
+            if tasks is None:
+                return _ran_on_private_rows(folder)
+            for stage, task, done in tasks:
+                present = [o for o in task["outputs"] if Path(o).exists()]
+                if not present:
+                    continue
+                kept = key_file(done, stage, task["name"])
+                if len(present) == len(task["outputs"]) and kept.is_file() and kept.read_text() == task_key(stage,
+                                                                                                             task):
+                    continue  # up to date: not run again
+                record = next((o for o in present if "/privacy/" in o and o.endswith(".json")), None)
+                if record is None or _spends(Path(record)):
+                    return stage
+    except Exception:  # noqa: BLE001 - unreadable: the safe side
+        return "an unknown stage"
+    return None
+
+
+def _resumes(folder: Path, config: dict, files: dict[str, bytes]) -> str | None:
+    """The reservation token of a killed run in ``folder`` that this run resumes and may keep: the same config
+    (but its token), params.yaml and schema, and nothing the killed run drew on the private rows and wrote out is
+    drawn again (:func:`_drawn_again`). None otherwise: this run then makes a reservation of its own and the killed
+    run's stays charged."""
+    path = folder / "release.yaml"
+    try:
+        old = yaml.safe_load(path.read_text()) if path.is_file() else None
+    except (OSError, yaml.YAMLError):
+        return None
+    token = ((old or {}).get("privacy") or {}).get("reservation") if isinstance(old, dict) else None
+    if not isinstance(token, str) or not token:
+        return None
+
+    def but_token(c: dict) -> dict:
+        return {**c, "privacy": {k: v for k, v in (c.get("privacy") or {}).items() if k != "reservation"}}
+
+    if but_token(old) != but_token(config) or any(
+            not (folder / rel).is_file() or (folder / rel).read_bytes() != data
+            for rel, data in files.items() if rel != "release.yaml"):
+        return None
+    stage = _drawn_again(folder)
+    if stage:
+        print(f"dpiw release: the interrupted run in {folder.name}/ wrote out its {stage} stage's output, which this "
+              "run draws again: it is charged as a release of its own (the interrupted run stays charged)")
+        return None
+    return token
+
+
+def _failed(store, folder: Path, token: str) -> str:
+    """Settle the reservation of a release whose workflow failed: cancelled when no stage drew noise on the private
+    rows and wrote it out (:func:`_ran_on_private_rows`), else left charged. The words for its error."""
+    from dpiw.privacy.ledger import cancel
+
+    stage = _ran_on_private_rows(folder)
+    if stage:
+        return f"its planned spend stays charged to the table's ledger: its {stage} stage ran on the private rows"
+    try:
+        cancel(store, token=token, reason="the release failed before any stage drew noise on the private rows")
+    except DpiwError as exc:
+        return f"its planned spend stays charged to the table's ledger (its reservation could not be cancelled: {exc})"
+    return "nothing ran on the private rows with noise, so nothing is charged (its reservation is cancelled)"
 
 
 def _first_error(output: str, folder: Path) -> str:
@@ -510,12 +660,17 @@ def _first_error(output: str, folder: Path) -> str:
 LOCAL_SLURM_CONF = "ClusterName=dpiw-local\nSlurmctldHost=localhost(127.0.0.1)\nSlurmctldPort=9\nMessageTimeout=1\n"
 
 
-def _run_workflow(args, root: Path, folder: Path, log: Path, url: str) -> None:
-    """Snakemake in the release's folder, its whole output in ``log``; DpiwError with the stage's one line."""
+def _run_workflow(args, root: Path, folder: Path, log: Path, url: str, token: str | None = None) -> None:
+    """Snakemake in the release's folder, its whole output in ``log``; DpiwError with the stage's one line.
+    ``token``: the release's reservation, which its ledger stage may settle (dpiw.privacy.ledger.RESERVATION_ENV)."""
     from dpiw.commands.project import repository
     from dpiw.commands.snakemake_main import command
+    from dpiw.privacy.ledger import RESERVATION_ENV
 
     env = {**os.environ, "DPIW_LEDGER_URL": url}
+    env.pop(RESERVATION_ENV, None)  # only the token of this release's own reservation
+    if token:
+        env[RESERVATION_ENV] = token
     env.setdefault("DPIW_JAX_CACHE", str(root / ".cache" / "jax"))  # compiled once per project, not per release
     if "SLURM_CONF" not in env:
         conf = folder / ".snakemake" / "slurm-local.conf"  # beside Snakemake's own state
@@ -592,10 +747,14 @@ def _project_of(bundle: Path, table: str) -> str:
     return str(Path(*parts[:at[-1]])) if at else str(bundle)
 
 
-def _plan(args, schema, url: str, table, delta, n_rows) -> dict:
+def _plan(args, root: Path, data: Path, schema, url: str, table, delta, n_rows) -> dict:
     """The weights (the advisor's pick under --weights auto) and the ledger's admission of this release's spend:
-    refused here, before the release writes anything, when it would take the table past its lifetime budget."""
-    from dpiw.privacy.ledger import check_plan, planned
+    refused here, before the release writes anything, when it would take the table past its lifetime budget; else
+    charged to the ledger at once, as a reservation (dpiw.privacy.ledger.reserve), which the release's admission
+    settles. A rerun of a killed release keeps the killed run's reservation when it draws nothing again that the
+    killed run wrote out (:func:`_resumes`). Returns the plan with the reservation's token and the files of the
+    release's folder (:func:`_prepare`)."""
+    from dpiw.privacy.ledger import planned, reserve
     from dpiw.privacy.spend import run_delta
     from dpiw.privacy.store import Store
 
@@ -605,9 +764,15 @@ def _plan(args, schema, url: str, table, delta, n_rows) -> dict:
         raise DpiwError("under add/remove neighbours --delta must be a number (it cannot be derived from the row "
                         "count, which is private)")
     d = run_delta(delta, n_rows, "replace_one") if args.neighbours == "replace_one" else float(delta)
-    return check_plan(Store(url), table=table, label=schema.name, mechanisms=planned(_planned(args, d),
-                      args.neighbours), relation=args.neighbours, run_delta=d, epsilon=args.dataset_epsilon,
-                      delta=args.dataset_delta)
+    folder = root / "releases" / schema.name / args.release
+    config = _config(args, schema.name, delta, url)
+    files = _release_files(root, data, Path(args.schema).resolve(), schema, config)
+    plan = reserve(Store(url), table=table, label=schema.name, mechanisms=planned(_planned(args, d), args.neighbours),
+                   relation=args.neighbours, run_delta=d, epsilon=args.dataset_epsilon, delta=args.dataset_delta,
+                   release=f"{schema.name}/{args.release}", folder=str(folder), resume=_resumes(folder, config, files))
+    config["privacy"]["reservation"] = plan["token"]
+    plan["files"] = {**files, "release.yaml": _release_yaml(config)}
+    return plan
 
 
 def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_rows, plan: dict) -> None:
@@ -620,20 +785,30 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
     folder = root / "releases" / name / release
     if not plan["releases"]:  # the table's first release in this store (new, or its budget set just before)
         elsewhere_line(url, args.origin)
+    interrupted = plan["interrupted"]
     print(f"dpiw release: admissible: table '{name}' would reach lifetime epsilon at most "
           f"{plan['after']['epsilon']:.4g} of {plan['budget']['epsilon']:g}"
+          + (f" (counting {interrupted} earlier release(s) of it that were interrupted, or are still running: a "
+             "release killed after it started is charged its planned spend)" if interrupted else "")
           + "".join(f", and the ledger of {ledger_name(o['labels'], o['key'])} {o['after']['epsilon']:.4g} of "
                     f"{o['budget']['epsilon']:g}" for o in plan.get("others", []))
           + f"; running it in {os.path.relpath(folder, args.origin)}/")
+    if plan["resumed"]:
+        print("dpiw release: resuming the interrupted run in that folder: the spend reserved when it started covers "
+              "it (charged once)")
     log = root / "logs" / "releases" / name / f"{release}.log"
-    _prepare(folder, root, data, Path(args.schema).resolve(), schema, _config(args, name, delta, url))
-    # the identity measured above, for the ledger stage: its rows are not hashed a second time
-    keep_measured(store, table, data, folder / MEASURED_TABLE)
     try:
-        _run_workflow(args, root, folder, log, url)
+        _prepare(folder, plan["files"])
+        # the identity measured above, for the ledger stage: its rows are not hashed a second time
+        keep_measured(store, table, data, folder / MEASURED_TABLE)
+        _run_workflow(args, root, folder, log, url, plan["token"])
     except DpiwError as exc:  # nothing of this release stays but its log; no other release is touched
+        said = _failed(store, folder, plan["token"])
         shutil.rmtree(folder, ignore_errors=True)
-        raise DpiwError(f"{exc} (the release's log: {os.path.relpath(log, args.origin)})") from None
+        raise DpiwError(f"{exc}; {said} (the release's log: {os.path.relpath(log, args.origin)})") from None
+    except Exception:  # not a stage's error (the disk, the workflow's start): settled the same way, then raised
+        _failed(store, folder, plan["token"])
+        raise
     run_dir = _bundle_dir(folder, name, args)
     manifest = read_json(run_dir / "manifest.json")
     print("\n".join(describe(manifest)))

@@ -388,7 +388,8 @@ def ledger_args(config: dict, lookup: Lookup, *, run: Run) -> list[str]:
             *optional("--new-population", lookup("privacy.new_population")),
             *optional("--dataset-epsilon", lookup("privacy.dataset_epsilon")),
             *optional("--dataset-delta", lookup("privacy.dataset_delta")), *engine_args(lookup),
-            *optional("--measured-table", measured_table(lookup))]
+            *optional("--measured-table", measured_table(lookup)),
+            *optional("--reservation", release_only(lookup, "privacy.reservation"))]
 
 
 def measured_table(lookup: Lookup) -> str | None:

@@ -26,6 +26,14 @@ mechanism entering a replace-one ledger is converted by group privacy (replacing
 and adding one: (2 epsilon, (1 + e^epsilon) delta), basic composition only); a replace-one mechanism
 cannot enter an add/remove ledger (it says nothing about tables of other sizes) and is refused.
 
+**Reservations.** ``dpiw release`` charges a release's planned spend before its workflow runs (:func:`reserve`:
+a ``reservation`` entry with the planned mechanisms and a token, in the same transaction as the check against
+the budget). Until it is settled it counts in the lifetime spend like any mechanism, so a release killed after
+its mechanisms drew noise on the private rows (a crash, ``kill -9``, Ctrl-C) stays charged. The release's own
+admission settles it (its ``release`` entry names the token; from then on the release's real mechanisms count
+instead of the planned ones), and so does a ``cancellation`` entry, which ``dpiw release`` appends only when its
+workflow failed before any stage that draws noise wrote anything (:func:`cancel`).
+
 The entries live in a hash-chained store (dpiw.privacy.store); every admission first verifies the whole
 chain and refuses on a broken one (:func:`verify`).
 """
@@ -36,6 +44,7 @@ import hashlib
 import hmac
 import json
 import math
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -51,7 +60,13 @@ from dpiw.privacy.store import Entry, Store, Transaction, describe, entry_hash, 
 
 #: the lifetime epsilon of a table whose first release names none (printed when the ledger is created)
 DEFAULT_LIFETIME_EPSILON = 10.0
-KINDS = ("budget", "table", "mechanism", "release")
+#: why a ledger's budget entry was written by a release (its first), not by `dpiw ledger set-budget`
+FIRST_RELEASE = "created by the table's first release"
+KINDS = ("budget", "table", "mechanism", "release", "reservation", "cancellation")
+#: the environment variable through which `dpiw release` tells the ledger stage of its workflow which reservation
+#: the run may settle (the token is in the release's config too; a workflow run by hand has no such variable, so
+#: its admission settles nothing and charges in full)
+RESERVATION_ENV = "DPIW_RESERVATION"
 #: hashes of the entries whose content this process has checked (the hash is recomputed on every read)
 _VALID: set[str] = set()
 _PARSED: dict[str, dict[str, Any]] = {}
@@ -278,15 +293,28 @@ class DatasetLedger:
     tables: list[dict[str, Any]] = field(default_factory=list)  # the tables charged to it (table entries)
     mechanisms: dict[str, dict[str, Any]] = field(default_factory=dict)
     releases: dict[str, dict[str, Any]] = field(default_factory=dict)  # release id -> entry body + hash
+    # reservations not settled yet (a release running, or one killed): token -> entry body + hash
+    reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cancelled: int = 0  # reservations cancelled (their release failed before any mechanism drew noise)
+    budget_by_release: bool = False  # the budget was set by the table's first release (not `set-budget`)
+
+    def reserved(self) -> list[dict[str, Any]]:
+        """The planned mechanisms of every reservation not settled yet (each reservation's own)."""
+        return [m for r in self.reservations.values() for m in r["mechanisms"]]
+
+    def charged(self) -> list[dict[str, Any]]:
+        """Everything the lifetime spend composes: the admitted mechanisms and the open reservations' plans."""
+        return [*self.mechanisms.values(), *self.reserved()]
 
     def spent(self) -> dict[str, Any]:
-        return lifetime(self.mechanisms.values(), self.budget["delta"])
+        return lifetime(self.charged(), self.budget["delta"])
 
     def summary(self) -> dict[str, Any]:
         s = self.spent()
         return {"dataset_key": self.key[:16], "labels": self.labels, "budget": self.budget,
                 "tables": len(self.tables), "releases": len(self.releases),
                 "refused": sum(1 for r in self.releases.values() if r.get("refused")),
+                "interrupted": len(self.reservations), "cancelled": self.cancelled,
                 "lifetime": {"epsilon": s["epsilon"], "delta": s["delta"], "from": s["from"]}}
 
 
@@ -298,12 +326,19 @@ def fold(entries: Iterable[Entry], key: str) -> DatasetLedger:
         body = _parsed(e)
         if e.kind == "budget":
             state.budget = {k: body[k] for k in ("epsilon", "delta", "neighbours")}
+            state.budget_by_release = str(body.get("reason") or "").startswith(FIRST_RELEASE)
         elif e.kind == "mechanism":
             state.mechanisms[body["key"]] = body
         elif e.kind == "table":
             state.tables.append(body)
         elif e.kind == "release":
             state.releases[body["release_id"]] = {**body, "entry": e.hash}
+            state.reservations.pop(body.get("reservation"), None)  # settled: the release's own mechanisms count
+        elif e.kind == "reservation":
+            state.reservations[body["token"]] = {**body, "entry": e.hash}
+        elif e.kind == "cancellation":
+            state.reservations.pop(body["reservation"], None)
+            state.cancelled += 1
         label = body.get("label")
         if label and label not in state.labels:
             state.labels.append(label)
@@ -318,6 +353,9 @@ def _parsed(e: Entry) -> dict[str, Any]:
         body = e.data()
         if e.kind == "mechanism":
             body["_curve"] = compose(body["rdp"])
+        elif e.kind == "reservation":
+            for m in body["mechanisms"]:
+                m["_curve"] = compose(m["rdp"])
         _PARSED[e.hash] = body
     return _PARSED[e.hash]
 
@@ -344,7 +382,18 @@ def _validate(e: Entry, where: str) -> None:
                 and isinstance(body.get("rows"), int) and isinstance(body.get("sketch"), list)
                 and isinstance(body.get("drop", {}), dict)):
             raise DpiwError(f"{where}: a table entry needs table, columns, rows and sketch")
-    elif not isinstance(body.get("release_id"), str) or not isinstance(body.get("mechanisms"), list):
+    elif e.kind == "reservation":
+        mechanisms = body.get("mechanisms")
+        if not (isinstance(body.get("token"), str) and body["token"] and isinstance(mechanisms, list) and mechanisms):
+            raise DpiwError(f"{where}: a reservation entry needs its token and its planned mechanisms")
+        for m in mechanisms:
+            check_mechanism(m, f"{where}: a planned mechanism")
+    elif e.kind == "cancellation":
+        if not (isinstance(body.get("reservation"), str) and isinstance(body.get("reason"), str)
+                and body["reason"].strip()):
+            raise DpiwError(f"{where}: a cancellation entry needs the reservation it cancels and a reason")
+    elif not isinstance(body.get("release_id"), str) or not isinstance(body.get("mechanisms"), list) \
+            or not isinstance(body.get("reservation", ""), str):
         raise DpiwError(f"{where}: a release entry needs release_id and mechanisms")
 
 
@@ -358,6 +407,8 @@ def check_chain(txn: Transaction) -> list[Entry]:
     prev = genesis(secret) if secret else ""
     budgets: set[str] = set()
     mechanisms: set[tuple[str, str]] = set()
+    tokens: set[tuple[str, str]] = set()  # every reservation, and those not settled yet
+    open_: set[tuple[str, str]] = set()
     for i, e in enumerate(entries, 1):
         where = f"entry {i}"
         if e.seq != i:
@@ -380,11 +431,30 @@ def check_chain(txn: Transaction) -> list[Entry]:
             if missing:
                 raise DpiwError(f"{where}: a release whose mechanism {missing[0]} has no entry before it (a "
                                 "mechanism entry was removed)")
+            if _parsed(e).get("reservation") is not None:
+                _settle(open_, (e.dataset, _parsed(e)["reservation"]), f"{where}: a release")
+        elif e.kind == "reservation":
+            token = (e.dataset, _parsed(e)["token"])
+            if token in tokens:
+                raise DpiwError(f"{where}: a reservation whose token an earlier reservation of the table holds (an "
+                                "entry was copied)")
+            tokens.add(token)
+            open_.add(token)
+        elif e.kind == "cancellation":
+            _settle(open_, (e.dataset, _parsed(e)["reservation"]), f"{where}: a cancellation")
         prev = e.hash
     if (count or "0") != str(len(entries)) or (entries and head != entries[-1].hash):
         raise DpiwError(f"the chain's head says {count or 0} entries but {len(entries)} are there (the last entries "
                         "were removed, or entries were added by hand)")
     return entries
+
+
+def _settle(open_: set[tuple[str, str]], token: tuple[str, str], what: str) -> None:
+    """A release or cancellation settles a reservation of its table that is still open, or the chain is broken."""
+    if token not in open_:
+        raise DpiwError(f"{what} settles reservation {token[1][:16]}, which is not an open reservation of its table "
+                        "before it (a reservation entry was removed, or settled twice)")
+    open_.remove(token)
 
 
 def _verified(txn: Transaction, store: Store) -> list[Entry]:
@@ -734,10 +804,14 @@ def _record_table(txn: Transaction, key: str, where: Resolution | None, label: s
 
 def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str, digest: str | None = None,
           table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None,
-          refused: bool = False) -> dict[str, Any]:
+          refused: bool = False, reservation: str | None = None) -> dict[str, Any]:
     """Admit one bundle to its table's ledger in one transaction, or raise DpiwError (nothing written).
     ``refused``: a run the release gate refused (k-hat), charged all the same (its entry says so): its
     mechanisms ran on the private rows, and trying again until one passes would choose among noisy releases.
+    ``reservation``: the token of the run's own reservation (:func:`reserve`), which the admission settles in
+    every ledger it charges where it is still open (the release entry names it): the run's real mechanisms then
+    count instead of its plan. A bundle admitted before (the same bytes) settles it with a cancellation: the run
+    drew nothing new. A token that is not open (settled, or of another store) settles nothing.
 
     ``table`` is where :func:`resolve` placed the table (``digest``, a content digest, keys a ledger the earlier
     way); ``epsilon``/``delta`` the lifetime budget a config or flag names (used when the ledger is created;
@@ -765,9 +839,10 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         entries = _verified(txn, store)
         key, placing, also = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
-        created = state.budget is None
-        if created:
-            reason = "created by the table's first release"
+        own = state.reservations.pop(reservation, None) if reservation else None  # this run's: its plan stops counting
+        created = state.budget is None or bool(own and own.get("created"))
+        if state.budget is None:
+            reason = FIRST_RELEASE
             if placing is not None and placing.reason:
                 reason += f"; a new population: {placing.reason.strip()}"
             body = _budget_body(label, DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
@@ -777,7 +852,11 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         else:
             _requested(state, epsilon, delta)
         if bundle_id in state.releases:  # the same bytes again: already counted
-            return {"entry": state.releases[bundle_id]["entry"], "budget": state.budget, "created": False,
+            earlier = state.releases[bundle_id]["entry"]
+            if reservation:  # the run drew nothing new (its bundle is one admitted before): its plan stops counting
+                _cancel_open(txn, entries, reservation, f"its run's bundle was admitted before (release entry "
+                                                        f"{earlier[:16]}): nothing new was drawn")
+            return {"entry": earlier, "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
         _delta_for(state, placing or table, label)
         reused(incoming, state.mechanisms, label)
@@ -786,38 +865,42 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         if _over(state, after):
             raise DpiwError(
                 f"release refused: table '{label}' has spent epsilon = {before['epsilon']:.6g} of its lifetime "
-                f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s); "
-                f"{manifest['run']} would bring it to {_eps(after)} at delta {state.budget['delta']:.3g}. Release "
-                "less, or raise the budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+                f"({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} release(s)"
+                f"{_interrupted(state)}; {manifest['run']} would bring it to {_eps(after)} at delta "
+                f"{state.budget['delta']:.3g}. Release less, or raise the budget on the record (`dpiw ledger "
+                "set-budget`) only if the data's owners agree")
         # the other ledgers its rows overlap: the same mechanisms, each within that ledger's own budget
         others = []
         for other in also:
             o = fold(entries, other)
             if o.budget is None or bundle_id in o.releases:
                 continue
+            o_own = o.reservations.pop(reservation, None) if reservation else None
             _delta_for(o, placing or table, label)
             reused(incoming, o.mechanisms, label)
             o_new, o_after = _adding(o, incoming)
             _overlapped(o, o_after, manifest["run"])
-            others.append((other, o, o_new, o_after))
+            others.append((other, o, o_new, o_after, o_own))
         _record_table(txn, key, placing, label)
 
-        def charge(key, new, after, **more):  # its mechanisms new to the ledger, and the release entry
+        def charge(key, new, after, settles, **more):  # its mechanisms new to the ledger, and the release entry
             for m in new.values():
                 txn.append(key, "mechanism", {**m, "label": label})
             return txn.append(key, "release", {
                 "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
                 "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
                 "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, **more,
+                **({"reservation": reservation} if settles else {}),
                 **({"refused": True} if refused else {}), "at": _now()})
 
-        entry = charge(key, new, after)
+        entry = charge(key, new, after, own is not None)
         charged = []
-        for other, o, o_new, o_after in others:
-            charge(other, o_new, o_after, overlapping=entry.hash)
+        for other, o, o_new, o_after, o_own in others:
+            charge(other, o_new, o_after, o_own is not None, overlapping=entry.hash)
             charged.append({"labels": o.labels, "budget": o.budget, "lifetime": o_after})
         return {"entry": entry.hash, "budget": state.budget, "created": created, "lifetime": after,
-                "releases": len(state.releases) + 1, "again": False, "labels": state.labels, "also": charged}
+                "releases": len(state.releases) + 1, "again": False, "labels": state.labels, "also": charged,
+                "settled": own is not None, "interrupted": len(state.reservations)}
 
     return _transact(store, work, release_of=lambda out: out["entry"])
 
@@ -852,52 +935,165 @@ def planned(records: list[dict[str, Any]], relation: str) -> dict[str, dict[str,
 def check_plan(store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]], relation: str,
                run_delta: float, epsilon: float | None = None, delta: float | None = None) -> dict[str, Any]:
     """Refuse (DpiwError, one line) a release whose planned ``mechanisms`` would take its table's ledger past its
-    lifetime budget, before any of them runs; writes nothing. Returns the budget and the lifetime after it."""
+    lifetime budget, before any of them runs; writes nothing. Returns the budget and the lifetime after it (the
+    reservations not settled yet count: :func:`reserve`)."""
     def work(txn: Transaction) -> dict[str, Any]:
-        entries = _verified(txn, store)
-        key, _, also = _place(txn, entries, table, label)
-        others = []
-        for other in also:  # a ledger its rows overlap: the same release within that ledger's budget too
-            o = fold(entries, other)
-            if o.budget is not None:
-                _delta_for(o, table, label)
-                o_after = _adding(o, mechanisms)[1]
-                _overlapped(o, o_after, None)
-                others.append({"labels": o.labels, "key": other, "budget": o.budget, "after": o_after})
-        state = fold(entries, key)
-        if state.budget is None:
-            budget = {"epsilon": DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
-                      "delta": run_delta if delta is None else delta, "neighbours": relation}
-            _budget_body(label, budget["epsilon"], budget["delta"], relation, "check")  # the values are sound
-            state.budget = budget
-        else:
-            _requested(state, epsilon, delta)
-        _delta_for(state, table, label)
-        before = state.spent()
-        after = _adding(state, mechanisms)[1]
-        if _over(state, after) and not state.releases and not state.mechanisms:  # a new table: its own ε is over
-            raise DpiwError(
-                f"release refused before anything ran: this release alone spends epsilon {_eps(after)}, more than "
-                f"the lifetime epsilon {state.budget['epsilon']:g} given for table '{label}' (a new table; "
-                "--dataset-epsilon, privacy.dataset_epsilon): release at most that, or give the table the lifetime "
-                "budget its data's owners agreed")
-        if _over(state, after):
-            who = ", ".join(state.labels) or label
-            raise DpiwError(
-                f"release refused before anything ran: table '{who}' has spent epsilon = {before['epsilon']:.6g} of "
-                f"its lifetime ({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} "
-                f"release(s); this release would bring it to {_eps(after)}. Release less, or raise the budget on the "
-                "record (`dpiw ledger set-budget`) only if the data's owners agree")
-        return {"budget": state.budget, "before": before, "after": after, "releases": len(state.releases),
-                "created": not state.releases and not state.mechanisms, "others": others}
+        return _planning(txn, store, table=table, label=label, mechanisms=mechanisms, relation=relation,
+                         run_delta=run_delta, epsilon=epsilon, delta=delta)["out"]
 
     return _transact(store, work)
 
 
+def reserve(store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]], relation: str,
+            run_delta: float, release: str, folder: str | None = None, epsilon: float | None = None,
+            delta: float | None = None, resume: str | None = None) -> dict[str, Any]:
+    """:func:`check_plan`, and in the same transaction, when the plan is admissible, charge it: a ``reservation``
+    entry (the planned ``mechanisms``, the ``release`` and its ``folder``, a fresh token) in the table's ledger and
+    in every ledger its rows overlap, creating the table's ledger (its budget and table entries) when it is new.
+    The reservation counts in the lifetime spend until the release's own admission (:func:`admit` with the token)
+    or a :func:`cancel` settles it; a release that never gets there (killed) stays charged its plan.
+
+    ``resume``: the token of the reservation of a killed run of the same release that this run resumes (the caller
+    has checked that it draws nothing again that the killed run wrote out): when that reservation is still open,
+    for this ``release`` and this plan, in every ledger the plan charges, it is kept and nothing is written (the
+    run is charged once); otherwise a new reservation is made. Returns check_plan's answer with the ``token``
+    the run settles, whether it was ``resumed``, and ``interrupted``: the other reservations not settled (counted)."""
+    token = secrets.token_hex(16)
+
+    def work(txn: Transaction) -> dict[str, Any]:
+        p = _planning(txn, store, table=table, label=label, mechanisms=mechanisms, relation=relation,
+                      run_delta=run_delta, epsilon=epsilon, delta=delta, resume=resume, release=release)
+        out = p["out"]
+        if p["resumed"]:
+            return {**out, "token": resume, "resumed": True}
+        key = p["key"]
+        if p["new_budget"] is not None:
+            txn.append(key, "budget", p["new_budget"])
+        _record_table(txn, key, p["placing"], label)
+
+        def body(new: dict, after: dict, **more) -> dict[str, Any]:
+            return {"token": token, "label": label, "release": release, "folder": folder,
+                    "mechanisms": [{k: v for k, v in m.items() if k != "_curve"} for m in new.values()],
+                    "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]},
+                    **more, "at": _now()}
+
+        entry = txn.append(key, "reservation", body(p["new"], out["after"], created=out["created"]))
+        for other, _, o_new, o_after in p["others"]:
+            txn.append(other, "reservation", body(o_new, o_after, overlapping=entry.hash))
+        return {**out, "token": token, "resumed": False, "entry": entry.hash}
+
+    return _transact(store, work)
+
+
+def cancel(store: Store, *, token: str, reason: str) -> int:
+    """Settle the reservation ``token`` without a charge, in every ledger where it is still open: a
+    ``cancellation`` entry with ``reason``. Only for a release none of whose mechanisms drew noise on the private
+    rows (`dpiw release`, when its workflow failed before any such stage wrote anything). Returns how many
+    ledgers it was open in."""
+    if not reason or not reason.strip():
+        raise DpiwError("a cancellation needs its reason")
+    return _transact(store, lambda txn: _cancel_open(txn, _verified(txn, store), token, reason.strip()))
+
+
+def _cancel_open(txn: Transaction, entries: list[Entry], token: str, reason: str) -> int:
+    """A cancellation of reservation ``token`` in every ledger where it is open (``entries``: the chain as this
+    transaction read it); how many."""
+    keys = dict.fromkeys(e.dataset for e in entries if e.kind == "reservation" and _parsed(e)["token"] == token)
+    n = 0
+    for key in keys:
+        state = fold(entries, key)
+        if token in state.reservations:
+            txn.append(key, "cancellation", {"reservation": token, "label": state.reservations[token].get("label"),
+                                             "reason": reason, "at": _now()})
+            n += 1
+    return n
+
+
+def _planning(txn: Transaction, store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]],
+              relation: str, run_delta: float, epsilon: float | None, delta: float | None, resume: str | None = None,
+              release: str | None = None) -> dict[str, Any]:
+    """The checks of :func:`check_plan` inside a transaction (DpiwError when the plan is not admissible), and what
+    :func:`reserve` writes: the ledger's key, the placement to record, a new budget entry's body, the mechanisms
+    new to each ledger, and whether reservation ``resume`` is kept (it then counts once, as this plan)."""
+    entries = _verified(txn, store)
+    key, placing, also = _place(txn, entries, table, label)
+    state = fold(entries, key)
+    folded = [(other, fold(entries, other)) for other in also]
+    folded = [(other, o) for other, o in folded if o.budget is not None]
+    resumed = resume is not None and _resumable(resume, release, [state, *(o for _, o in folded)], mechanisms)
+    if resumed:  # the killed run's reservation is this plan: it counts once
+        for s_ in (state, *(o for _, o in folded)):
+            s_.reservations.pop(resume)
+    others, kept = [], []
+    for other, o in folded:  # a ledger its rows overlap: the same release within that ledger's budget too
+        _delta_for(o, table, label)
+        o_new, o_after = _adding(o, mechanisms)
+        _overlapped(o, o_after, None)
+        others.append({"labels": o.labels, "key": other, "budget": o.budget, "after": o_after})
+        kept.append((other, o, o_new, o_after))
+    new_budget = None
+    if state.budget is None:
+        reason = FIRST_RELEASE
+        if placing is not None and placing.reason:
+            reason += f"; a new population: {placing.reason.strip()}"
+        new_budget = _budget_body(label, DEFAULT_LIFETIME_EPSILON if epsilon is None else epsilon,
+                                  run_delta if delta is None else delta, relation, reason)  # the values are sound
+        state.budget = {k: new_budget[k] for k in ("epsilon", "delta", "neighbours")}
+    else:
+        _requested(state, epsilon, delta)
+    _delta_for(state, table, label)
+    before = state.spent()
+    new, after = _adding(state, mechanisms)
+    fresh = not state.releases and not state.mechanisms and not state.reservations
+    if _over(state, after) and fresh:  # a new table: its own ε is over
+        raise DpiwError(
+            f"release refused before anything ran: this release alone spends epsilon {_eps(after)}, more than "
+            f"the lifetime epsilon {state.budget['epsilon']:g} given for table '{label}' (a new table; "
+            "--dataset-epsilon, privacy.dataset_epsilon): release at most that, or give the table the lifetime "
+            "budget its data's owners agreed")
+    if _over(state, after):
+        who = ", ".join(state.labels) or label
+        raise DpiwError(
+            f"release refused before anything ran: table '{who}' has spent epsilon = {before['epsilon']:.6g} of "
+            f"its lifetime ({state.budget['epsilon']:g}, {state.budget['delta']:.3g}) over {len(state.releases)} "
+            f"release(s){_interrupted(state)}; this release would bring it to {_eps(after)}. Release less, or raise "
+            "the budget on the record (`dpiw ledger set-budget`) only if the data's owners agree")
+    created = new_budget is not None or (fresh and state.budget_by_release)
+    out = {"budget": state.budget, "before": before, "after": after, "releases": len(state.releases),
+           "created": created, "others": others, "interrupted": len(state.reservations)}
+    return {"out": out, "key": key, "placing": placing, "state": state, "new": new, "new_budget": new_budget,
+            "others": kept, "resumed": resumed}
+
+
+def _resumable(token: str, release: str | None, states: list[DatasetLedger],
+               mechanisms: dict[str, dict[str, Any]]) -> bool:
+    """Whether reservation ``token`` is open in every ledger of ``states``, for ``release`` and for exactly these
+    planned ``mechanisms`` (as each ledger holds them): a run that resumes it is charged once."""
+    for state in states:
+        r = state.reservations.get(token)
+        if r is None or r.get("release") != release:
+            return False
+        held = [{k: v for k, v in m.items() if k != "_curve"} for m in r["mechanisms"]]
+        planned_here = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]
+        if json.dumps(held, sort_keys=True) != json.dumps(planned_here, sort_keys=True):
+            return False
+    return True
+
+
+def _interrupted(state: DatasetLedger) -> str:
+    """Words for the reservations a ledger counts that are not settled (a release running, or killed)."""
+    n = len(state.reservations)
+    if not n:
+        return ""
+    return (f" and {n} release(s) interrupted or still running, charged their planned spend (a release killed "
+            "after it started is charged what it planned)")
+
+
 def _adding(state: DatasetLedger, incoming: dict[str, dict[str, Any]]) -> tuple[dict, dict[str, Any]]:
-    """The mechanisms of ``incoming`` new to a ledger (in its neighbouring relation) and its lifetime with them."""
+    """The mechanisms of ``incoming`` new to a ledger (in its neighbouring relation) and its lifetime with them
+    (and with the plans of its reservations not settled)."""
     new = {k: convert(m, state.budget["neighbours"]) for k, m in incoming.items() if k not in state.mechanisms}
-    return new, lifetime([*state.mechanisms.values(), *new.values()], state.budget["delta"])
+    return new, lifetime([*state.charged(), *new.values()], state.budget["delta"])
 
 
 def _over(state: DatasetLedger, after: dict[str, Any]) -> bool:
@@ -949,7 +1145,7 @@ def set_budget(store: Store, *, label: str, epsilon: float | None, delta: float 
                 raise DpiwError(f"the lifetime delta ({state.budget['delta']:.3g}) can only be lowered (a larger one "
                                 "would weaken what every release so far was admitted under)")
             # a lower delta: every mechanism so far is composed again at it (a larger epsilon, a stronger statement)
-            spent = lifetime(state.mechanisms.values(), new_delta)["epsilon"]
+            spent = lifetime(state.charged(), new_delta)["epsilon"]
             if epsilon_ < spent * (1 - _TOL):
                 raise DpiwError(f"the table has already spent epsilon = {spent:.6g}"
                                 + (f" at delta {new_delta:.3g}" if new_delta != state.budget["delta"] else "")

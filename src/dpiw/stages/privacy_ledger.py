@@ -4,7 +4,9 @@ run over its budget: non-zero exit and no manifest or release, so nothing downst
 Then writes ``release/`` (dpiw.privacy.release): the synthetic rows, the weights and the manifest, or a
 refusal for a run that is not DP or fails the k-hat gate. A bundle fit to release (release mode, secret
 noise) is first admitted to its dataset's lifetime ledger (dpiw.privacy.ledger), which refuses it when
-the table's composed lifetime spend would pass its budget."""
+the table's composed lifetime spend would pass its budget. Under `dpiw release` the admission also settles the
+release's reservation (``--reservation``: the planned spend `dpiw release` charged before the workflow ran), so that
+its real mechanisms count instead; without one (a workflow run by hand) the run is charged at its end, as before."""
 
 from __future__ import annotations
 
@@ -51,6 +53,10 @@ def parse_args(argv):
                         "equal the stored one")
     p.add_argument("--dataset-delta", type=positive_float,
                    help="the table's lifetime delta when its ledger is created (default: this run's delta)")
+    p.add_argument("--reservation", metavar="TOKEN",
+                   help="privacy.reservation: the token of the reservation `dpiw release` made of this release's "
+                        "planned spend before its workflow ran; the admission settles it (only when $DPIW_RESERVATION "
+                        "names the same token: `dpiw release` sets it for its own workflow)")
     args = p.parse_args(argv)
     if args.release_out and not (args.synth and args.log_weights):
         p.error("--release-out needs --synth and --log-weights")
@@ -184,8 +190,10 @@ def admit_release(args, manifest: dict) -> dict:
     """Admit the bundle to its table's lifetime ledger (dpiw.privacy.ledger) before anything is written; what
     the manifest says of it: the ledger entry's hash, the lifetime budget and the lifetime spend after it. A run
     the gate refused is charged too (its entry says so): it spent the budget, and publishes nothing."""
+    import os
+
     from dpiw.data import load_schema
-    from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, admit, release_id, resolve
+    from dpiw.privacy.ledger import DEFAULT_LIFETIME_EPSILON, RESERVATION_ENV, admit, release_id, resolve
     from dpiw.privacy.store import Store, describe, store_url
 
     schema = load_schema(args.schema)
@@ -202,9 +210,17 @@ def admit_release(args, manifest: dict) -> dict:
     table = resolve(store, schema, new_population=args.new_population, engine=args.engine, measured=measured)
     if table.note():
         print(f"privacy_ledger: {table.note()}")
+    reservation = args.reservation
+    if reservation and os.environ.get(RESERVATION_ENV) != reservation:  # not `dpiw release`'s own workflow
+        print(f"privacy_ledger: reservation {reservation[:16]} left as it is: this workflow was not started by the "
+              f"`dpiw release` that made it (${RESERVATION_ENV}); the run is charged in full")
+        reservation = None
     out = admit(store, table=table, label=schema.name, manifest=manifest,
                 bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
-                delta=args.dataset_delta, refused=not manifest["release"]["fit_to_release"])
+                delta=args.dataset_delta, refused=not manifest["release"]["fit_to_release"], reservation=reservation)
+    if out.get("settled"):
+        print(f"privacy_ledger: reservation {reservation[:16]} settled: the release's own mechanisms count instead "
+              "of its planned spend")
     budget, spent = out["budget"], out["lifetime"]
     if out["created"]:
         note = "" if args.dataset_epsilon else f" (the default; set privacy.dataset_epsilon, default " \
