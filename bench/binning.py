@@ -11,16 +11,19 @@ then each rule's geometric mean and largest ratio to the first rule's root mean 
 Rules: ``--thresholds`` (hard, in noise stds: a node below t sigma holds no row, the others share their
 parent's mass in proportion to their estimates; dpiw's rule) and ``--soft`` (a node's share in proportion to
 its estimate less t sigma). This chose dpiw's THRESHOLD = 1. ``--floors``: the hard rule at dpiw's THRESHOLD, and
-a node whose mass is below f sigma splits it evenly down to the leaves (``prune``'s ``floor``).
+a node whose mass is below f sigma splits it evenly down to the leaves (``prune``'s ``floor``). ``--outer``: the
+hard rule at dpiw's THRESHOLD, then the outer runs of filled leaves that noise alone explains at z sds dropped
+(``outer_noise``); ``--gaps``: the same at 2 sds, only past a stretch of empty leaves r times as long as the
+heaviest run is wide.
 
 ``--within`` adds whole-number columns (one leaf per value, as dpiw's grid gives them: an experience-like, an
-age-like and a schooling-like column with heaps) and a second figure per rule, the part of a released mean that
-the values inside the bins make: each of the rule's 8 coarse bins (``cut_points`` of its histogram) with its true
-share of the rows, and the histogram's mean inside it (``flat`` beside it: the same bins, values spread evenly
-inside each, as equal-width bins draw them).
+age-like and a schooling-like column with heaps, and two counts on wide bounds) and a second figure per rule,
+the part of a released mean that the values inside the bins make: each of the rule's 8 coarse bins
+(``cut_points`` of its histogram) with its true share of the rows, and the histogram's mean inside it (``flat``
+beside it: the same bins, values spread evenly inside each, as equal-width bins draw them).
 
-    python bench/binning.py [--reps 30] [--thresholds 1 1.5 2] [--soft 0.5] [--floors 2 4] [--within]
-                            [--epsilons 0.3 1 3]
+    python bench/binning.py [--reps 30] [--thresholds 1 1.5 2] [--soft 0.5] [--floors 2 4] [--kept 2]
+                            [--outer 2 3] [--gaps 1 2 4] [--within] [--epsilons 0.3 1 3]
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import math
 import numpy as np
 
 from dpiw.privacy.accounting import zcdp_rho
-from dpiw.sdgp.binning import THRESHOLD, consistent, cut_points, prune, tree_levels
+from dpiw.sdgp.binning import THRESHOLD, consistent, cut_points, outer_noise, prune, tree_levels
 
 COLUMNS = {  # name: (draw(rng, n), lower, upper)
     "lognormal s=0.78": (lambda r, n: r.lognormal(0, 0.78, n), 0, 50),
@@ -48,6 +51,9 @@ INTEGERS = {
     "whole ages, normal on 16-80": (lambda r, n: np.rint(r.normal(40, 11, n)), 16, 80),
     "schooling 0-20, heaps at 12, 16": (lambda r, n: np.where(r.uniform(size=n) < 0.5, np.where(
         r.uniform(size=n) < 0.6, 12, 16), np.rint(r.normal(13, 3, n))), 0, 20),
+    # counts on a codebook's wide bounds (a trial's doctor visits and hospital stays, 0 to 200)
+    "visits, negative binomial on 0-200": (lambda r, n: r.negative_binomial(0.8, 0.2, n), 0, 200),
+    "stays on 0-200, 90% zeros": (lambda r, n: np.where(r.uniform(size=n) < 0.9, 0, 1 + r.poisson(1.5, n)), 0, 200),
 }
 CELLS = 256
 BINS = 8
@@ -90,6 +96,10 @@ def rule_mass(est: list[np.ndarray], total: float, sigma: float, kind: str, t: f
         return prune(est, total, THRESHOLD * sigma, support, floor=t * sigma)
     if kind == "kept":  # the same, the even splits over the children above the threshold only
         return kept_floor(est, total, THRESHOLD * sigma, support, t * sigma)
+    if kind == "outer":  # dpiw's threshold, then the outer runs noise explains at t sds dropped
+        return outer_noise(prune(est, total, THRESHOLD * sigma, support), est[-1], sigma, t, support)
+    if kind == "gap":  # the same at 2 sds, past stretches of empty leaves t times the heaviest run's width
+        return outer_noise(prune(est, total, THRESHOLD * sigma, support), est[-1], sigma, 2.0, support, gap=t)
     return prune([e - t * sigma for e in est], total, 0.0, support)  # soft: the hard rule at 0, estimates less t
 
 
@@ -130,12 +140,15 @@ def main() -> None:
     p.add_argument("--soft", type=float, nargs="*", default=[])
     p.add_argument("--floors", type=float, nargs="*", default=[])
     p.add_argument("--kept", type=float, nargs="*", default=[])
+    p.add_argument("--outer", type=float, nargs="*", default=[])
+    p.add_argument("--gaps", type=float, nargs="*", default=[])
     p.add_argument("--within", action="store_true")
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
     p.add_argument("--fraction", type=float, default=0.2)
     args = p.parse_args()
     rules = [("hard", t) for t in args.thresholds] + [("soft", t) for t in args.soft] + \
-        [("floor", t) for t in args.floors] + [("kept", t) for t in args.kept]
+        [("floor", t) for t in args.floors] + [("kept", t) for t in args.kept] + [("outer", t) for t in args.outer] + \
+        [("gap", t) for t in args.gaps]
     names = [f"{k} {t:g}" for k, t in rules]
     columns = {name: (*c, False) for name, c in COLUMNS.items()}
     if args.within:

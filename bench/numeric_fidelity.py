@@ -42,8 +42,16 @@ mass evenly down to the leaves (arm ``floor_<f>``; dpiw.sdgp.binning.FLOOR, post
 columns by ``bench/binning.py --floors --within``). Named on 2026-11-28 after CPS1988's experience came out with
 twice equal-width's rms error, most of it variance; the rule, named before the run, is ``--zeros``'s.
 
+``--outer Z GAP``: params.yaml's release against the same whose fine histograms lose the outer runs of filled
+leaves that noise alone explains (arm ``outer``; dpiw.sdgp.binning.outer_noise, post-processing), named on
+2026-11-28 after a trial's count columns on public bounds 0-200 came back with rows far in an empty tail (rwm5yr's
+hospital visits: 0.7% of the rows at 144-200, none above 51 in the table); z = 2 and a gap of 4 chosen on
+simulated columns (``bench/binning.py --gaps``). ``--tables`` also takes that trial's ``rwm5yr`` and
+``nmes1988`` (whole tables). The rule, named before the run: it replaces params.yaml's only if no family is worse
+beyond 2 SE on any of the four tables and the numeric means are better beyond 2 SE on rwm5yr or nmes1988.
+
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
-                                     [--zeros] [--shrink] [--floor 4]
+                                     [--zeros] [--shrink] [--floor 4] [--outer 2 4]
 """
 
 from __future__ import annotations
@@ -114,7 +122,7 @@ def one(job) -> list[dict]:
     from dpiw.scale import decode_frame
     from dpiw.studies.usefulness import _table, family
 
-    schema, scaled = _table(table, size)
+    schema, scaled = extra_table(table) if table in EXTRA else _table(table, size)
     raw = decode_frame(scaled, schema)
     truth_num = numeric_targets(raw, schema, np.ones(len(raw)))
     truth_fam = analyst_targets(scaled, schema)
@@ -123,13 +131,50 @@ def one(job) -> list[dict]:
 
     # the originals, kept the first time: a worker process runs many jobs, and an arm's patch must not become the
     # next job's "original" (until 2026-11-28 it did: the arms after the first job of a worker all ran patched)
-    void, shape, estimate, floor = ORIGINALS.setdefault(
-        "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR))
+    void, shape, estimate, floor, outer = ORIGINALS.setdefault(
+        "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR, binning.OUTER))
     try:
         return _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release,
-                     analyst_targets, family, void, shape, estimate, floor)
+                     analyst_targets, family, void, shape, estimate, floor, outer)
     finally:
-        NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR = void, shape, estimate, floor
+        NumericBins.void, binning.shape, binning.estimate_fine = void, shape, estimate
+        binning.FLOOR, binning.OUTER = floor, outer
+
+
+#: ``--tables`` beyond the usefulness study's (whole tables only): a trial's count tables, under the schemas its
+#: curator wrote from the codebooks (counts on 0 to 200)
+COUNTS = {"type": "numeric", "lower": 0, "upper": 200, "integer": True, "spikes": [0]}
+EXTRA = {
+    "rwm5yr": ("COUNT", "rwm5yr", {"name": "rwm5yr", "task": "regression", "target": "docvis", "columns": [
+        {"name": "docvis", **COUNTS}, {"name": "hospvis", **COUNTS},
+        {"name": "year", "type": "categorical", "categories": [1984, 1985, 1986, 1987, 1988]},
+        {"name": "edlevel", "type": "categorical", "categories": [1, 2, 3, 4]},
+        {"name": "age", "type": "numeric", "lower": 25, "upper": 64, "integer": True},
+        *({"name": c, "type": "categorical", "categories": [0, 1]} for c in ("outwork", "female", "married")),
+        {"name": "hhninc", "type": "numeric", "lower": 0, "upper": 100, "scale": "log"},
+        {"name": "educ", "type": "numeric", "lower": 7, "upper": 18}]}),
+    "nmes1988": ("AER", "NMES1988", {"name": "nmes1988", "task": "regression", "target": "visits", "columns": [
+        *({"name": c, **COUNTS} for c in ("visits", "nvisits", "ovisits", "novisits")),
+        *({"name": c, **COUNTS, "upper": 50} for c in ("emergency", "hospital")),
+        {"name": "health", "type": "categorical", "categories": ["poor", "average", "excellent"]},
+        {"name": "chronic", **COUNTS, "upper": 10},
+        {"name": "age", "type": "numeric", "lower": 6.6, "upper": 11.0},
+        {"name": "gender", "type": "categorical", "categories": ["female", "male"]},
+        {"name": "school", "type": "numeric", "lower": 0, "upper": 20, "integer": True},
+        {"name": "income", "type": "numeric", "lower": 0, "upper": 100, "scale": "log"},
+        {"name": "insurance", "type": "categorical", "categories": ["no", "yes"]}]}),
+}
+
+
+def extra_table(name: str):
+    """An :data:`EXTRA` table as the usefulness study's are given: (schema, scaled rows)."""
+    from _jobs import real_table
+
+    from dpiw.scale import column_bounds, scale_frame
+
+    package, item, spec = EXTRA[name]
+    schema, raw = real_table(package, item, spec, complete=True)
+    return schema, scale_frame(raw, schema, column_bounds(raw, schema, bounds="schema"))
 
 
 #: the patched functions' originals in this process (:func:`one`)
@@ -137,7 +182,7 @@ ORIGINALS: dict = {}
 
 
 def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release, analyst_targets,
-          family, void, shape, estimate, floor) -> list[dict]:
+          family, void, shape, estimate, floor, outer) -> list[dict]:
     from dpiw.sdgp import binning
     from dpiw.sdgp.binning import NumericBins
 
@@ -149,6 +194,7 @@ def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fa
         binning.shape = known_zeros(shape) if mst.pop("zeros", False) else shape
         binning.estimate_fine = shrunk(estimate) if mst.pop("shrink", False) else estimate
         binning.FLOOR = mst.pop("floor", floor)
+        binning.OUTER = mst.pop("outer", outer)
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
@@ -248,6 +294,9 @@ def main() -> None:
                    help="only params.yaml's release against the same with the nodes past the support counted 0")
     p.add_argument("--shrink", action="store_true",
                    help="only params.yaml's release against the same with each bin's fine mass shrunk toward even")
+    p.add_argument("--outer", nargs=2, type=float, metavar=("Z", "GAP"),
+                   help="only params.yaml's release against the same whose fine histograms lose the outer runs noise "
+                        "explains (dpiw.sdgp.binning.outer_noise; arm outer)")
     p.add_argument("--floor", type=float,
                    help="only params.yaml's release against the same whose fine trees split a node under this many "
                         "noise stds evenly (arm floor_<f>)")
@@ -263,12 +312,14 @@ def main() -> None:
         arms |= {"sized": {"sized_scores": True},
                  **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
                     for w in args.splits}}
-    if args.void or args.zeros or args.shrink or args.floor is not None:  # params.yaml's release against each
-        arms = {"fine": None, **({"no_void": {"void": False}} if args.void else {}),  # asked-for change alone
+    if args.void or args.zeros or args.shrink or args.floor is not None or args.outer:  # params.yaml's release
+        arms = {"fine": None, **({"no_void": {"void": False}} if args.void else {}),  # against each change alone
+                **({"outer": {"outer": tuple(args.outer)}} if args.outer else {}),
                 **({"zeros": {"zeros": True}} if args.zeros else {}),
                 **({"shrink": {"shrink": True}} if args.shrink else {}),
                 **({f"floor_{args.floor:g}": {"floor": args.floor}} if args.floor is not None else {})}
-    jobs = [(t, s, e, k, arms) for t in args.tables for s in SIZES for e in EPSILONS for k in range(args.seeds)]
+    jobs = [(t, s, e, k, arms) for t in args.tables for s in (("full",) if t in EXTRA else SIZES) for e in EPSILONS
+            for k in range(args.seeds)]
     df = rows_of(one, jobs, processes=args.jobs, csv=args.csv, from_csv=args.from_csv)
     print(f"\n{df.groupby(['table', 'rows', 'eps', 'seed']).ngroups} paired releases, "
           f"{time.perf_counter() - t0:.0f} s")
@@ -281,7 +332,7 @@ def main() -> None:
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
-    for arm in ("zeros", "shrink", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
+    for arm in ("zeros", "shrink", "outer", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
         if arm in set(df.arm):
             print(f"\n{arm} against fine (params.yaml):")
             summarise(df, arm, "fine")

@@ -159,8 +159,13 @@ def test_schema_infer_leaves_out_whose_rows_they_are_and_says_the_guarantee_is_p
     from dpiw.commands.schema import unit_columns
 
     assert unit_columns(panel.rename(columns={"nr": "person"}), target="union") == {"person": 8}  # equal counts
-    panel.loc[panel.index[::8], "nr"] = np.arange(people) + 20000  # one row of each its own: not every value twice
-    assert unit_columns(panel, target="union") == {}
+    # an unbalanced panel (a trial's rwm5yr: 7,028 people on 1 to 5 rows, 1,150 of them on one): a name like an
+    # identifier is enough; unnamed, unequal counts are a category's (state's, wage's), not a person's
+    panel.loc[panel.index[::8], "nr"] = np.arange(people) + 20000
+    assert unit_columns(panel, target="union") == {"nr": 7}
+    assert unit_columns(panel.rename(columns={"nr": "code"}), target="union") == {}
+    panel["id"] = np.arange(len(panel))  # a row number: one row each, no group
+    assert "id" not in unit_columns(panel, target="union")
 
 
 def test_schema_infer_drafts_a_folder_of_parquet_files_with_its_partition_column(tmp_path):
@@ -495,6 +500,55 @@ def test_a_releases_snakemake_asks_a_slurm_controller_that_refuses_at_once(tmp_p
     monkeypatch.setenv("SLURM_CONF", "/etc/slurm/theirs.conf")
     release._run_workflow(args, tmp_path, folder, tmp_path / "log", "sqlite:///x")
     assert seen[-1]["SLURM_CONF"] == "/etc/slurm/theirs.conf"
+
+
+def test_a_release_whose_workflow_fails_is_charged_its_plan_once_a_stage_drew_noise_and_else_not(
+        tmp_path, monkeypatch, root, capsys):
+    """`dpiw release` charges its plan before the workflow runs (a reservation). A workflow that fails after a
+    stage drew noise on the private rows and wrote it out (its privacy record spends) leaves the plan charged and
+    says so; one that fails before any such stage cancels it (nothing charged). The folder goes either way."""
+    from dpiw.commands import release
+    from dpiw.privacy.spend import PrivacySpend
+
+    monkeypatch.setenv("DPIW_HOME", str(tmp_path / "home"))  # this test's own ledger store
+    monkeypatch.chdir(tmp_path)
+    seen = []
+
+    def failing(drew):
+        def run(args, root_, folder, log, url, token=None):
+            seen.append((folder, token, (folder / "release.yaml").read_text()))
+            if drew:  # synthesize finished: its record is there
+                PrivacySpend(stage="synthesize", mechanism="MST", epsilon=0.5, delta=1e-4, reads_private=("train",),
+                             seeding={"source": "entropy"}).write(
+                    folder / release.RUN / "runs/clinic/eps=0.5/seed=0/mst/privacy/synthesize_full.json")
+            raise DpiwError("fit_weights seed=0/none: it failed")
+        return run
+
+    base = ["release", str(root / "data/examples/clinic.csv"), "--schema", str(root / "data/schemas/clinic.yaml"),
+            "--project", "proj", "--weights", "none"]
+    monkeypatch.setattr(release, "_run_workflow", failing(drew=True))
+    with pytest.raises(DpiwError, match=r"fit_weights seed=0/none: it failed; its planned spend stays charged to the "
+                                        r"table's ledger: its synthesize stage ran on the private rows \(the "
+                                        r"release's log: proj/logs/releases/clinic/eps=0.5-\w+\.log\)$"):
+        main([*base, "--epsilon", "0.5"])
+    folder, token, config = seen[-1]
+    assert f"reservation: {token}" in config and len(token) == 32  # the ledger stage gets it with the config
+    assert not folder.exists()
+    capsys.readouterr()
+    main(["ledger", "show"])
+    shown = capsys.readouterr().out
+    assert "lifetime epsilon 0.5 of 10" in shown and "0 release(s), 1 interrupted release(s), charged their planned " \
+        "spend" in shown, shown
+    monkeypatch.setattr(release, "_run_workflow", failing(drew=False))
+    with pytest.raises(DpiwError, match="nothing ran on the private rows with noise, so nothing is charged"):
+        main([*base, "--epsilon", "0.2"])
+    out = capsys.readouterr().out
+    assert "(counting 1 earlier release(s) of it that were interrupted, or are still running: a release killed " \
+           "after it started is charged its planned spend)" in out, out
+    assert seen[-1][1] != token
+    main(["ledger", "show"])
+    shown = capsys.readouterr().out
+    assert "1 cancellation(s)" in shown and "lifetime epsilon 0.5 of 10" in shown and "1 interrupted" in shown
 
 
 def test_a_misspelt_flag_is_named_before_a_required_one(capsys):

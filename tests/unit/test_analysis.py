@@ -107,6 +107,11 @@ def test_a_bundle_reads_back_in_units_and_labels(tmp_path):
     with pytest.raises(DpiwError, match="not a category"):
         b.rate("region", "east")
     assert list(b.design(["age", "region"]).columns) == ["age", "region=south", "region=west"]
+    # the analyst's own rows (a CSV read back: text, not categories) by the schema's categories, or one error
+    own = pd.DataFrame({"age": [30.0, 50.0], "region": ["west", "north"]})
+    np.testing.assert_array_equal(b.design(["age", "region"], own).to_numpy(), [[30, 0, 1], [50, 0, 0]])
+    with pytest.raises(DpiwError, match="column 'region' holds 'East', which is not one of its categories"):
+        b.design(["region"], pd.DataFrame({"region": ["East"]}))
     from sklearn.linear_model import LogisticRegression
 
     model = b.fit(LogisticRegression(max_iter=2000), ["age", "region"], "ill")

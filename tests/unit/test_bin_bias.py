@@ -265,3 +265,36 @@ def test_a_subgroup_between_the_bins_of_a_log_integer_or_at_a_continuous_bins_ed
     middle = (edges[first][0] + edges[first][1]) / 2
     with pytest.warns(WithinBinWarning, match=r"cuts inside the bin of 'temp'"):  # half the bin, and nothing else
         b.rate("y", "yes", lambda d: (d.temp > middle) & (d.temp <= edges[first][1]), interval="sampling")
+
+
+def test_rows_far_past_an_empty_stretch_that_the_tree_cannot_tell_from_noise_are_named():
+    """A count on public bounds 0-200 (a leaf per whole number) whose rows all hold 0-2; the published tree's
+    levels carry, at 150, what the pruning keeps (above its threshold at every level) but what the measurement
+    cannot tell from noise (60 rows at a noise sd of 50 a node: under 2 sds): far_rows names the column, the
+    share and the range, and far_text says what to do. The same at 600 rows (12 sds: real rows) is not named,
+    nor a column whose rows fill its range."""
+    from dpiw.analysis.bin_bias import far_rows, far_text
+    from dpiw.data.schema import parse_schema
+    from dpiw.sdgp.binning import estimate_fine, tree_levels
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "stays", "type": "numeric", "lower": 0, "upper": 200, "integer": True},
+        {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "integer": True},
+        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    std, rng = 50.0, np.random.default_rng(3)
+
+    def published(bump: float) -> dict:
+        stays, age = np.zeros(256), np.zeros(128)
+        stays[:3], stays[150] = [8000, 1500, 500], bump
+        age[20:80] = 10_000 / 60
+        noisy = {name: [lv if lv.size == 1 else lv + rng.normal(0, 1e-9, lv.size) for lv in tree_levels(leaves)]
+                 for name, leaves in (("stays", stays), ("age", age))}
+        fine = estimate_fine(schema, 256, 8, noisy, {"stays": std, "age": std}, 10_000 + bump, 1.0)
+        return {"generator": {"total": 10_000 + bump, "fine": fine.published()}}
+
+    found = far_rows(schema, published(60.0))
+    assert [f[0] for f in found] == ["stays"] and found[0][1] == pytest.approx(60 / 10_060, rel=1e-6)
+    assert found[0][2:] == (150.0, 150.0)
+    text = far_text(*found[0], column=schema.column("stays"))
+    assert "0.60% of its rows lie at 150" in text and "tighter than 0 to 200" in text
+    assert far_rows(schema, published(600.0)) == []

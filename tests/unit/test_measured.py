@@ -226,3 +226,57 @@ def test_a_share_within_a_subgroup_is_read_off_the_marginal_too():
         est = bundle.share("x", ">", 4, {"y": "yes"})
     lo, hi = est.ci()
     assert est.measured is not None and lo <= h[sub].mean() <= hi
+
+
+def test_the_check_spreads_the_difference_over_replicates_fitted_to_their_own_measurements(monkeypatch):
+    """NoiseBootstrap.measured replays the noise each replicate was fitted to: replicate k's generator
+    measurements are those Private-PGM was refitted on, and its weights' those the weights were refitted to. On
+    a subgroup whose rows keep what the marginal measured (the rate among a = r), the difference rows - reading
+    varies over the replicates less than the sum of the two variances (they share the measurements' noise), and
+    the check's z is the difference over that spread: no warning there, and a warning with the z it prints where
+    the rows lost the relation (b = v)."""
+    import dpiw.sdgp.pgm as pgm
+    from dpiw.analysis import noise_aware
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    fitted, matched = [], {}
+    real_estimate, real_reweight = pgm.estimate, noise_aware.Chains.reweight
+
+    def estimate(mbi, cards, measured_, **kw):
+        if kw.get("warm_start") is not None:  # a replicate's refit (the base fit has none)
+            fitted.append([np.asarray(y, float).copy() for _, y, _ in measured_])
+        return real_estimate(mbi, cards, measured_, **kw)
+
+    def reweight(self, k, mm, rows, extra, into):
+        matched.setdefault(k, [np.asarray(y, float).copy() for _, y in mm.measurements_])
+        return real_reweight(self, k, mm, rows, extra, into)
+
+    monkeypatch.setattr(pgm, "estimate", estimate)
+    monkeypatch.setattr(noise_aware.Chains, "reweight", reweight)
+    bundle, truth = lost_relation()
+    boot = bundle.bootstrap()
+    boot.made()
+    replayed = boot.measured()
+    assert len(fitted) == len(replayed) == boot.replicates and len(matched) == boot.replicates
+    for k, m in enumerate(replayed):
+        for got, want in zip((x["counts"] for x in m["generator"]["measurements"]), fitted[k], strict=True):
+            np.testing.assert_array_equal(np.asarray(got, float), want)
+        for got, want in zip((x["counts"] for x in m["weights"]["measurements"]), matched[k], strict=True):
+            np.testing.assert_array_equal(np.asarray(got, float), want)
+    # the spread of the difference, against the sum of the variances, where the rows keep the relation
+    values = lambda data: (data.y == "yes").to_numpy(float)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        kept = bundle.rate("y", "yes", {"a": "r"})
+    cells = measured.cells_of(SCHEMA, bundle.measurements, bundle.scaled)
+    sub = (bundle.data.a == "r").to_numpy()
+    reading = measured.direct(SCHEMA, bundle.measurements, cells, "y", ["a"], values(bundle.data), bundle.weights,
+                              sub)
+    joint = bundle._difference_variance(reading, "y", {"a": "r"}, ["a"], bundle._labels({"a": "r"}), values,
+                                        None)
+    assert 0 < joint < reading.se ** 2 + kept.parts["noise"]
+    with pytest.warns(MeasurementWarning) as said:
+        lost = bundle.rate("y", "yes", {"b": "v"})
+    message = next(str(w.message) for w in said if issubclass(w.category, MeasurementWarning))
+    z = float(message.split(" standard errors from")[0].rsplit(" ", 1)[-1])
+    assert lost.measured is not None and z == pytest.approx(lost.measured[2], abs=0.05) and z > 1.96

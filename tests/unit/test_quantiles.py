@@ -236,7 +236,9 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     x = b.data.x.to_numpy(float)
     assert smooth.reach == bin_bias.pruning_reach(b._bins("x"), b._spec("x"), 17.0, np.greater, x, b.weights,
                                                   np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
-    assert 0 < sum(smooth.reach) < 0.02  # (not 0: the test would not see the reach unwired)
+    # (not 0: the test would not see the reach unwired; the pruned bin holds nothing above 17, so the reach is
+    # the measured cells' rows above it up to their noise's 95% bound)
+    assert 0 < sum(smooth.reach) < 0.04
 
 
 def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
@@ -345,6 +347,19 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     quiet[9:17] = 0.0005  # the bin measured at nothing beyond its noise: its rows may be on either side
     assert reach(">", 10, leaves=(quiet, 0.01)) == (pytest.approx(0.36, abs=0.01), 0.0)  # all drawn above 10
     assert sum(reach(">", 11, leaves=(quiet, 0.01))) == pytest.approx(0.36, abs=0.01)  # 11's on one side, 12-16's
+    # the pruned bin all below the threshold while its measured cells above it hold nothing or less (their noise):
+    # every bootstrap replicate prunes alike (no spread), so the noise's 95% bound on those cells is how many of
+    # the bin's rows may lie above it (a trial's income share above 20: "0 (95% interval 0 to 0)" against 0.0003)
+    from dpiw.sdgp.binning import canonical
+
+    tail, low = measured.copy(), pruned.copy()
+    tail[30:40], low[17:30], low[30:40] = -0.0005, 0.2 / 13, 0.0
+    nb_t = NumericBins(grid, np.array([0, 9, 17, grid.support]), low)
+    x_t = np.rint(np.asarray(col.from_unit(nb_t.values(cells, np.random.default_rng(2)))))
+    assert not (x_t > 29).any()
+    down, up = pruning_reach(nb_t, col, 29, C[">"], x_t, w, everyone, (tail, 0.001))
+    bound = 1.96 * 0.001 * np.sqrt(canonical(30, grid.support)) / tail[17:grid.support].sum()
+    assert down == 0.0 and up == pytest.approx(np.mean(x_t >= 17) * bound, rel=1e-6) and up > 0.004
     # whole numbers as a release gives them (rounded): on 0-200, 29 / 200 * 200 is not exactly 29 in floating point
     at29 = NumericBins(grid, np.array([0, 29, 60, grid.support]), pruned)
     for op, t in (("<", 29), ("<=", 28), (">=", 29), (">", 28)):  # every row of the bin 29-59 on one side

@@ -33,6 +33,21 @@ def _said(where) -> str:
     return repr(where) if isinstance(where, dict) or where is None else "..."
 
 
+def _as_category(col: pd.Series, spec) -> pd.Series:
+    """A categorical column of rows not read as one (a CSV's text or numbers) as the schema's categories; a value
+    that is none of them is refused, naming it."""
+    labels = list(spec.labels)
+    out = pd.Series(pd.Categorical(col, categories=labels), index=col.index, name=col.name)
+    if col.notna().any():
+        text = {str(x): x for x in labels}
+        out = out.where(out.notna(), pd.Categorical(col.astype(str).map(text), categories=labels))
+    odd = col[col.notna() & out.isna()]
+    if len(odd):
+        raise DpiwError(f"design: column {col.name!r} holds {odd.iloc[0]!r}, which is not one of its categories "
+                        f"{labels}; give rows with the schema's labels (b.data's are)")
+    return out
+
+
 def _is_mask(where) -> bool:
     """Whether a subgroup is given as a boolean mask of the rows (not None, a mapping or a function)."""
     return where is not None and not callable(where) and not isinstance(where, dict)
@@ -44,11 +59,15 @@ class MeasurementWarning(UserWarning):
 
 
 #: the released rows' estimate and a published marginal's reading of it disagree where they lie more than this
-#: many of sqrt(the reading's variance + the estimate's noise and synthetic-rows variances) apart (the private
-#: rows' sampling left out: they share it); set before it was scored, as a two-sided 95% test. Both noises come
-#: from the same measurements (the weights were fitted to them), so the difference varies less than that: the
-#: test fires less often than 5% where the rows hold what the marginal measured
+#: many of sqrt(their difference's variance over the noise bootstrap's replicates + the released rows' sampling
+#: variance) apart (the private rows' sampling left out: they share it); set before it was scored, as a two-sided
+#: 95% test. Until 2026-11-28 the first term was the sum of the reading's and the estimate's noise variances,
+#: which both come from the same measurements: a test that fired on few of the gaps it was built for
 DISAGREE_Z = 1.96
+
+#: the fewest of the bootstrap's replicates whose difference (rows - reading) gives the check its spread (fewer:
+#: the sum of the two variances, as before)
+MIN_JOINT = 10
 
 #: the comparisons :meth:`Bundle.share` takes
 COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
@@ -393,13 +412,15 @@ class Bundle:
             out[column] = np.isin(np.asarray(col.cat.categories, dtype=object), np.asarray(values, dtype=object))
         return out
 
-    def _against_marginal(self, call: str, column: str, where, h: np.ndarray, est: Estimate,
+    def _against_marginal(self, call: str, column: str, where, values, est: Estimate,
                           fallback=None) -> Estimate:
         """A noise-aware estimate over a subgroup, checked against the same estimate read off the published noisy
         marginal that holds ``column`` and the subgroup's columns (:func:`dpiw.analysis.measured.direct`): where
-        the two lie more than :data:`DISAGREE_Z` standard errors apart, the interval reaches over the marginal's
-        reading (:attr:`Estimate.measured`) and :class:`MeasurementWarning` says so. ``fallback(bin)``: the
-        estimated quantity in a bin of ``column`` that no released row holds."""
+        the two lie more than :data:`DISAGREE_Z` standard errors of their difference apart
+        (:meth:`_difference_variance`), the interval reaches over the marginal's reading (:attr:`Estimate.measured`,
+        with how many standard errors apart) and :class:`MeasurementWarning` says so. ``values(data)``: the
+        estimated quantity per row; ``fallback(bin)``: its value in a bin of ``column`` that no released row
+        holds."""
         if est.covers != NOISE_AWARE or where is None or _is_mask(where) or self.scaled is None:
             return est
         from dpiw.analysis import measured
@@ -407,14 +428,16 @@ class Bundle:
 
         if "rows" not in self._cells:
             self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
-        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column,
-                               self._where_columns(where), h, self.weights, subgroup(self.data, where), fallback,
-                               self._labels(where))
+        where_columns, labels = self._where_columns(where), self._labels(where)
+        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column, where_columns,
+                               np.asarray(values(self.data), float), self.weights, subgroup(self.data, where),
+                               fallback, labels)
         if read is None:
             return est
         parts = est.parts or {}
-        apart = abs(est.value - read.value) / np.sqrt(read.se ** 2 + parts.get("noise", 0.0)
-                                                      + parts.get("synthetic_rows", 0.0))
+        joint = self._difference_variance(read, column, where, where_columns, labels, values, fallback)
+        spread = (read.se ** 2 + parts.get("noise", 0.0)) if joint is None else joint
+        apart = abs(est.value - read.value) / np.sqrt(spread + parts.get("synthetic_rows", 0.0))
         if not apart > DISAGREE_Z:
             return est
         se = float(np.sqrt(read.se ** 2 + parts.get("private_rows", 0.0)))
@@ -431,7 +454,41 @@ class Bundle:
             f"{apart:.1f} standard errors from the released rows' {fixed(est.value, digits)}: the rows fall short of "
             f"what that marginal measured ({why}), and the interval reaches over its reading", MeasurementWarning,
             stacklevel=3)
-        return replace(est, measured=(read.value, se))
+        return replace(est, measured=(read.value, se, float(apart)))
+
+    def _difference_variance(self, read, column: str, where, where_columns: list[str], labels, values,
+                             fallback) -> float | None:
+        """The variance of (the released rows' estimate - the marginal's reading) over the noise bootstrap's
+        replicates: each replicate's rows and weights against the same marginal of that replicate's own re-noised
+        measurements (:meth:`dpiw.analysis.noise_aware.NoiseBootstrap.measured`), which its rows were fitted to.
+        The two share the measurements' noise, so their difference varies less than the sum of their variances
+        (the check's test before; it fired on few of the gaps it was built for). None where fewer than
+        :data:`MIN_JOINT` replicates give a reading."""
+        from dpiw.analysis import measured
+        from dpiw.analysis.noise_aware import rescaled, subgroup, weighted_parts
+
+        boot = self.bootstrap()
+        if "replicates" not in self._cells:
+            self._cells["replicates"] = [(rep, m, measured.cells_of(self.schema, m, rescaled(rep.data, self.schema)))
+                                         for rep, m in zip(boot.made(), boot.measured(), strict=True)]
+        diffs = []
+        for rep, m, cells in self._cells["replicates"]:
+            if read.part not in cells:
+                return None
+            # the marginal the release was read off, not the one of least error in this replicate
+            part = {**m[read.part], "measurements": [x for x in m[read.part]["measurements"]
+                                                     if tuple(self.schema.names[j] for j in x["clique"])
+                                                     == read.columns]}
+            h = np.asarray(values(rep.data), float)
+            inside = subgroup(rep.data, where)
+            mask = inside & ~np.isnan(h)
+            if not mask.any() or not rep.weights[mask].sum() > 0:
+                continue
+            got = measured.direct(self.schema, {read.part: part}, {read.part: cells[read.part]}, column,
+                                  where_columns, h, rep.weights, inside, fallback, labels)
+            if got is not None:
+                diffs.append(weighted_parts(h[mask], rep.weights[mask])[0] - got.value)
+        return float(np.var(diffs, ddof=1)) if len(diffs) >= MIN_JOINT else None
 
     def _subgroup(self, where) -> np.ndarray:
         """The rows in the subgroup ``where`` (None, a mapping, a function of the rows or a boolean mask)."""
@@ -464,7 +521,7 @@ class Bundle:
         self._subgroup_checks(f"mean({column!r}, where={_said(where)})", column, where)
         est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
         est = self._against_marginal(f"mean({column!r}, where={_said(where)})", column, where,
-                                     self.data[column].to_numpy(float), est, self._middle(column))
+                                     lambda data: data[column].to_numpy(float), est, self._middle(column))
         spec = self._spec(column)
         if spec is None or not spec.is_numeric:
             return est
@@ -591,11 +648,15 @@ class Bundle:
         self._subgroup_checks(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where)
         self._void(f"share({column!r}, {op!r}, {value!r})", column)
         est = self._share(column, op, float(value), where, interval)[0]
-        x = self.data[column].to_numpy(float)
         compare = COMPARISONS[op]
         middle = self._middle(column)
+
+        def above(data):
+            x = data[column].to_numpy(float)
+            return np.where(np.isnan(x), np.nan, compare(x, value))
+
         return self._against_marginal(f"share({column!r}, {op!r}, {value!r}, where={_said(where)})", column, where,
-                                      np.where(np.isnan(x), np.nan, compare(x, value)), est,
+                                      above, est,
                                       None if middle is None else lambda k: float(compare(middle(k), value)))
 
     def _share(self, column: str, op: str, t: float, where, interval: str, quantile=None
@@ -702,7 +763,7 @@ class Bundle:
         est = self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
         code = list(col.cat.categories).index(label)
         est = self._against_marginal(f"rate({column!r}, {label!r}, where={_said(where)})", column, where,
-                                     (self.data[column] == label).to_numpy(float), est,
+                                     lambda data: (data[column] == label).to_numpy(float), est,
                                      lambda k: float(k == code))
         return replace(est, limits=(0.0, 1.0))
 
@@ -716,7 +777,12 @@ class Bundle:
         blocks = []
         for name in features:
             self._column(name)
+            if name not in data:
+                raise DpiwError(f"design: the rows have no column {name!r}")
             col = data[name]
+            spec = self._spec(name)
+            if spec is not None and not spec.is_numeric and not isinstance(col.dtype, pd.CategoricalDtype):
+                col = _as_category(col, spec)  # rows of the analyst's own (a CSV read back): the schema's labels
             if isinstance(col.dtype, pd.CategoricalDtype):
                 left = (reference or {}).get(name, col.cat.categories[0])
                 blocks.append(pd.DataFrame({f"{name}={c}": (col == c).to_numpy(float)

@@ -330,10 +330,12 @@ def datasheet_html(folder: str | Path) -> str:
               if r.get("dp") and (r.get("epsilon") or 0) > 0]
     k, limit = rel.get("pareto_k"), rel.get("pareto_k_threshold")
     ess = kish_ess(b.weights) / len(b.weights)
-    from dpiw.analysis.bin_bias import crowded, pile_lines
+    from dpiw.analysis.bin_bias import crowded, far_rows, far_text, pile_lines
 
     lost = crowded(b.schema, b.measurements)  # read off the published fine histograms once, for the page
     piled = {name: [line] for name, line in pile_lines(b.schema, b.measurements).items()}  # one line per column
+    for found in far_rows(b.schema, b.measurements):  # rows far out that the measurement cannot tell from noise
+        piled.setdefault(found[0], []).append(far_text(*found, column=b.schema.column(found[0])))
     can, cannot = _trust(b, lost)
     together = _measured_together(b)
     name = b.schema.name

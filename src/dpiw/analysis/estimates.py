@@ -125,8 +125,9 @@ class Estimate:
     measured : tuple or None
         Noise-aware means, rates and shares within a subgroup: where one published noisy marginal holds the
         subgroup's columns and the estimated one, and the estimate read off it (:mod:`dpiw.analysis.measured`)
-        lies beyond both their noise from ``value``, that reading and its standard error (with the private rows'
-        sampling): the interval reaches over ``measured[0]`` +- z ``measured[1]``. None otherwise.
+        lies beyond the noise of their difference from ``value``, that reading, its standard error (with the
+        private rows' sampling) and how many standard errors of the difference apart the two lie: the interval
+        reaches over ``measured[0]`` +- z ``measured[1]``. None otherwise.
     """
 
     value: float
@@ -138,7 +139,7 @@ class Estimate:
     bias: float = 0.0
     biases: dict | None = None
     reach: tuple[float, float] = (0.0, 0.0)
-    measured: tuple[float, float] | None = None
+    measured: tuple[float, float, float] | None = None
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The normal interval value +- z se at ``level`` (e.g. 0.95), widened on one side to reach

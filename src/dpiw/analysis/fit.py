@@ -259,10 +259,7 @@ def short_of_marginals(bundle, features: list[str], target: str, classes: list) 
                         continue
                 if est.measured is None:  # within DISAGREE_Z of its reading (or none made)
                     continue
-                parts = est.parts or {}
-                read_var = max(est.measured[1] ** 2 - parts.get("private_rows", 0.0), 0.0)
-                apart = abs(est.value - est.measured[0]) / np.sqrt(read_var + parts.get("noise", 0.0)
-                                                                   + parts.get("synthetic_rows", 0.0))
+                apart = est.measured[2]  # standard errors of the difference (Bundle._against_marginal)
                 of = f"mean {target}" if label is None else f"rate of {label!r}"
                 found.append((apart, f, f"{of} for {text}: {est.value:.4g} from the rows, {est.measured[0]:.4g} ± "
                                         f"{est.measured[1]:.2g} from the marginal"))

@@ -204,13 +204,8 @@ class NoiseBootstrap:
         data, weights = [None] * self.replicates, [None] * self.replicates
         # one BLAS thread throughout: the weights' fits run on the chains' threads beside the refits here
         with threadpool_limits(limits=1, user_api="blas"), Chains() as chains:
-            for k in range(self.replicates):
+            for k, (noised, binning, own) in enumerate(self._noise(rng, released, fine, bins)):
                 progress(k, self.replicates)
-                noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
-                binning = bins
-                if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside
-                    binning, one_way = fine.replicate(rng)
-                    noised = fine.substitute(noised, one_way)
                 model = estimate(mbi, cards, noised, total=total, iters=iters, warm_start=base)
                 # every replicate draws its rows with the same random numbers (common random numbers): the rows
                 # of two replicates differ where their models do, so the spread is the noise's, not the sampling's
@@ -220,13 +215,47 @@ class NoiseBootstrap:
                     weights[k] = np.ones(len(rows))
                     continue
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
-                mm.measurements_ = [(cl, y + rng.normal(0.0, mm.sigma_, size=y.size)) for cl, y in mm.measurements_]
+                mm.measurements_ = own
                 chains.reweight(k, mm, rows, tuple(noised) if self.reuse else (), weights)
             # the weights' bootstrap starts here while the chains finish the noise replicates' refits
             bias = self._bias_replicates(base, released, bins if fine is None else fine.binning, draws, rng,
                                          chains) if matched else []
             out = [Replicate(d, w) for d, w in zip(data, chains.wait(weights), strict=True)] + bias
         progress(self.replicates, self.replicates)
+        return out
+
+    def _noise(self, rng, released: list, fine, bins):
+        """Each noise replicate's re-noised measurements, in the order :meth:`_build` draws them from ``rng``: the
+        generator's (``(clique, counts, std)``, the published order), the bins (the fine histograms re-noised, or
+        ``bins``) and the weights' own (``(clique, counts)``; None without marginal-matching weights)."""
+        from dpiw.weights.marginal_match import MarginalMatch
+
+        published = MarginalMatch.from_published(self.m["weights"], self.schema) if "weights" in self.m else None
+        for _ in range(self.replicates):
+            noised = [(cl, y + rng.normal(0.0, sd, size=y.size), sd) for cl, y, sd in released]
+            binning = bins
+            if fine is not None:  # the fine histograms re-noised too: the bins' counts and the values inside
+                binning, one_way = fine.replicate(rng)
+                noised = fine.substitute(noised, one_way)
+            own = None if published is None else [(cl, y + rng.normal(0.0, published.sigma_, size=y.size))
+                                                  for cl, y in published.measurements_]
+            yield noised, binning, own
+
+    def measured(self) -> list[dict]:
+        """Each noise replicate's measurements as the bundle publishes its own (``measurements.json``'s parts with
+        every noisy count replaced by the replicate's): the same random numbers as :meth:`_build` drew them
+        from (replayed, no model refitted), so replicate k's rows were fitted to replicate k's measurements."""
+        gen = self.m["generator"]
+        rng = np.random.default_rng(self.seed)
+        total = float(gen["total"])
+        fine = FineReplicas(self.schema, gen["fine"], total) if gen.get("fine") else None
+        rng.integers(2**32)  # the rows' draws (_build)
+        out = []
+        for noised, _, own in self._noise(rng, self._triples(gen), fine, int(gen["bins"])):
+            m = {**self.m, "generator": _recounted(gen, [y for _, y, _ in noised], [cl for cl, _, _ in noised])}
+            if own is not None:
+                m["weights"] = _recounted(self.m["weights"], [y for _, y in own], [cl for cl, _ in own])
+            out.append(m)
         return out
 
     def _bias_replicates(self, base, released: list, binning, draws: int, rng, chains) -> list[Replicate]:
@@ -260,6 +289,13 @@ class NoiseBootstrap:
             chains.reweight(k, rep, rows, noised, weights)
         data = decode_frame(rows, self.schema)
         return [Replicate(data, w0, "bias_base")] + [Replicate(data, w, "bias") for w in chains.wait(weights)]
+
+
+def _recounted(part: dict, counts: list, cliques: list) -> dict:
+    """A published part of measurements.json with each measurement's counts replaced (in its order)."""
+    if [tuple(m["clique"]) for m in part["measurements"]] != [tuple(cl) for cl in cliques]:
+        raise DpiwError("the bootstrap's measurements are not in the bundle's order")
+    return {**part, "measurements": [{**m, "counts": y} for m, y in zip(part["measurements"], counts, strict=True)]}
 
 
 class Chains:
@@ -464,6 +500,22 @@ def subgroup(data: pd.DataFrame, where) -> np.ndarray:
     if mask.shape != (len(data),):
         raise DpiwError(f"where: the function must give one boolean per row, got shape {mask.shape}")
     return mask
+
+
+def rescaled(data: pd.DataFrame, schema) -> pd.DataFrame:
+    """Decoded rows back on the scale the generators model (:func:`dpiw.scale.decode_frame`'s inverse): numeric
+    columns in [0, 1] by the schema's bounds (an empty value of a `missing: indicator` column at its lower bound,
+    where its 0/1 column holds such rows), categories as their codes."""
+    out = {}
+    for c in schema.columns:
+        col = data[c.name]
+        if c.is_numeric:
+            v = pd.to_numeric(col, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+            u = np.clip(c.to_unit(np.where(np.isfinite(v), v, c.lower)), 0.0, 1.0)
+            out[c.name] = np.where(np.isfinite(v), u, 0.0)
+        else:
+            out[c.name] = pd.Categorical(col, categories=c.labels).codes.astype(np.int64)
+    return pd.DataFrame(out)[schema.names]
 
 
 def weighted_parts(h: np.ndarray, w: np.ndarray) -> tuple[float, float, float]:

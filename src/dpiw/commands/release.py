@@ -833,13 +833,16 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 
 def _crowded(bundle: Path, schema) -> None:
     """Warn of a numeric column most of whose rows the published fine histogram puts in one cell, or many in a
-    cell over twice its neighbours, and of a generator marginal that is mostly noise (DP outputs)."""
-    from dpiw.analysis.bin_bias import crowded, crowded_text, pile_lines
+    cell over twice its neighbours, or some far out where its measurement does not tell them from noise, and of a
+    generator marginal that is mostly noise (DP outputs)."""
+    from dpiw.analysis.bin_bias import crowded, crowded_text, far_rows, far_text, pile_lines
 
     if (bundle / "measurements.json").is_file():
         measurements = read_json(bundle / "measurements.json")
         for found in crowded(schema, measurements):
             print(f"dpiw release: {crowded_text(*found, column=schema.column(found[0]))}")
+        for found in far_rows(schema, measurements):
+            print(f"dpiw release: {far_text(*found, column=schema.column(found[0]))}")
         for line in pile_lines(schema, measurements).values():  # one line per column
             print(f"dpiw release: {line}")
         from dpiw.analysis.noisy import noisy_marginals, noisy_text

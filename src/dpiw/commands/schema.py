@@ -206,11 +206,12 @@ UNIT_MAX_ROWS = 50
 
 def unit_columns(frame, *, target: str) -> dict:
     """The columns that say whose row each row is, where several rows are of one (a person seen in 8 years):
-    whole numbers or text, every value on at least 2 rows, at least :data:`UNIT_MIN_VALUES` values
-    (:data:`UNIT_MIN_NAMED` for a name like an identifier) and at most :data:`UNIT_MAX_ROWS` rows a value on
-    average, and either named like an identifier (``nr``, ``person_id``, ``firm``)
-    or on as many rows each (a balanced panel; not named like a time, ``year``). Never the target. Returns each
-    column's most rows of one value (printed for the curator, never written in the draft)."""
+    whole numbers or text, at least :data:`UNIT_MIN_VALUES` values (:data:`UNIT_MIN_NAMED` for a name like an
+    identifier) and at most :data:`UNIT_MAX_ROWS` rows a value on average, not named like a time (``year``), and
+    either named like an identifier (``nr``, ``person_id``, ``firm``), some value on 2 rows or more (an
+    unbalanced panel: people seen 1 to 5 times), or every value on as many rows, 2 or more (a balanced panel).
+    Never the target. Returns each column's most rows of one value (printed for the curator, never written in
+    the draft)."""
     import pandas as pd
 
     out = {}
@@ -223,10 +224,10 @@ def unit_columns(frame, *, target: str) -> dict:
         counts = s.value_counts()
         key = re.sub(r"[\s._:-]", "", str(col).lower())
         named = key in UNIT_NAMES or key.endswith("id")
-        if counts.min() < 2 or len(counts) < (UNIT_MIN_NAMED if named else UNIT_MIN_VALUES) or \
+        if counts.max() < 2 or len(counts) < (UNIT_MIN_NAMED if named else UNIT_MIN_VALUES) or \
                 len(s) > UNIT_MAX_ROWS * len(counts) or key in TIME_NAMES:
             continue
-        if named or counts.nunique() == 1:
+        if named or (counts.nunique() == 1 and counts.min() >= 2):
             out[col] = int(counts.max())
     return out
 

@@ -550,11 +550,68 @@ def fine_budget(schema: Schema, fine_cells: int, rho: float, l2: float) -> dict[
     return out
 
 
+def canonical(lo: int, hi: int) -> int:
+    """How many nodes of a binary tree over the leaves make up the leaves [lo, hi) (its canonical decomposition;
+    0 for an empty range).
+
+    >>> [canonical(0, 8), canonical(3, 5), canonical(1, 7), canonical(4, 4)]
+    [1, 2, 4, 0]
+    """
+    count, lo, hi = 0, int(lo), int(hi)
+    while lo < hi:
+        if lo & 1:
+            count, lo = count + 1, lo + 1
+        if hi & 1:
+            count, hi = count + 1, hi - 1
+        lo, hi = lo >> 1, hi >> 1
+    return count
+
+
+def outer_noise(mass: np.ndarray, leaves: np.ndarray, std: float, z: float, support: int,
+                gap: float = 0.0, width: float | None = None) -> np.ndarray:
+    """``mass`` (the pruned leaves) without the outer runs of filled leaves that noise alone explains: on each
+    side of the heaviest run, the innermost stretch of empty leaves at least ``gap`` times as long as the heaviest
+    run is wide past which the leaves, to the end, have consistent estimates that sum to under ``z`` sds of that
+    sum (the sd bounded by ``std`` times the square root of the range's canonical nodes: least squares does no
+    worse than summing them); the runs past it hold none. The mass dropped goes to the rest in proportion.
+    ``width``: the yardstick of the stretches in leaves, instead of the heaviest run's width."""
+    filled = np.asarray(mass[:support], float) > 0
+    if not filled.any():
+        return mass
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], filled.astype(np.int8), [0]])))
+    runs = list(zip(edges[::2], edges[1::2], strict=True))  # [start, end) of each run of filled leaves
+    if len(runs) < 2:
+        return mass
+    heavy = int(np.argmax([mass[a:b].sum() for a, b in runs]))
+    out = np.asarray(mass, float).copy()
+
+    def noise(a: int, b: int) -> bool:
+        return float(np.sum(leaves[a:b])) < z * std * math.sqrt(canonical(a, b))
+
+    far = gap * (runs[heavy][1] - runs[heavy][0] if width is None else width)  # the shortest stretch to look past
+    upper = [k for k in range(heavy + 1, len(runs))  # the upper tail from run k (after a long stretch) to the end
+             if runs[k][0] - runs[k - 1][1] >= far and noise(runs[k][0], runs[-1][1])]
+    if upper:
+        out[runs[upper[0]][0]:] = 0.0
+    lower = [k for k in range(heavy)  # the lower tail from the start to run k (before a long stretch)
+             if runs[k + 1][0] - runs[k][1] >= far and noise(runs[0][0], runs[k][1])]
+    if lower:
+        out[:runs[lower[-1]][1]] = 0.0
+    return out * (np.sum(mass) / max(out.sum(), 1e-300))
+
+
+#: the outer runs of a fine histogram that noise alone explains hold no row (:func:`outer_noise`'s ``z`` and
+#: ``gap``); None: kept as the pruning leaves them
+OUTER: tuple[float, float] | None = None
+
+
 def shape(grid: FineGrid, noisy: list[np.ndarray], total: float, std: float) -> tuple[np.ndarray, np.ndarray]:
     """One column's noisy tree levels post-processed as a release does: the fine histogram (the pruned leaves'
     mass, normalised) and the consistent leaf estimates (unclipped)."""
     est = consistent(noisy, total)
     mass = prune(est, total, THRESHOLD * std, grid.support, floor=FLOOR * std)
+    if OUTER is not None:
+        mass = outer_noise(mass, est[-1], std, OUTER[0], grid.support, gap=OUTER[1])
     return mass / max(mass.sum(), 1e-300), est[-1]
 
 
