@@ -14,7 +14,8 @@ its estimate less t sigma). This chose dpiw's THRESHOLD = 1. ``--floors``: the h
 a node whose mass is below f sigma splits it evenly down to the leaves (``prune``'s ``floor``). ``--outer``: the
 hard rule at dpiw's THRESHOLD, then the outer runs of filled leaves that noise alone explains at z sds dropped
 (``outer_noise``); ``--gaps``: the same at 2 sds, only past a stretch of empty leaves r times as long as the
-heaviest run is wide.
+heaviest run is wide; ``--spans``: the same, past a stretch r times as long as the middle 90% of the pruned mass
+spans (the yardstick of the release's far-rows warning, dpiw.analysis.bin_bias.far_rows).
 
 ``--within`` adds whole-number columns (one leaf per value, as dpiw's grid gives them: an experience-like, an
 age-like and a schooling-like column with heaps, and two counts on wide bounds) and a second figure per rule,
@@ -23,7 +24,7 @@ the part of a released mean that the values inside the bins make: each of the ru
 beside it: the same bins, values spread evenly inside each, as equal-width bins draw them).
 
     python bench/binning.py [--reps 30] [--thresholds 1 1.5 2] [--soft 0.5] [--floors 2 4] [--kept 2]
-                            [--outer 2 3] [--gaps 1 2 4] [--within] [--epsilons 0.3 1 3]
+                            [--outer 2 3] [--gaps 1 2 4] [--spans 1 2] [--within] [--epsilons 0.3 1 3]
 """
 
 from __future__ import annotations
@@ -100,6 +101,11 @@ def rule_mass(est: list[np.ndarray], total: float, sigma: float, kind: str, t: f
         return outer_noise(prune(est, total, THRESHOLD * sigma, support), est[-1], sigma, t, support)
     if kind == "gap":  # the same at 2 sds, past stretches of empty leaves t times the heaviest run's width
         return outer_noise(prune(est, total, THRESHOLD * sigma, support), est[-1], sigma, 2.0, support, gap=t)
+    if kind == "span":  # the same, past stretches t times as long as the middle 90% of the pruned mass spans
+        mass = prune(est, total, THRESHOLD * sigma, support)
+        cdf = np.cumsum(mass) / mass.sum()
+        middle = float(np.searchsorted(cdf, 0.95) - np.searchsorted(cdf, 0.05) + 1)
+        return outer_noise(mass, est[-1], sigma, 2.0, support, gap=t, width=middle)
     return prune([e - t * sigma for e in est], total, 0.0, support)  # soft: the hard rule at 0, estimates less t
 
 
@@ -142,13 +148,14 @@ def main() -> None:
     p.add_argument("--kept", type=float, nargs="*", default=[])
     p.add_argument("--outer", type=float, nargs="*", default=[])
     p.add_argument("--gaps", type=float, nargs="*", default=[])
+    p.add_argument("--spans", type=float, nargs="*", default=[])
     p.add_argument("--within", action="store_true")
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
     p.add_argument("--fraction", type=float, default=0.2)
     args = p.parse_args()
     rules = [("hard", t) for t in args.thresholds] + [("soft", t) for t in args.soft] + \
         [("floor", t) for t in args.floors] + [("kept", t) for t in args.kept] + [("outer", t) for t in args.outer] + \
-        [("gap", t) for t in args.gaps]
+        [("gap", t) for t in args.gaps] + [("span", t) for t in args.spans]
     names = [f"{k} {t:g}" for k, t in rules]
     columns = {name: (*c, False) for name, c in COLUMNS.items()}
     if args.within:

@@ -132,6 +132,24 @@ def test_a_killed_release_resumes_when_the_same_command_runs_again(wd):
     assert ledger_tables(wd)[0]["releases"] == before + 1
 
 
+def _killed_after(wd, tmp_path, epsilon: str, record: str, *written: str) -> None:
+    """`dpiw release` at ``epsilon``, held once its stage wrote ``record`` (and checked to have written
+    ``written``, under the release's run/runs/), then killed with its whole process group (dpiw, Snakemake, the
+    stage's job)."""
+    proc = subprocess.Popen(["dpiw", "release", DATA, "--schema", SCHEMA, "--cores", "1", "--epsilon", epsilon],
+                            cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env=_held_after(tmp_path, record))
+    end = time.time() + 300
+    while not list(wd.glob(f"releases/clinic/eps={epsilon}-*/run/runs/{record}")) and proc.poll() is None \
+            and time.time() < end:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    for path in written:
+        assert list(wd.glob(f"releases/clinic/eps={epsilon}-*/run/runs/{path}")), path
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _held_after(tmp_path, record: str) -> dict:
     """The environment of a release whose stage stops for good right after it renames ``record`` into place (a
     sitecustomize every Python process of the release loads): the test then kills the release there, with the
@@ -162,18 +180,8 @@ def test_a_release_killed_after_it_drew_noise_stays_charged_its_planned_spend(wd
 
     clinic_ledger(wd)
     (before,) = ledger_tables(wd)
-    record = "clinic/eps=0.4/seed=0/mst/privacy/synthesize_full.json"
-    proc = subprocess.Popen(["dpiw", "release", DATA, "--schema", SCHEMA, "--cores", "1", "--epsilon", "0.4"], cwd=wd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=_held_after(tmp_path, record))
-    end = time.time() + 300
-    while not list(wd.glob(f"releases/clinic/eps=0.4-*/run/runs/{record}")) and proc.poll() is None \
-            and time.time() < end:
-        time.sleep(0.1)
-    assert proc.poll() is None, proc.communicate()
-    assert list(wd.glob("releases/clinic/eps=0.4-*/run/runs/clinic/eps=0.4/seed=0/mst/synth_full.parquet"))
-    os.killpg(proc.pid, signal.SIGKILL)  # the whole release: dpiw, Snakemake, the synthesize job
-    proc.wait()
+    _killed_after(wd, tmp_path, "0.4", "clinic/eps=0.4/seed=0/mst/privacy/synthesize_full.json",
+                  "clinic/eps=0.4/seed=0/mst/synth_full.parquet")
     (table,) = ledger_tables(wd)
     assert table["releases"] == before["releases"] and table["interrupted"] == before["interrupted"] + 1
     assert table["lifetime"]["epsilon"] > before["lifetime"]["epsilon"] + 0.1
@@ -210,17 +218,7 @@ def test_a_release_killed_after_its_rows_were_kept_resumes_charged_once(wd, tmp_
     so the release is charged once."""
     clinic_ledger(wd)
     (before,) = ledger_tables(wd)
-    record = "clinic/eps=0.25/seed=0/mst/none/privacy/fit_weights.json"
-    proc = subprocess.Popen(["dpiw", "release", DATA, "--schema", SCHEMA, "--cores", "1", "--epsilon", "0.25"],
-                            cwd=wd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env=_held_after(tmp_path, record))
-    end = time.time() + 300
-    while not list(wd.glob(f"releases/clinic/eps=0.25-*/run/runs/{record}")) and proc.poll() is None \
-            and time.time() < end:
-        time.sleep(0.1)
-    assert proc.poll() is None, proc.communicate()
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    _killed_after(wd, tmp_path, "0.25", "clinic/eps=0.25/seed=0/mst/none/privacy/fit_weights.json")
     (killed,) = ledger_tables(wd)
     assert killed["interrupted"] == before["interrupted"] + 1
     (rows,) = wd.glob("releases/clinic/eps=0.25-*/run/runs/clinic/eps=0.25/seed=0/mst/synth_full.parquet")
