@@ -359,7 +359,7 @@ def check_a_reservation_counts_until_its_own_admission_settles_it(store, digest)
     assert state.spent()["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)  # counted as a mechanism
     assert plan(store, 0.4, digest)["before"]["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)
     out = L.admit(store, digest=digest, label="clinic", manifest=manifest(0.5, f"{digest}-r1"),
-                  bundle_id=f"{digest}-r1", reservation=r["token"])
+                  bundle_id=f"{digest}-r1", reservation=r["token"], folder="/releases/clinic/eps=0.5")
     assert out["settled"] and out["interrupted"] == 0 and out["releases"] == 2
     assert out["lifetime"]["epsilon"] == pytest.approx(composed([0.3, 0.5]), rel=1e-9)  # not 0.3 + 0.5 + 0.5
     state = ledger(store, digest)
@@ -368,7 +368,7 @@ def check_a_reservation_counts_until_its_own_admission_settles_it(store, digest)
     assert release["reservation"] == r["token"]
     # the same token again settles nothing: the next release is charged in full
     out = L.admit(store, digest=digest, label="clinic", manifest=manifest(0.2, f"{digest}-r2"),
-                  bundle_id=f"{digest}-r2", reservation=r["token"])
+                  bundle_id=f"{digest}-r2", reservation=r["token"], folder="/releases/clinic/eps=0.5")
     assert not out["settled"] and out["lifetime"]["epsilon"] == pytest.approx(composed([0.3, 0.5, 0.2]), rel=1e-9)
     summary = L.verify(store)
     assert summary["kinds"]["reservation"] >= 1
@@ -418,11 +418,18 @@ def test_a_killed_release_stays_charged_and_a_resumed_one_is_charged_once(store)
     assert again["after"]["epsilon"] == pytest.approx(composed([0.4]), rel=1e-9)
     assert list(ledger(store).reservations) == [first["token"]]  # nothing written
     other = reserve(store, 0.4, "clinic/b", resume=first["token"])  # another release: not its reservation
+    assert not L.reserve(store, table="clinic-bytes", label="clinic", mechanisms=planned(0.4), relation="replace_one",
+                         run_delta=DELTA, release="clinic/a", folder="/elsewhere/releases/clinic/a",
+                         resume=first["token"])["resumed"]  # its config copied to another folder: not resumed
+    other_too = ledger(store).reservations
+    assert len(other_too) == 3
     more = reserve(store, 0.3, "clinic/a", resume=first["token"], digest="clinic-bytes")  # another plan
     assert not other["resumed"] and not more["resumed"] and len({first["token"], other["token"], more["token"]}) == 3
-    assert other["interrupted"] == 1 and more["interrupted"] == 2
+    assert other["interrupted"] == 1 and more["interrupted"] == 3
+    elsewhere = next(t for t in ledger(store).reservations if t not in (first["token"], other["token"], more["token"]))
+    assert L.cancel(store, token=elsewhere, reason="the copied config's run failed before any noise") == 1
     out = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.4, "a"), bundle_id="a",
-                  reservation=first["token"])
+                  reservation=first["token"], folder="/releases/clinic/a")
     assert out["settled"] and out["created"]  # the ledger its reservation made, said as the first release's
     assert L.cancel(store, token=more["token"], reason="failed before any stage drew noise") == 1
     # "clinic/b" never comes back (killed): its plan stays charged
@@ -430,13 +437,13 @@ def test_a_killed_release_stays_charged_and_a_resumed_one_is_charged_once(store)
     assert list(state.reservations) == [other["token"]]
     assert state.spent()["epsilon"] == pytest.approx(composed([0.4, 0.4]), rel=1e-9)
     (table,) = L.verify(store)["tables"]
-    assert table["interrupted"] == 1 and table["releases"] == 1 and table["cancelled"] == 1
+    assert table["interrupted"] == 1 and table["releases"] == 1 and table["cancelled"] == 2
     assert not reserve(store, 0.4, "clinic/b", resume=first["token"])["resumed"]  # settled: not resumed
     # the same bundle admitted again (a rerun after the admission, before its manifest was written): nothing new
     # was drawn, so the rerun's reservation is cancelled
     late = reserve(store, 0.4, "clinic/a")
     out = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.4, "a"), bundle_id="a",
-                  reservation=late["token"])
+                  reservation=late["token"], folder="/releases/clinic/a")
     assert out["again"] and late["token"] not in ledger(store).reservations
 
 
@@ -473,7 +480,7 @@ def test_verify_accepts_reservations_and_cancellations_and_finds_a_hand_edit_of_
     store = Store(str(path))
     settled = reserve(store, 0.7, "clinic/settled", epsilon=5)
     L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.7, "s"), bundle_id="s",
-            reservation=settled["token"])
+            reservation=settled["token"], folder="/releases/clinic/settled")
     L.cancel(store, token=reserve(store, 0.7, "clinic/cancelled")["token"], reason="failed before any noise")
     reserve(store, 0.7, "clinic/killed")
     if edit is None:
@@ -646,3 +653,46 @@ def test_the_witnesses_name_the_other_stores_a_user_wrote_to(tmp_path, capsys, m
     elsewhere_line(str(tmp_path / "second.sqlite"))
     said = capsys.readouterr().out
     assert "your dpiw folder has also written to" in said and str(tmp_path / "first.sqlite") in said
+
+
+def test_a_curve_infinite_at_high_orders_is_admitted_and_one_with_no_finite_order_is_not():
+    """DP-SGD's curve under replace-one (the weak triangle inequality) is +inf past order 300: a mechanism whose
+    composed curve is finite at some orders is admitted (the conversion takes the best finite one; a red team's
+    dpgan release failed at its admission, and was charged its reservation); NaN, a negative value, or no
+    finite order at all is refused."""
+    from dpiw import DpiwError
+    from dpiw.privacy.accounting import ALL_ORDERS
+    from dpiw.privacy.ledger import check_mechanism
+
+    orders = [float(a) for a in ALL_ORDERS]
+    values = [0.01 * a if a < 300 else float("inf") for a in orders]
+    base = {"epsilon": 1.0, "delta": 1e-6, "neighbours": "replace_one"}
+    check_mechanism({**base, "rdp": [{"kind": "rdp_curve", "orders": orders, "rdp": values}]}, "dpgan")
+    for bad, said in (([float("nan")] + values[1:], "RDP curve is negative, undefined or infinite at every order"),
+                      ([-0.1] * len(orders), "RDP curve is negative, undefined or infinite at every order"),
+                      ([float("inf")] * len(orders), "rdp_curve event was computed on other orders")):
+        with pytest.raises(DpiwError, match=said):
+            check_mechanism({**base, "rdp": [{"kind": "rdp_curve", "orders": orders, "rdp": bad}]}, "bad")
+
+
+def test_a_workflow_in_another_folder_cannot_settle_or_cancel_a_killed_releases_reservation(store):
+    """A red team killed a release after its rows were drawn (its reservation open), wrote its token into a
+    finished release's config and ran that folder's workflow by hand with it: the finished bundle, admitted
+    before, cancelled the killed release's reservation ("nothing new was drawn"), and a new bundle there would
+    have settled it. The token is bound to the folder its reservation was made for: from any other folder it
+    settles and cancels nothing, and the run is charged in full."""
+    reserve(store, 0.5, "clinic/done", epsilon=5)
+    done = ledger(store)
+    (done_token,) = done.reservations
+    L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.5, "done"), bundle_id="done",
+            reservation=done_token, folder="/releases/clinic/done")
+    killed = reserve(store, 0.6, "clinic/killed")["token"]
+    spent = ledger(store).spent()["epsilon"]
+    again = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.5, "done"), bundle_id="done",
+                    reservation=killed, folder="/releases/clinic/done")
+    assert again["again"] and killed in ledger(store).reservations  # not cancelled
+    new = L.admit(store, digest="clinic-bytes", label="clinic", manifest=manifest(0.2, "new"), bundle_id="new",
+                  reservation=killed, folder="/releases/clinic/done")
+    assert not new["settled"] and killed in ledger(store).reservations
+    assert ledger(store).spent()["epsilon"] > spent  # charged in full, the killed plan still counted
+    assert L.verify(store)["kinds"].get("cancellation", 0) == 0

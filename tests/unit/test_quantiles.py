@@ -236,9 +236,7 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     x = b.data.x.to_numpy(float)
     assert smooth.reach == bin_bias.pruning_reach(b._bins("x"), b._spec("x"), 17.0, np.greater, x, b.weights,
                                                   np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
-    # (not 0: the test would not see the reach unwired; the pruned bin holds nothing above 17, so the reach is
-    # the measured cells' rows above it up to their noise's 95% bound)
-    assert 0 < sum(smooth.reach) < 0.04
+    assert 0 < sum(smooth.reach) < 0.02  # (not 0: the test would not see the reach unwired)
 
 
 def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
@@ -348,8 +346,9 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     assert reach(">", 10, leaves=(quiet, 0.01)) == (pytest.approx(0.36, abs=0.01), 0.0)  # all drawn above 10
     assert sum(reach(">", 11, leaves=(quiet, 0.01))) == pytest.approx(0.36, abs=0.01)  # 11's on one side, 12-16's
     # the pruned bin all below the threshold while its measured cells above it hold nothing or less (their noise):
-    # every bootstrap replicate prunes alike (no spread), so the noise's 95% bound on those cells is how many of
-    # the bin's rows may lie above it (a trial's income share above 20: "0 (95% interval 0 to 0)" against 0.0003)
+    # every bootstrap replicate prunes alike (no spread), so the noise of those cells' sum is a variance of its
+    # own (a trial's income share above 20: "0 (95% interval 0 to 0)" against 0.0003)
+    from dpiw.analysis.bin_bias import pruning_variance
     from dpiw.sdgp.binning import canonical
 
     tail, low = measured.copy(), pruned.copy()
@@ -357,9 +356,11 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     nb_t = NumericBins(grid, np.array([0, 9, 17, grid.support]), low)
     x_t = np.rint(np.asarray(col.from_unit(nb_t.values(cells, np.random.default_rng(2)))))
     assert not (x_t > 29).any()
-    down, up = pruning_reach(nb_t, col, 29, C[">"], x_t, w, everyone, (tail, 0.001))
-    bound = 1.96 * 0.001 * np.sqrt(canonical(30, grid.support)) / tail[17:grid.support].sum()
-    assert down == 0.0 and up == pytest.approx(np.mean(x_t >= 17) * bound, rel=1e-6) and up > 0.004
+    assert pruning_reach(nb_t, col, 29, C[">"], x_t, w, everyone, (tail, 0.001)) == (0.0, 0.0)  # nothing measured
+    sd = 0.001 * np.sqrt(canonical(30, grid.support)) / tail[17:grid.support].sum()
+    var = pruning_variance(nb_t, col, 29, C[">"], x_t, w, everyone, (tail, 0.001))
+    assert var == pytest.approx((np.mean(x_t >= 17) * sd) ** 2, rel=1e-6) and np.sqrt(var) > 0.002
+    assert pruning_variance(nb, col, 12, C[">"], x, w, everyone, (measured, 0.001)) == 0.0  # rows on both sides
     # whole numbers as a release gives them (rounded): on 0-200, 29 / 200 * 200 is not exactly 29 in floating point
     at29 = NumericBins(grid, np.array([0, 29, 60, grid.support]), pruned)
     for op, t in (("<", 29), ("<=", 28), (">=", 29), (">", 28)):  # every row of the bin 29-59 on one side
@@ -397,3 +398,26 @@ def test_a_quantile_at_the_last_whole_number_of_a_piled_cell_reaches_over_the_ce
     assert med.value == 2 and med.cell == (1.0, 2.0)
     lo, hi = med.ci()
     assert lo <= 1 <= hi
+
+
+def test_a_share_with_no_spread_gets_the_measured_cells_noise_and_only_it(monkeypatch):
+    """A share every replicate prunes alike, with nothing across its threshold measured (a trial's income above
+    20: "0 (95% interval 0 to 0)", truth 0.0003), gets the noise of the tree's measured cells across the
+    threshold as a variance of its own (bin_bias.pruning_variance; what it is, tests above); a share whose interval
+    has a width keeps it as it is (added to every share, it widened 1,000-row intervals past twice their
+    calibrated width). Here x > 30, whose last bin the release's tree measured within its noise of nothing,
+    with the reach over that bin taken away, stands in for the trial's."""
+    from dpiw.analysis import bin_bias
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    b = release(scaled(population(1500, np.random.default_rng(11))), seed=3)
+    assert not (b.data.x > 30).any()
+    monkeypatch.setattr(bin_bias, "pruning_reach", lambda *a: (0.0, 0.0))
+    monkeypatch.setattr(bin_bias, "pruning_variance", lambda *a: 0.004 ** 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        far = b.share("x", ">", 30.0)
+        near = b.share("x", ">", 3.0)
+    assert far.value == 0.0 and far.parts["pruned_side"] == 0.004 ** 2 and far.se == pytest.approx(0.004)
+    assert far.ci() == (0.0, pytest.approx(1.96 * 0.004, rel=1e-3))
+    assert near.se > 0 and "pruned_side" not in near.parts

@@ -508,14 +508,41 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     if total <= leaves[1]:  # nothing measured in the bin beyond its noise: its rows may lie either side
         return p_bin * g_pruned, p_bin * (1.0 - g_pruned)
     d = p_bin * (g_pruned - min(max(float(measured @ frac) / total, 0.0), 1.0))
-    down, up = max(d, 0.0), max(-d, 0.0)
-    if g_pruned in (0.0, 1.0):  # the pruned bin all on one side: every replicate prunes alike, and its spread is
-        # none, yet the measured cells on the other side may hold up to their noise's 95% bound of rows
-        other = frac if g_pruned == 0.0 else 1.0 - frac
-        cells = np.flatnonzero(other > 0)
-        from dpiw.sdgp.binning import canonical
+    return max(d, 0.0), max(-d, 0.0)
 
-        sd = leaves[1] * math.sqrt(max(canonical(lo + cells[0], lo + cells[-1] + 1), 1))
-        most = p_bin * min((max(float(measured @ other), 0.0) + 1.96 * sd) / total, 1.0)
-        down, up = (down, max(up, most)) if g_pruned == 0.0 else (max(down, most), up)
-    return down, up
+
+def pruning_variance(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
+                     leaves: tuple[np.ndarray, float] | None) -> float:
+    """The variance a share gets from the measured cells across its threshold where the pruned coarse bin holding
+    the threshold lies wholly on one side of it: every bootstrap replicate prunes that bin alike, so their spread
+    says nothing of how many of its rows the measured cells on the other side hold (a trial's income share above
+    20: "0 (95% interval 0 to 0)" against 0.0003). Their sum's noise sd (``leaves``' sd per node, times the square
+    root of the cells' canonical nodes: least squares does no worse), as a share of the bin's measured mass and
+    times the bin's share of the subgroup's rows; 0 where the pruned bin has rows on both sides (the replicates see
+    it) or :func:`pruning_reach` reaches over the whole bin."""
+    if leaves is None or nb.fine is None:
+        return 0.0
+    grid = nb.grid
+    pos, _, cell = _points(nb)
+    value = np.asarray(spec.from_unit(pos), float)
+    hit = compare(np.rint(value) if spec.integer else value, float(threshold)).astype(float)
+    points = np.bincount(cell, minlength=grid.support)
+    frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
+    b = int(np.searchsorted(nb.cuts, min(leaf, grid.support - 1), side="right") - 1)
+    lo, hi = int(nb.cuts[b]), min(int(nb.cuts[b + 1]), grid.support)
+    frac = frac[lo:hi]
+    pruned = np.maximum(np.asarray(nb.fine, float)[lo:hi], 0.0)
+    total = float(np.asarray(leaves[0], float)[lo:hi].sum())
+    if (np.all(frac == frac[0]) and frac[0] in (0.0, 1.0)) or pruned.sum() <= 0 or total <= leaves[1]:
+        return 0.0
+    g_pruned = float(pruned @ frac / pruned.sum())
+    if g_pruned not in (0.0, 1.0):
+        return 0.0
+    other = np.flatnonzero((frac if g_pruned == 0.0 else 1.0 - frac) > 0)
+    from dpiw.sdgp.binning import canonical
+
+    sd = leaves[1] * math.sqrt(max(canonical(lo + other[0], lo + other[-1] + 1), 1))
+    here = mask & (nb.cells(spec.to_unit(x)) == b)
+    p_bin = float(weights[here].sum() / max(weights[mask].sum(), 1e-300))
+    return (p_bin * sd / total) ** 2

@@ -687,9 +687,19 @@ class Bundle:
             return self._pile(column, spec, nb, op, t, rows, est, quantile, reach=False)
         est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
         est, cell = self._pile(column, spec, nb, op, t, rows, est, quantile)
-        # and the rows the pruning of the column's fine histogram moved across the threshold
+        # and the rows the pruning of the column's fine histogram moved across the threshold; where the interval
+        # would still have no width (every replicate prunes the bin alike), the noise of the measured cells across
+        # the threshold (bench/README.md: added to every share it widened 1,000-row intervals past twice their
+        # calibrated width)
         down, up = bin_bias.pruning_reach(nb, spec, t, compare, *rows)
-        return (replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est), cell
+        est = replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
+        unseen = 0.0 if est.se > 0 or any(est.reach) else bin_bias.pruning_variance(nb, spec, t, compare, *rows)
+        if unseen > 0:
+            from dpiw.analysis.noise_aware import total_se
+
+            parts = {**(est.parts or {}), "pruned_side": unseen}
+            est = replace(est, parts=parts, se=total_se(parts))
+        return est, cell
 
     def _pile(self, column: str, spec, nb, op: str, t: float, rows: tuple, est: Estimate, quantile=None,
               reach: bool = True) -> tuple[Estimate, tuple[float, float] | None]:

@@ -628,12 +628,13 @@ def _resumes(folder: Path, config: dict, files: dict[str, bytes]) -> str | None:
     return token
 
 
-def _failed(store, folder: Path, token: str) -> str:
+def _failed(store, folder: Path, token: str, started: bool = True) -> str:
     """Settle the reservation of a release whose workflow failed: cancelled when no stage drew noise on the private
-    rows and wrote it out (:func:`_ran_on_private_rows`), else left charged. The words for its error."""
+    rows and wrote it out (:func:`_ran_on_private_rows`; none when the workflow never ``started``), else left
+    charged. The words for its error."""
     from dpiw.privacy.ledger import cancel
 
-    stage = _ran_on_private_rows(folder)
+    stage = _ran_on_private_rows(folder) if started else None
     if stage:
         return f"its planned spend stays charged to the table's ledger: its {stage} stage ran on the private rows"
     try:
@@ -801,11 +802,20 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
         _prepare(folder, plan["files"])
         # the identity measured above, for the ledger stage: its rows are not hashed a second time
         keep_measured(store, table, data, folder / MEASURED_TABLE)
+    except OSError as exc:  # no workflow ran: nothing drew noise, so its reservation is cancelled
+        said = _failed(store, folder, plan["token"], started=False)
+        raise DpiwError(f"the release's folder {os.path.relpath(folder, args.origin)}/ could not be written "
+                        f"({exc.strerror or exc}): {said}") from None
+    try:
         _run_workflow(args, root, folder, log, url, plan["token"])
     except DpiwError as exc:  # nothing of this release stays but its log; no other release is touched
         said = _failed(store, folder, plan["token"])
         shutil.rmtree(folder, ignore_errors=True)
         raise DpiwError(f"{exc}; {said} (the release's log: {os.path.relpath(log, args.origin)})") from None
+    except KeyboardInterrupt:  # Ctrl-C: the folder stays, so that the same command resumes it
+        said = _failed(store, folder, plan["token"])
+        raise DpiwError(f"interrupted: {said}; the same command resumes the release in "
+                        f"{os.path.relpath(folder, args.origin)}/") from None
     except Exception:  # not a stage's error (the disk, the workflow's start): settled the same way, then raised
         _failed(store, folder, plan["token"])
         raise

@@ -221,8 +221,10 @@ def check_mechanism(m: dict[str, Any], where: str) -> None:
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 _finite(v, f"{where}: RDP event {k}")
     curve = compose(rdp)
-    if not (np.isfinite(curve).all() and (curve >= 0).all()):
-        raise DpiwError(f"{where}: its RDP curve is negative or not finite")
+    # +inf at some orders is a curve's own (DP-SGD's under replace-one, by the weak triangle inequality, past order
+    # 300); the conversion takes the best finite order
+    if np.isnan(curve).any() or (curve < 0).any() or (rdp and not np.isfinite(curve).any()):
+        raise DpiwError(f"{where}: its RDP curve is negative, undefined or infinite at every order")
 
 
 def lifetime(mechanisms: Iterable[dict[str, Any]], delta_budget: float) -> dict[str, Any]:
@@ -804,14 +806,16 @@ def _record_table(txn: Transaction, key: str, where: Resolution | None, label: s
 
 def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str, digest: str | None = None,
           table: Resolution | None = None, epsilon: float | None = None, delta: float | None = None,
-          refused: bool = False, reservation: str | None = None) -> dict[str, Any]:
+          refused: bool = False, reservation: str | None = None, folder: str | None = None) -> dict[str, Any]:
     """Admit one bundle to its table's ledger in one transaction, or raise DpiwError (nothing written).
     ``refused``: a run the release gate refused (k-hat), charged all the same (its entry says so): its
     mechanisms ran on the private rows, and trying again until one passes would choose among noisy releases.
     ``reservation``: the token of the run's own reservation (:func:`reserve`), which the admission settles in
     every ledger it charges where it is still open (the release entry names it): the run's real mechanisms then
     count instead of its plan. A bundle admitted before (the same bytes) settles it with a cancellation: the run
-    drew nothing new. A token that is not open (settled, or of another store) settles nothing.
+    drew nothing new. A token that is not open (settled, or of another store), or whose reservation was made for
+    another release folder than ``folder`` (the admitting workflow's), settles nothing: a workflow run by hand
+    elsewhere with a killed release's token cannot take its charge away.
 
     ``table`` is where :func:`resolve` placed the table (``digest``, a content digest, keys a ledger the earlier
     way); ``epsilon``/``delta`` the lifetime budget a config or flag names (used when the ledger is created;
@@ -839,7 +843,11 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         entries = _verified(txn, store)
         key, placing, also = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
-        own = state.reservations.pop(reservation, None) if reservation else None  # this run's: its plan stops counting
+        token = reservation
+        if token and not all(same_folder(fold(entries, k).reservations[token].get("folder"), folder)
+                             for k in (key, *also) if token in fold(entries, k).reservations):
+            token = None  # another folder's reservation: left as it is, and this run is charged in full
+        own = state.reservations.pop(token, None) if token else None  # this run's: its plan stops counting
         created = state.budget is None or bool(own and own.get("created"))
         if state.budget is None:
             reason = FIRST_RELEASE
@@ -853,8 +861,8 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             _requested(state, epsilon, delta)
         if bundle_id in state.releases:  # the same bytes again: already counted
             earlier = state.releases[bundle_id]["entry"]
-            if reservation:  # the run drew nothing new (its bundle is one admitted before): its plan stops counting
-                _cancel_open(txn, entries, reservation, f"its run's bundle was admitted before (release entry "
+            if token:  # the run drew nothing new (its bundle is one admitted before): its plan stops counting
+                _cancel_open(txn, entries, token, f"its run's bundle was admitted before (release entry "
                                                         f"{earlier[:16]}): nothing new was drawn")
             return {"entry": earlier, "budget": state.budget, "created": False,
                     "lifetime": state.spent(), "releases": len(state.releases), "again": True}
@@ -875,7 +883,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
             o = fold(entries, other)
             if o.budget is None or bundle_id in o.releases:
                 continue
-            o_own = o.reservations.pop(reservation, None) if reservation else None
+            o_own = o.reservations.pop(token, None) if token else None
             _delta_for(o, placing or table, label)
             reused(incoming, o.mechanisms, label)
             o_new, o_after = _adding(o, incoming)
@@ -890,7 +898,7 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
                 "release_id": bundle_id, "label": label, "run": manifest["run"], "mechanisms": sorted(incoming),
                 "spent": {"epsilon": manifest["spent"]["epsilon"], "delta": manifest["spent"]["delta"]},
                 "lifetime": {"epsilon": after["epsilon"], "delta": after["delta"], "from": after["from"]}, **more,
-                **({"reservation": reservation} if settles else {}),
+                **({"reservation": token} if settles else {}),
                 **({"refused": True} if refused else {}), "at": _now()})
 
         entry = charge(key, new, after, own is not None)
@@ -962,7 +970,8 @@ def reserve(store: Store, *, table: Resolution, label: str, mechanisms: dict[str
 
     def work(txn: Transaction) -> dict[str, Any]:
         p = _planning(txn, store, table=table, label=label, mechanisms=mechanisms, relation=relation,
-                      run_delta=run_delta, epsilon=epsilon, delta=delta, resume=resume, release=release)
+                      run_delta=run_delta, epsilon=epsilon, delta=delta, resume=resume, release=release,
+                      folder=folder)
         out = p["out"]
         if p["resumed"]:
             return {**out, "token": resume, "resumed": True}
@@ -1011,7 +1020,7 @@ def _cancel_open(txn: Transaction, entries: list[Entry], token: str, reason: str
 
 def _planning(txn: Transaction, store: Store, *, table: Resolution, label: str, mechanisms: dict[str, dict[str, Any]],
               relation: str, run_delta: float, epsilon: float | None, delta: float | None, resume: str | None = None,
-              release: str | None = None) -> dict[str, Any]:
+              release: str | None = None, folder: str | None = None) -> dict[str, Any]:
     """The checks of :func:`check_plan` inside a transaction (DpiwError when the plan is not admissible), and what
     :func:`reserve` writes: the ledger's key, the placement to record, a new budget entry's body, the mechanisms
     new to each ledger, and whether reservation ``resume`` is kept (it then counts once, as this plan)."""
@@ -1020,7 +1029,8 @@ def _planning(txn: Transaction, store: Store, *, table: Resolution, label: str, 
     state = fold(entries, key)
     folded = [(other, fold(entries, other)) for other in also]
     folded = [(other, o) for other, o in folded if o.budget is not None]
-    resumed = resume is not None and _resumable(resume, release, [state, *(o for _, o in folded)], mechanisms)
+    resumed = resume is not None and _resumable(resume, release, [state, *(o for _, o in folded)], mechanisms,
+                                                folder)
     if resumed:  # the killed run's reservation is this plan: it counts once
         for s_ in (state, *(o for _, o in folded)):
             s_.reservations.pop(resume)
@@ -1065,13 +1075,23 @@ def _planning(txn: Transaction, store: Store, *, table: Resolution, label: str, 
             "others": kept, "resumed": resumed}
 
 
+def same_folder(a: str | None, b: str | None) -> bool:
+    """Whether two release folders (as a reservation records them) are one."""
+    if not a or not b:
+        return False
+    from pathlib import Path
+
+    return Path(a).resolve() == Path(b).resolve()
+
+
 def _resumable(token: str, release: str | None, states: list[DatasetLedger],
-               mechanisms: dict[str, dict[str, Any]]) -> bool:
-    """Whether reservation ``token`` is open in every ledger of ``states``, for ``release`` and for exactly these
-    planned ``mechanisms`` (as each ledger holds them): a run that resumes it is charged once."""
+               mechanisms: dict[str, dict[str, Any]], folder: str | None = None) -> bool:
+    """Whether reservation ``token`` is open in every ledger of ``states``, for ``release`` in ``folder`` (the
+    killed run's own: a copy of its config elsewhere resumes nothing) and for exactly these planned
+    ``mechanisms`` (as each ledger holds them): a run that resumes it is charged once."""
     for state in states:
         r = state.reservations.get(token)
-        if r is None or r.get("release") != release:
+        if r is None or r.get("release") != release or not same_folder(r.get("folder"), folder):
             return False
         held = [{k: v for k, v in m.items() if k != "_curve"} for m in r["mechanisms"]]
         planned_here = [convert(m, state.budget["neighbours"]) for m in mechanisms.values()]

@@ -217,7 +217,11 @@ def admit_release(args, manifest: dict) -> dict:
         reservation = None
     out = admit(store, table=table, label=schema.name, manifest=manifest,
                 bundle_id=release_id(args.synth, args.log_weights), epsilon=args.dataset_epsilon,
-                delta=args.dataset_delta, refused=not manifest["release"]["fit_to_release"], reservation=reservation)
+                delta=args.dataset_delta, refused=not manifest["release"]["fit_to_release"], reservation=reservation,
+                folder=str(Path.cwd()))  # the workflow runs in its release's folder
+    if reservation and not out.get("settled") and not out.get("again"):
+        print(f"privacy_ledger: reservation {reservation[:16]} left as it is: it is not open for this release folder; "
+              "the run is charged in full")
     if out.get("settled"):
         print(f"privacy_ledger: reservation {reservation[:16]} settled: the release's own mechanisms count instead "
               "of its planned spend")
