@@ -468,6 +468,22 @@ def pile_lines(schema, measurements: dict | None) -> dict[str, str]:
             for name, found in by_column.items()}
 
 
+def _threshold_bin(nb, spec, threshold: float, compare) -> tuple[int, int, int, np.ndarray]:
+    """The coarse bin holding ``threshold`` (its index and its first and past-last supported fine cell) and, per
+    fine cell of it, the share of its values (as a release gives them: a whole-number column's rounded) that are
+    ``compare``-ed true to the threshold."""
+    grid = nb.grid
+    pos, _, cell = _points(nb)
+    value = np.asarray(spec.from_unit(pos), float)
+    hit = compare(np.rint(value) if spec.integer else value, float(threshold)).astype(float)
+    points = np.bincount(cell, minlength=grid.support)
+    frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
+    b = int(np.searchsorted(nb.cuts, min(leaf, grid.support - 1), side="right") - 1)
+    lo, hi = int(nb.cuts[b]), min(int(nb.cuts[b + 1]), grid.support)
+    return b, lo, hi, frac[lo:hi]
+
+
 def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
                   leaves: tuple[np.ndarray, float] | None) -> tuple[float, float]:
     """How far the share of a subgroup's rows whose value is ``compare``-ed to ``threshold`` may be off because the
@@ -485,16 +501,7 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     :func:`cell_reach`."""
     if leaves is None or nb.fine is None:
         return 0.0, 0.0
-    grid = nb.grid
-    pos, _, cell = _points(nb)
-    value = np.asarray(spec.from_unit(pos), float)  # as a release gives them: a whole-number column's rounded
-    hit = compare(np.rint(value) if spec.integer else value, float(threshold)).astype(float)
-    points = np.bincount(cell, minlength=grid.support)
-    frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
-    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
-    b = int(np.searchsorted(nb.cuts, min(leaf, grid.support - 1), side="right") - 1)
-    lo, hi = int(nb.cuts[b]), min(int(nb.cuts[b + 1]), grid.support)
-    frac = frac[lo:hi]
+    b, lo, hi, frac = _threshold_bin(nb, spec, threshold, compare)
     if np.all(frac == frac[0]) and frac[0] in (0.0, 1.0):  # the whole bin on one side: its rows are the model's
         return 0.0, 0.0
     pruned = np.maximum(np.asarray(nb.fine, float)[lo:hi], 0.0)
@@ -522,16 +529,7 @@ def pruning_variance(nb, spec, threshold: float, compare, x: np.ndarray, weights
     it) or :func:`pruning_reach` reaches over the whole bin."""
     if leaves is None or nb.fine is None:
         return 0.0
-    grid = nb.grid
-    pos, _, cell = _points(nb)
-    value = np.asarray(spec.from_unit(pos), float)
-    hit = compare(np.rint(value) if spec.integer else value, float(threshold)).astype(float)
-    points = np.bincount(cell, minlength=grid.support)
-    frac = np.bincount(cell, weights=hit, minlength=grid.support) / np.maximum(points, 1)
-    leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
-    b = int(np.searchsorted(nb.cuts, min(leaf, grid.support - 1), side="right") - 1)
-    lo, hi = int(nb.cuts[b]), min(int(nb.cuts[b + 1]), grid.support)
-    frac = frac[lo:hi]
+    b, lo, hi, frac = _threshold_bin(nb, spec, threshold, compare)
     pruned = np.maximum(np.asarray(nb.fine, float)[lo:hi], 0.0)
     total = float(np.asarray(leaves[0], float)[lo:hi].sum())
     if (np.all(frac == frac[0]) and frac[0] in (0.0, 1.0)) or pruned.sum() <= 0 or total <= leaves[1]:
