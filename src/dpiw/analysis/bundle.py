@@ -37,15 +37,13 @@ def _as_category(col: pd.Series, spec) -> pd.Series:
     """A categorical column of rows not read as one (a CSV's text or numbers) as the schema's categories; a value
     that is none of them is refused, naming it."""
     labels = list(spec.labels)
-    out = pd.Series(pd.Categorical(col, categories=labels), index=col.index, name=col.name)
-    if col.notna().any():
-        text = {str(x): x for x in labels}
-        out = out.where(out.notna(), pd.Categorical(col.astype(str).map(text), categories=labels))
-    odd = col[col.notna() & out.isna()]
+    text = {str(x): x for x in labels}
+    label = col.map(lambda v: v if v in labels else text.get(str(v)), na_action="ignore")  # 2 or "2": the label 2
+    odd = col[col.notna() & label.isna()]
     if len(odd):
         raise DpiwError(f"design: column {col.name!r} holds {odd.iloc[0]!r}, which is not one of its categories "
                         f"{labels}; give rows with the schema's labels (b.data's are)")
-    return out
+    return pd.Series(pd.Categorical(label, categories=labels), index=col.index, name=col.name)
 
 
 def _is_mask(where) -> bool:
