@@ -208,8 +208,9 @@ def unit_columns(frame, *, target: str) -> dict:
     """The columns that say whose row each row is, where several rows are of one (a person seen in 8 years):
     whole numbers or text, at least :data:`UNIT_MIN_VALUES` values (:data:`UNIT_MIN_NAMED` for a name like an
     identifier) and at most :data:`UNIT_MAX_ROWS` rows a value on average, not named like a time (``year``), and
-    either named like an identifier (``nr``, ``person_id``, ``firm``), some value on 2 rows or more (an
-    unbalanced panel: people seen 1 to 5 times), or every value on as many rows, 2 or more (a balanced panel).
+    either named like an identifier (``nr``, ``person_id``, ``firm``) with some value on 2 rows or more (an
+    unbalanced panel too: people seen 1 to 5 times), or with every value on as many rows, 2 or more (a balanced
+    panel).
     Never the target. Returns each column's most rows of one value (printed for the curator, never written in
     the draft)."""
     import pandas as pd
