@@ -844,8 +844,8 @@ def admit(store: Store, *, label: str, manifest: dict[str, Any], bundle_id: str,
         key, placing, also = _place(txn, entries, table if table is not None else digest, label)
         state = fold(entries, key)
         token = reservation
-        if token and not all(same_folder(fold(entries, k).reservations[token].get("folder"), folder)
-                             for k in (key, *also) if token in fold(entries, k).reservations):
+        held = [fold(entries, k).reservations.get(token) for k in (key, *also)] if token else []
+        if not all(same_folder(r.get("folder"), folder) for r in held if r):
             token = None  # another folder's reservation: left as it is, and this run is charged in full
         own = state.reservations.pop(token, None) if token else None  # this run's: its plan stops counting
         created = state.budget is None or bool(own and own.get("created"))
