@@ -484,6 +484,16 @@ def _threshold_bin(nb, spec, threshold: float, compare) -> tuple[int, int, int, 
     return b, lo, hi, frac[lo:hi]
 
 
+def _across_sd(leaves: tuple[np.ndarray, float], lo: int, frac: np.ndarray, g_pruned: float) -> float:
+    """The noise sd of the sum of the measured fine cells, from ``lo`` on, on the other side of a threshold from a
+    pruned bin wholly on one side of it (``g_pruned`` 0 or 1; ``frac`` as :func:`_threshold_bin` gives it):
+    ``leaves``' sd per node times the square root of the cells' canonical nodes (least squares does no worse)."""
+    from dpiw.sdgp.binning import canonical
+
+    other = np.flatnonzero((frac if g_pruned == 0.0 else 1.0 - frac) > 0)
+    return leaves[1] * math.sqrt(max(canonical(lo + other[0], lo + other[-1] + 1), 1))
+
+
 def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
                   leaves: tuple[np.ndarray, float] | None) -> tuple[float, float]:
     """How far the share of a subgroup's rows whose value is ``compare``-ed to ``threshold`` may be off because the
@@ -497,7 +507,9 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     follow the pruned histogram): its share of the subgroup's released rows times the difference between the
     share of its pruned and of its measured mass on the threshold's side. Returns how far the share may be too
     high and too low (one of them 0, but where the bin's measured mass is within one noise sd of nothing: the
-    measured split then says nothing, and the bin's rows may be on either side). ``x``, ``weights``, ``mask``: as for
+    measured split then says nothing, and the bin's rows may be on either side; and where the pruned bin lies wholly
+    on one side and the measured cells across the threshold have a noise sd (:func:`_across_sd`) of at least the
+    bin's measured mass, it reaches over the whole bin to the other side). ``x``, ``weights``, ``mask``: as for
     :func:`cell_reach`."""
     if leaves is None or nb.fine is None:
         return 0.0, 0.0
@@ -513,6 +525,11 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     here = mask & (nb.cells(spec.to_unit(x)) == b)
     p_bin = float(weights[here].sum() / max(weights[mask].sum(), 1e-300))
     if total <= leaves[1]:  # nothing measured in the bin beyond its noise: its rows may lie either side
+        return p_bin * g_pruned, p_bin * (1.0 - g_pruned)
+    if g_pruned in (0.0, 1.0) and _across_sd(leaves, lo, frac, g_pruned) >= total:
+        # the pruned bin wholly on one side, and the measured cells across the threshold as noisy as the whole bin:
+        # their sum says nothing of how many of its rows lie there (a trial's nondocco >= 4: the cells above 3 summed
+        # to 0.0003 of the rows, noise sd 0.035, truth 0.019), so its rows may lie on the other side
         return p_bin * g_pruned, p_bin * (1.0 - g_pruned)
     d = p_bin * (g_pruned - min(max(float(measured @ frac) / total, 0.0), 1.0))
     return max(d, 0.0), max(-d, 0.0)
@@ -537,10 +554,7 @@ def pruning_variance(nb, spec, threshold: float, compare, x: np.ndarray, weights
     g_pruned = float(pruned @ frac / pruned.sum())
     if g_pruned not in (0.0, 1.0):
         return 0.0
-    other = np.flatnonzero((frac if g_pruned == 0.0 else 1.0 - frac) > 0)
-    from dpiw.sdgp.binning import canonical
-
-    sd = leaves[1] * math.sqrt(max(canonical(lo + other[0], lo + other[-1] + 1), 1))
+    sd = _across_sd(leaves, lo, frac, g_pruned)
     here = mask & (nb.cells(spec.to_unit(x)) == b)
     p_bin = float(weights[here].sum() / max(weights[mask].sum(), 1e-300))
     return (p_bin * sd / total) ** 2

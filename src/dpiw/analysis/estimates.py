@@ -231,7 +231,8 @@ class Quantile:
     q : float
         The probability asked for.
     share : Estimate
-        The weighted share of rows at or below ``value``, with its interval (as :meth:`Bundle.share` gives it).
+        The weighted share of rows at or below ``value``, with its interval (as :meth:`Bundle.share` gives it);
+        below it where ``value`` is the rows' largest value (at or below, every row is, and its spread is 0).
     limits : tuple
         The column's public bounds (the rows' least and largest value for a bundle without a schema): an
         interval running past the rows reaches them.
