@@ -50,8 +50,15 @@ simulated columns (``bench/binning.py --gaps``). ``--tables`` also takes that tr
 ``nmes1988`` (whole tables). The rule, named before the run: it replaces params.yaml's only if no family is worse
 beyond 2 SE on any of the four tables and the numeric means are better beyond 2 SE on rwm5yr or nmes1988.
 
+``--fewer``: params.yaml's release against the same whose coarse bins are fewer where no ``bins`` bins can each
+hold the floor's share of the rows (arm ``fewer``; dpiw.sdgp.binning.FEWER): before, the least-variance bins then
+gave the far tail's crumbs bins of their own (rwm5yr's hospital visits: 5 of 8 bins for 0.3% of the rows), which
+the generator's noise fills. Named on 2026-11-28 (seventeenth session) before the run, on rwm5yr and nmes1988
+(the tables where the floor cannot be met): it replaces params.yaml's only if numeric means are better beyond
+2 SE on one of them and no family is worse beyond 2 SE by more than 2% of its mean error on either.
+
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
-                                     [--zeros] [--shrink] [--floor 4] [--outer 2 4]
+                                     [--zeros] [--shrink] [--floor 4] [--outer 2 4] [--fewer]
 """
 
 from __future__ import annotations
@@ -131,14 +138,14 @@ def one(job) -> list[dict]:
 
     # the originals, kept the first time: a worker process runs many jobs, and an arm's patch must not become the
     # next job's "original" (until 2026-11-28 it did: the arms after the first job of a worker all ran patched)
-    void, shape, estimate, floor, outer = ORIGINALS.setdefault(
-        "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR, binning.OUTER))
+    void, shape, estimate, floor, outer, fewer = ORIGINALS.setdefault(
+        "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR, binning.OUTER, binning.FEWER))
     try:
         return _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release,
-                     analyst_targets, family, void, shape, estimate, floor, outer)
+                     analyst_targets, family, void, shape, estimate, floor, outer, fewer)
     finally:
         NumericBins.void, binning.shape, binning.estimate_fine = void, shape, estimate
-        binning.FLOOR, binning.OUTER = floor, outer
+        binning.FLOOR, binning.OUTER, binning.FEWER = floor, outer, fewer
 
 
 #: ``--tables`` beyond the usefulness study's (whole tables only): a trial's count tables, under the schemas its
@@ -182,7 +189,7 @@ ORIGINALS: dict = {}
 
 
 def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release, analyst_targets,
-          family, void, shape, estimate, floor, outer) -> list[dict]:
+          family, void, shape, estimate, floor, outer, fewer) -> list[dict]:
     from dpiw.sdgp import binning
     from dpiw.sdgp.binning import NumericBins
 
@@ -195,6 +202,7 @@ def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fa
         binning.estimate_fine = shrunk(estimate) if mst.pop("shrink", False) else estimate
         binning.FLOOR = mst.pop("floor", floor)
         binning.OUTER = mst.pop("outer", outer)
+        binning.FEWER = mst.pop("fewer", fewer)
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
@@ -300,6 +308,9 @@ def main() -> None:
     p.add_argument("--floor", type=float,
                    help="only params.yaml's release against the same whose fine trees split a node under this many "
                         "noise stds evenly (arm floor_<f>)")
+    p.add_argument("--fewer", action="store_true",
+                   help="only params.yaml's release against the same whose coarse bins are fewer where the floor on "
+                        "a bin's mass cannot be met (dpiw.sdgp.binning.FEWER; arm fewer)")
     p.add_argument("--csv", help="write every error here")
     p.add_argument("--from-csv", help="summarise an earlier run's errors instead of running")
     args = p.parse_args()
@@ -312,8 +323,9 @@ def main() -> None:
         arms |= {"sized": {"sized_scores": True},
                  **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
                     for w in args.splits}}
-    if args.void or args.zeros or args.shrink or args.floor is not None or args.outer:  # params.yaml's release
+    if args.void or args.zeros or args.shrink or args.floor is not None or args.outer or args.fewer:
         arms = {"fine": None, **({"no_void": {"void": False}} if args.void else {}),  # against each change alone
+                **({"fewer": {"fewer": True}} if args.fewer else {}),
                 **({"outer": {"outer": tuple(args.outer)}} if args.outer else {}),
                 **({"zeros": {"zeros": True}} if args.zeros else {}),
                 **({"shrink": {"shrink": True}} if args.shrink else {}),
@@ -332,7 +344,7 @@ def main() -> None:
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
-    for arm in ("zeros", "shrink", "outer", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
+    for arm in ("zeros", "shrink", "outer", "fewer", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
         if arm in set(df.arm):
             print(f"\n{arm} against fine (params.yaml):")
             summarise(df, arm, "fine")

@@ -3,6 +3,8 @@ fine histograms releases them (a coarse bin per row, its value drawn from the co
 put a subgroup's mean off by a known amount; the estimate must find it, find none where the subgroup does not
 depend on the column, and stand aside where the subgroup is cut by the column itself."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -267,6 +269,27 @@ def test_a_subgroup_between_the_bins_of_a_log_integer_or_at_a_continuous_bins_ed
         b.rate("y", "yes", lambda d: (d.temp > middle) & (d.temp <= edges[first][1]), interval="sampling")
 
 
+FAR_SCHEMA = {"name": "t", "task": "classification", "target": "y", "columns": [
+    {"name": "stays", "type": "numeric", "lower": 0, "upper": 200, "integer": True},
+    {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "integer": True},
+    {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]}
+
+
+def far_published(schema, bump: float, rng) -> dict:
+    """measurements.json's generator part for a count on public bounds 0-200 (a leaf per whole number) whose
+    rows all hold 0-2 (8,000, 1,500 and 500 of them), with ``bump`` rows at 150 in its published tree's levels,
+    at a noise sd of 50 a node; an age spread evenly over 20-79."""
+    from dpiw.sdgp.binning import estimate_fine, tree_levels
+
+    stays, age = np.zeros(256), np.zeros(128)
+    stays[:3], stays[150] = [8000, 1500, 500], bump
+    age[20:80] = 10_000 / 60
+    noisy = {name: [lv if lv.size == 1 else lv + rng.normal(0, 1e-9, lv.size) for lv in tree_levels(leaves)]
+             for name, leaves in (("stays", stays), ("age", age))}
+    fine = estimate_fine(schema, 256, 8, noisy, {"stays": 50.0, "age": 50.0}, 10_000 + bump, 1.0)
+    return {"generator": {"total": 10_000 + bump, "fine": fine.published()}}
+
+
 def test_rows_far_past_an_empty_stretch_that_the_tree_cannot_tell_from_noise_are_named():
     """A count on public bounds 0-200 (a leaf per whole number) whose rows all hold 0-2; the published tree's
     levels carry, at 150, what the pruning keeps (above its threshold at every level) but what the measurement
@@ -275,26 +298,56 @@ def test_rows_far_past_an_empty_stretch_that_the_tree_cannot_tell_from_noise_are
     nor a column whose rows fill its range."""
     from dpiw.analysis.bin_bias import far_rows, far_text
     from dpiw.data.schema import parse_schema
-    from dpiw.sdgp.binning import estimate_fine, tree_levels
 
-    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
-        {"name": "stays", "type": "numeric", "lower": 0, "upper": 200, "integer": True},
-        {"name": "age", "type": "numeric", "lower": 0, "upper": 100, "integer": True},
-        {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
-    std, rng = 50.0, np.random.default_rng(3)
-
-    def published(bump: float) -> dict:
-        stays, age = np.zeros(256), np.zeros(128)
-        stays[:3], stays[150] = [8000, 1500, 500], bump
-        age[20:80] = 10_000 / 60
-        noisy = {name: [lv if lv.size == 1 else lv + rng.normal(0, 1e-9, lv.size) for lv in tree_levels(leaves)]
-                 for name, leaves in (("stays", stays), ("age", age))}
-        fine = estimate_fine(schema, 256, 8, noisy, {"stays": std, "age": std}, 10_000 + bump, 1.0)
-        return {"generator": {"total": 10_000 + bump, "fine": fine.published()}}
-
-    found = far_rows(schema, published(60.0))
+    schema, rng = parse_schema(FAR_SCHEMA), np.random.default_rng(3)
+    found = far_rows(schema, far_published(schema, 60.0, rng))
     assert [f[0] for f in found] == ["stays"] and found[0][1] == pytest.approx(60 / 10_060, rel=1e-6)
     assert found[0][2:] == (150.0, 150.0)
     text = far_text(*found[0], column=schema.column("stays"))
     assert "0.60% of its rows lie at 150" in text and "tighter than 0 to 200" in text
-    assert far_rows(schema, published(600.0)) == []
+    assert far_rows(schema, far_published(schema, 600.0, rng)) == []
+
+
+def test_an_estimate_over_rows_far_out_that_may_be_the_noises_reaches_the_one_without_them(monkeypatch):
+    """The bundle of the test above (60 rows at 150, within the noise): released rows as its fine histogram gives
+    them. A mean, a share above a value and a high quantile of the count warn (TailWarning) and give the estimate
+    without the rows at 150; a noise-aware interval reaches it (for the quantile: the quantile of the other rows),
+    a sampling one only says so. A column without far rows (age) is left as it was."""
+    from dpiw.analysis import NOISE_AWARE, Bundle, TailWarning
+    from dpiw.analysis.estimates import Estimate
+    from dpiw.data.schema import parse_schema
+    from dpiw.scale import decode_frame
+
+    schema, rng = parse_schema(FAR_SCHEMA), np.random.default_rng(3)
+    stays = np.repeat([0.0, 1.0, 2.0, 150.0], [8000, 1500, 500, 60])
+    rows = pd.DataFrame({"stays": stays / 200, "age": rng.integers(20, 80, stays.size) / 100,
+                         "y": rng.integers(0, 2, stays.size)})
+    b = Bundle(decode_frame(rows, schema), np.ones(stays.size), {"records": []}, rows, schema,
+               far_published(schema, 60.0, rng))
+    without = stays[:10_000].mean()
+    with pytest.warns(TailWarning, match=rf"0.60% of these rows lie at 150, .*without them the estimate is "
+                                         rf"{without:.4g}, which this interval does not show"):
+        sampled = b.mean("stays", interval="sampling")
+    assert sampled.reach == (0.0, 0.0) and sampled.value == pytest.approx(stays.mean())
+
+    # a noise-aware estimate (its bootstrap stood in for by the synthetic rows' spread, its other parts left out)
+    def noise_aware(self, values, where, interval):
+        v = values(self.data)
+        return Estimate(float(v.mean()), float(v.std() / np.sqrt(v.size)), float(v.size), covers=NOISE_AWARE)
+
+    monkeypatch.setattr(Bundle, "_estimate", noise_aware)
+    monkeypatch.setattr(Bundle, "_against_marginal", lambda self, call, column, where, of, est, middle: est)
+    monkeypatch.setattr(Bundle, "_bin_bias", lambda self, *a, **k: {})
+    with pytest.warns(TailWarning, match=rf"without them the estimate is {without:.4g}, which the interval reaches"):
+        mean = b.mean("stays")
+    assert mean.reach == (pytest.approx(stays.mean() - without), 0.0) and mean.ci()[0] < without
+    with pytest.warns(TailWarning, match=r"share\('stays', '>', 1, where=None\): 0.60% of these rows"):
+        share = b.share("stays", ">", 1)
+    assert share.reach[0] == pytest.approx(np.mean(stays > 1) - 500 / 10_000) and share.ci()[0] < 0.05
+    with warnings.catch_warnings():  # it warns only where its interval would not hold the other rows' quantile
+        warnings.simplefilter("ignore")
+        q = b.quantile("stays", 0.998)
+    assert q.value == 150 and q.also == 2 and q.ci()[0] <= 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TailWarning)
+        assert b.mean("age").reach == (0.0, 0.0)

@@ -157,6 +157,13 @@ def test_dpiw_release_names_a_pile_of_rows(tmp_path, capsys):
     assert [f[-1] for f in found] == ["last"]
     text = crowded_text(*found[0], column=s.column("x"))
     assert "`spikes: [25]`" in text and "scale: log" not in text
+    # a cell inside, far from the lower bound (a trial's net assets on -1000 to 2000, 52% at -3.9 to 7.8): a log
+    # scale's cells there are wider than the linear ones, so it is not advised; near the lower bound it is
+    assets = Column("nettfa", "numeric", -1000.0, 2000.0)
+    far = crowded_text("nettfa", 0.52, -3.906, 7.812, "inside", column=assets)
+    assert "`scale: log` would widen this cell" in far and "or `scale: log` for a skewed" not in far
+    near = crowded_text("nettfa", 0.52, -990.0, -978.0, "inside", column=assets)
+    assert "or `scale: log` for a skewed column" in near
 
 
 def test_a_log_columns_bins_are_labelled_in_its_units():

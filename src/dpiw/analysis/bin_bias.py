@@ -110,12 +110,19 @@ def crowded_text(name: str, share: float, lo: float, hi: float, where: str, colu
     lower, upper = ("the lower bound", "the upper bound") if column is None else (f"{column.lower:g}",
                                                                                   f"{column.upper:g}")
     spiked = () if column is None else column.spikes
+    # `scale: log` (log(1 + x - lower)) narrows a cell at x only where 1 + x - lower is under the span over its log:
+    # near the lower bound (a trial's net assets on -1000 to 2000, crowded at 0: a log cell there is 31 wide, not 12)
+    span = None if column is None else column.upper - column.lower
+    log = span is None or (1 + (lo + hi) / 2 - column.lower) * math.log1p(span) < span
     fix = {"first": ("" if "lower" in spiked else f"if many rows hold exactly {lower}, `spikes: [{lower}]` in the "
                                                    "schema keeps them; ")
-                    + "a skewed column gets narrow cells near the lower bound with `scale: log`",
+                    + ("a skewed column gets narrow cells near the lower bound with `scale: log`" if log else
+                       "else narrower public bounds"),
            "last": f"if many rows hold exactly {upper} (a top code), `spikes: [{upper}]` in the schema keeps them; "
                    "else narrower public bounds",
-           "inside": "narrower public bounds, or `scale: log` for a skewed column"}[where]
+           "inside": "narrower public bounds" + (", or `scale: log` for a skewed column" if log else
+                                                 f" (`scale: log` would widen this cell: its cells are narrow only "
+                                                 f"near the lower bound, {lower})")}[where]
     above = "above " if where == "first" and "lower" in spiked else ""  # the cell after a lower spike's own
     return (f"column '{name}': {share:.0%} of its rows are in one fine cell ({above}{value_text(lo)} to "
             f"{value_text(hi)}) of its public bounds, where values are drawn evenly across the cell: its shape there "

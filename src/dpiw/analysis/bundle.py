@@ -100,6 +100,10 @@ class TailWarning(UserWarning):
 TAIL_ROWS = 0.01
 TAIL_SHARE = 0.10
 
+#: the rows far out that may be the noise's warn where leaving them out moves the estimate by more than FAR_MOVES of
+#: its interval's half width (:meth:`Bundle._far`; the interval reaches that estimate all the same)
+FAR_MOVES = 0.25
+
 
 class CellWarning(UserWarning):
     """A share's threshold (or a quantile) falls inside a fine cell where rows pile up: where they lie inside it
@@ -526,9 +530,63 @@ class Bundle:
         if est.covers == NOISE_AWARE:
             est = replace(est, **self._bin_bias(column, spec, where, est))
         said = f"mean({column!r}" + ("" if where is None else f", where={_said(where)}") + ")"
+        est = self._far(said, column, where, lambda v: v, est)
         self._tail(said, column, spec, where)
         self._void(said, column)
         return replace(est, limits=(spec.lower, spec.upper))
+
+    def _far(self, call: str, column: str, where, of, est: Estimate, stacklevel: int = 3,
+             warn: bool = True) -> Estimate:
+        """Where released rows of ``column`` lie far past a long stretch its fine histogram measured empty, with
+        its tree's measurement there within its noise of nothing (:func:`dpiw.analysis.bin_bias.far_rows`, which
+        `dpiw release` and the datasheet name), they may be the noise's: the estimate over the subgroup's other
+        rows is then the one to reach, so a noise-aware interval reaches it (a trial's count of hospital visits:
+        0.7% of its rows at 144-200, none above 51 in the table, its mean 8 times the truth), and a
+        :class:`TailWarning` says so where that moves the interval by more than :data:`FAR_MOVES` of its half
+        width. ``of``: what the estimate averages, from the column's values (the values themselves for a mean);
+        ``warn``: False for a quantile's share (the quantile warns with its own figure)."""
+        found = self._far_rows(column, where)
+        if found is None:
+            return est
+        x, mask, rest, _ = found
+        w = self.weights
+        d = float(np.average(of(x[mask]), weights=w[mask]) - np.average(of(x[rest]), weights=w[rest]))
+        noise = est.covers == NOISE_AWARE
+        if noise:
+            est = replace(est, reach=(est.reach[0] + max(d, 0.0), est.reach[1] + max(-d, 0.0)))
+        if warn and abs(d) > FAR_MOVES * 1.96 * est.se:
+            self._far_warning(call, column, found, f"{est.value - d:.4g}", noise, stacklevel)
+        return est
+
+    def _far_rows(self, column: str, where) -> tuple | None:
+        """The column's values, the subgroup's rows with a value, those of them not far out (:meth:`_far`) and
+        the far ranges; None where the subgroup has no far row or nothing else."""
+        if "far" not in self._cells:
+            from dpiw.analysis import bin_bias
+
+            self._cells["far"] = [] if self.schema is None else bin_bias.far_rows(self.schema, self.measurements)
+        ranges = [(lo, hi) for name, _, lo, hi in self._cells["far"] if name == column]
+        if not ranges:
+            return None
+        x = self.data[column].to_numpy(float)
+        mask = self._subgroup(where) & ~np.isnan(x)
+        far = np.zeros(x.size, bool)
+        for lo, hi in ranges:
+            far |= (x >= lo) & (x <= hi)
+        rest = mask & ~far
+        return (x, mask, rest, ranges) if (mask & far).any() and rest.any() else None
+
+    def _far_warning(self, call: str, column: str, found: tuple, without: str, reached: bool, stacklevel: int):
+        """The :class:`TailWarning` of :meth:`_far`: ``without`` is the estimate without the far rows."""
+        x, mask, rest, ranges = found
+        share = float(self.weights[mask & ~rest].sum() / self.weights[mask].sum())
+        warnings.warn(
+            f"{call}: {share:.2%} of these rows lie at {', '.join(bin_text(lo, hi) for lo, hi in ranges)}, past a "
+            f"long stretch {column!r}'s fine histogram measured empty, where its tree's measurement is within 2 "
+            f"noise sds of nothing: they may be the noise's, not the table's, and without them the estimate is "
+            f"{without}, " + ("which the interval reaches" if reached else "which this interval does not show")
+            + f"; a release whose schema bounds {column!r} tighter (if the codebook does) leaves them out",
+            TailWarning, stacklevel=stacklevel + 1)
 
     def _tail(self, call: str, column: str, spec, where) -> None:
         """Warn (:class:`TailWarning`) when the top :data:`TAIL_ROWS` of the subgroup's released rows carry at
@@ -691,6 +749,9 @@ class Bundle:
         # calibrated width)
         down, up = bin_bias.pruning_reach(nb, spec, t, compare, *rows)
         est = replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
+        # and the rows far out that may be the noise's (a quantile warns of them itself)
+        est = self._far(f"share({column!r}, {op!r}, {t:g}, where={_said(where)})", column, where,
+                        lambda v: compare(v, t).astype(float), est, stacklevel=4, warn=quantile is None)
         unseen = 0.0 if est.se > 0 or any(est.reach) else bin_bias.pruning_variance(nb, spec, t, compare, *rows)
         if unseen > 0:
             from dpiw.analysis.noise_aware import total_se
@@ -748,18 +809,27 @@ class Bundle:
                             "column")
         value = weighted_quantile(x[mask], self.weights[mask], float(q))
         # where the estimate splits a pile, the table's quantile may be anywhere in its cell
-        share, cell = self._share(column, "<=", value, where, interval, quantile=(q, value))
-        if value >= x[mask].max() and (x[mask] < value).any():
-            # the rows' largest value: every row is at or below it and the share's spread says nothing of where the
-            # table's distribution function crosses q below it (a trial's 99th percentile of a 0-12 score: "12 (95%
-            # interval 12 to 12)" against 10), so the share of rows below it carries the interval
-            share, cell = self._share(column, "<", value, where, interval, quantile=(q, value))
+        # at the rows' largest value every row is at or below it, and that share's spread says nothing of where the
+        # table's distribution function crosses q below it (a trial's 99th percentile of a 0-12 score: "12 (95%
+        # interval 12 to 12)" against 10), so the share of rows below it carries the interval there
+        op = "<" if value >= x[mask].max() and (x[mask] < value).any() else "<="
+        share, cell = self._share(column, op, value, where, interval, quantile=(q, value))
         if share.covers != NOISE_AWARE:
             cell = None  # the sampling interval warns of the pile and reaches over nothing
         spec = self._spec(column)
         limits = (spec.lower, spec.upper) if spec is not None and spec.is_numeric else (
             float(np.nanmin(x)), float(np.nanmax(x)))
-        return Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)
+        est = Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)
+        found = self._far_rows(column, where) if share.covers == NOISE_AWARE else None
+        if found is None:
+            return est
+        # the quantile of the rows that are not far out, which the interval also holds (it warns where that widens it)
+        also = weighted_quantile(x[found[2]], self.weights[found[2]], float(q))
+        lo, hi = est.ci()
+        if not lo <= also <= hi:
+            self._far_warning(f"quantile({column!r}, {q!r}, where={_said(where)})", column, found, f"{also:.4g}", True,
+                              2)
+        return replace(est, also=also)
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:
         """The weighted share of rows whose ``column`` is ``label`` (a category's label), over a subgroup or all

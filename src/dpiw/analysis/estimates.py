@@ -115,7 +115,9 @@ class Estimate:
         the interval reaches over: for a share (:meth:`dpiw.analysis.Bundle.share`, and so a quantile's), the
         rows the pruning of the column's fine histogram moved across the threshold (by the tree's measured cells,
         :func:`dpiw.analysis.bin_bias.pruning_reach`), and where the threshold splits a fine cell where rows pile
-        up, that cell's rows on either side of it. (0, 0) otherwise.
+        up, that cell's rows on either side of it; for a mean or a share, the rows far out that may be the noise's
+        (:meth:`dpiw.analysis.Bundle.mean`'s TailWarning: the interval reaches the estimate without them).
+        (0, 0) otherwise.
     biases : dict or None
         Noise-aware estimates: ``bias`` by source. ``weights``: how far marginal-matching weights fall short of
         the private rows, towards the generator (:func:`dpiw.analysis.noise_aware.weights_bias`; 0 without
@@ -246,6 +248,8 @@ class Quantile:
     _weights: np.ndarray = field(repr=False, compare=False)
     #: the fine cell the estimate lies in, where rows pile up (its share reaches over them): the interval holds it
     cell: tuple[float, float] | None = None
+    #: the quantile of the rows without those far out that may be the noise's (Bundle.quantile): the interval holds it
+    also: float | None = None
 
     @property
     def covers(self) -> str:
@@ -276,6 +280,8 @@ class Quantile:
         lo, hi = self.at(self.q + v - hi), self.at(self.q + v - lo)
         if self.cell is not None:  # a pile's cell: its rows may sit anywhere in it, beyond any released value
             lo, hi = min(lo, self.cell[0]), max(hi, self.cell[1])
+        if self.also is not None:
+            lo, hi = min(lo, self.also), max(hi, self.also)
         return lo, hi
 
     def __str__(self) -> str:

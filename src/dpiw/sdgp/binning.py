@@ -66,6 +66,11 @@ BIN_SNR = 25.0
 #: at most this many points enter the search for the bins (filled fine cells, grouped past it)
 RUN_POINTS = 1024
 
+#: where no ``bins`` runs can each hold MIN_BIN_SHARE / bins of the mass (nearly all of it in a few cells), the most
+#: runs that can (True) or ``bins`` runs with no floor (False: the least-variance runs then give the far tail's
+#: crumbs bins of their own, which the generator's noise fills)
+FEWER = False
+
 
 @dataclass(frozen=True)
 class FineGrid:
@@ -272,6 +277,9 @@ def cut_points(fine: np.ndarray, bins: int, support: int) -> np.ndarray:
     x = np.add.reduceat(mass[filled] * (filled + 0.5), np.arange(0, filled.size, g)) / m
     k = min(bins, firsts.size)
     starts = _optimal_runs(m, x, k, MIN_BIN_SHARE / bins)
+    while starts is None and FEWER and k > 1:  # too few cells hold mass for the floor: fewer runs
+        k -= 1
+        starts = _optimal_runs(m, x, k, MIN_BIN_SHARE / bins)
     if starts is None:  # too few cells hold mass for the floor
         starts = _optimal_runs(m, x, k, 0.0)
     # the empty cells between two bins go to the bin whose filled cell is nearer in the tree (their lowest
