@@ -329,6 +329,8 @@ def test_an_estimate_over_rows_far_out_that_may_be_the_noises_reaches_the_one_wi
                                          rf"{without:.4g}, which this interval does not show"):
         sampled = b.mean("stays", interval="sampling")
     assert sampled.reach == (0.0, 0.0) and sampled.value == pytest.approx(stays.mean())
+    with pytest.warns(TailWarning, match=r"share\('stays', '>', 1, where=None\): .*which this interval does not show"):
+        assert b.share("stays", ">", 1, interval="sampling").reach == (0.0, 0.0)
 
     # a noise-aware estimate (its bootstrap stood in for by the synthetic rows' spread, its other parts left out)
     def noise_aware(self, values, where, interval):

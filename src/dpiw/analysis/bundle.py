@@ -739,8 +739,11 @@ class Bundle:
         has = ~np.isnan(x)
         rows = (x[has], self.weights[has], self._subgroup(where)[has], bin_bias.leaf_estimates(self.measurements,
                                                                                               column))
-        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile warns, no reach
-            return self._pile(column, spec, nb, op, t, rows, est, quantile, reach=False)
+        # the rows far out that may be the noise's (a quantile warns of them itself)
+        far = dict(call=f"share({column!r}, {op!r}, {t:g}, where={_said(where)})", column=column, where=where,
+                   of=lambda v: compare(v, t).astype(float), stacklevel=4, warn=quantile is None)
+        if est.covers != NOISE_AWARE:  # the synthetic rows' sampling only, as it says: a pile, far rows warn; no reach
+            return self._pile(column, spec, nb, op, t, rows, self._far(est=est, **far), quantile, reach=False)
         est = replace(est, **self._bin_bias(column, spec, where, est, of=lambda x: compare(x, t).astype(float)))
         est, cell = self._pile(column, spec, nb, op, t, rows, est, quantile)
         # and the rows the pruning of the column's fine histogram moved across the threshold; where the interval
@@ -749,9 +752,7 @@ class Bundle:
         # calibrated width)
         down, up = bin_bias.pruning_reach(nb, spec, t, compare, *rows)
         est = replace(est, reach=(est.reach[0] + down, est.reach[1] + up)) if down or up else est
-        # and the rows far out that may be the noise's (a quantile warns of them itself)
-        est = self._far(f"share({column!r}, {op!r}, {t:g}, where={_said(where)})", column, where,
-                        lambda v: compare(v, t).astype(float), est, stacklevel=4, warn=quantile is None)
+        est = self._far(est=est, **far)
         unseen = 0.0 if est.se > 0 or any(est.reach) else bin_bias.pruning_variance(nb, spec, t, compare, *rows)
         if unseen > 0:
             from dpiw.analysis.noise_aware import total_se

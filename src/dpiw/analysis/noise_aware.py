@@ -453,7 +453,9 @@ def check_label(column: str, label, categories: list, said: str = "") -> None:
     flag = isinstance(label, bool | np.bool_)
     if not flag and label in categories:
         return
-    twin = None if flag else next((c for c in categories if str(c) == str(label)), None)
+    twin = (next((c for c in categories if not isinstance(c, bool | np.bool_) and isinstance(c, int | float | np.number)
+                 and c == int(label)), None) if flag else
+            next((c for c in categories if str(c) == str(label)), None))  # a flag's twin: the number it stands for
     kind = "a number" if isinstance(twin, int | float | np.number) else "text"
     hint = "" if twin is None else f" (the category is {twin!r}, {kind}: write {twin!r}, as the schema lists it)"
     raise DpiwError(f"{said}{label!r} is not a category of {column!r}; its categories are {categories}{hint}")
