@@ -242,8 +242,10 @@ def _trust(bundle, crowded: list) -> list[str]:
            "marginals reach, with the noise-aware intervals of <code>dpiw.analysis</code>."]
     lost = [found[0] for found in crowded]
     if not weak:
-        can.append("A numeric column's mean and its mean in a subgroup: values are drawn from a fine DP histogram "
-                   "of the column, so a skewed column keeps its shape"
+        can.append("A numeric column's mean, and its mean in a subgroup of columns the generator measured with it "
+                   "(<i>Which columns were measured together</i>: a pair the weights alone measured can be off by "
+                   "more than its interval): values are drawn from a fine DP histogram of the column, so a skewed "
+                   "column keeps its shape"
                    + (f" (not {', '.join(map(html.escape, lost))}: most of its rows share one fine cell, see its card)"
                       if lost else "") + ".")
     cannot = [*([f"<b>Much at all, at this size and ε</b>: a typical cell the generator measured holds about "
