@@ -491,6 +491,17 @@ def _threshold_bin(nb, spec, threshold: float, compare) -> tuple[int, int, int, 
     return b, lo, hi, frac[lo:hi]
 
 
+def _pruned_side(pruned: np.ndarray, frac: np.ndarray) -> float:
+    """The share of a bin's pruned mass (``pruned``, per fine cell) on the threshold's side (``frac``: each cell's
+    share of values there): exactly 0 or 1 where every cell holding mass lies on one side (a dot product and a sum
+    may differ in their last bit)."""
+    if not (pruned * frac).any():
+        return 0.0
+    if not (pruned * (1.0 - frac)).any():
+        return 1.0
+    return float(pruned @ frac / pruned.sum())
+
+
 def _across_sd(leaves: tuple[np.ndarray, float], lo: int, frac: np.ndarray, g_pruned: float) -> float:
     """The noise sd of the sum of the measured fine cells, from ``lo`` on, on the other side of a threshold from a
     pruned bin wholly on one side of it (``g_pruned`` 0 or 1; ``frac`` as :func:`_threshold_bin` gives it):
@@ -527,7 +538,7 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
     measured = np.asarray(leaves[0], float)[lo:hi]
     if pruned.sum() <= 0:
         return 0.0, 0.0
-    g_pruned = float(pruned @ frac / pruned.sum())
+    g_pruned = _pruned_side(pruned, frac)
     total = float(measured.sum())
     here = mask & (nb.cells(spec.to_unit(x)) == b)
     p_bin = float(weights[here].sum() / max(weights[mask].sum(), 1e-300))
@@ -558,7 +569,7 @@ def pruning_variance(nb, spec, threshold: float, compare, x: np.ndarray, weights
     total = float(np.asarray(leaves[0], float)[lo:hi].sum())
     if (np.all(frac == frac[0]) and frac[0] in (0.0, 1.0)) or pruned.sum() <= 0 or total <= leaves[1]:
         return 0.0
-    g_pruned = float(pruned @ frac / pruned.sum())
+    g_pruned = _pruned_side(pruned, frac)
     if g_pruned not in (0.0, 1.0):
         return 0.0
     sd = _across_sd(leaves, lo, frac, g_pruned)

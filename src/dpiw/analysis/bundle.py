@@ -578,7 +578,7 @@ class Bundle:
 
     def _far_warning(self, call: str, column: str, found: tuple, without: str, reached: bool, stacklevel: int):
         """The :class:`TailWarning` of :meth:`_far`: ``without`` is the estimate without the far rows."""
-        x, mask, rest, ranges = found
+        _, mask, rest, ranges = found
         share = float(self.weights[mask & ~rest].sum() / self.weights[mask].sum())
         warnings.warn(
             f"{call}: {share:.2%} of these rows lie at {', '.join(bin_text(lo, hi) for lo, hi in ranges)}, past a "
