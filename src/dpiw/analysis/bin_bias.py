@@ -327,6 +327,10 @@ AROUND = 3
 #: cells (on Ecdat's MedExp at epsilon 1, 5,574 rows, every cell found at 3 sds or less held 1.2% of the rows or
 #: fewer, and every one at 4 or more a real pile of 7-40%)
 PILE_SDS = 4.0
+#: the pile test of a share's own threshold (:func:`cell_reach`): one cell the analyst named, not a search over every
+#: cell of every column, so fewer sds keep its false piles as rare (a bench knob: bench/heaped_shares.py)
+REACH_NAMED = PILE_NAMED
+REACH_SDS = PILE_SDS
 
 
 def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
@@ -350,7 +354,7 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     # the table's rows in the cell may lie anywhere in it, the lowest edge included (values drawn never are there)
     if lo == hi or compare(ends[0], threshold) == compare(ends[1], threshold):
         return 0.0, 0.0, None
-    if not _piled(grid, leaves, leaf):
+    if not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS):
         return 0.0, 0.0, None
     here = mask & (grid.leaf(spec.to_unit(x)) == leaf)
     total = weights[mask].sum()
@@ -390,7 +394,8 @@ def leaf_estimates(measurements: dict | None, name: str) -> tuple[np.ndarray, fl
     return est / total, float(fine["std"][name]) / total
 
 
-def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int) -> bool:
+def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int, named: float = PILE_NAMED,
+           sds: float = PILE_SDS) -> bool:
     """Whether the column's measured fine cells (:func:`leaf_estimates`, before the pruning) put at least
     :data:`PILE_NAMED` of the rows in ``leaf``, and more than :data:`PILE` times the median of the :data:`AROUND`
     cells on either side plus :data:`PILE_SDS` noise sds (a spike's leaf left out: one value, not a stretch of the
@@ -406,7 +411,7 @@ def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int) -> bool:
         {grid.support - 1} if grid.high and not grid.per_integer else set())
     around = [max(est[k], 0.0) for k in range(leaf - AROUND, leaf + AROUND + 1)
               if k != leaf and 0 <= k < grid.support and k not in spikes]
-    return bool(est[leaf] >= PILE_NAMED and est[leaf] > PILE * (np.median(around) if around else 0.0) + PILE_SDS * sd)
+    return bool(est[leaf] >= named and est[leaf] > PILE * (np.median(around) if around else 0.0) + sds * sd)
 
 
 def piles(schema, measurements: dict | None) -> list[tuple[str, float, float, float]]:
