@@ -201,6 +201,17 @@ def test_an_integer_quantile_prints_as_whole_numbers():
     assert "." in str(b.quantile("x"))
 
 
+def test_an_interval_of_no_width_says_how_many_rows_hold_its_value():
+    """A median on a heap of one whole number: the interval is that number alone, which is right (however far the
+    share moves, the quantile stays on the heap) but reads as certainty; the text says why (30 of 100 rows)."""
+    n = np.r_[np.full(30, 35.0), np.arange(1.0, 35.0), np.arange(36.0, 72.0)]
+    rows = pd.DataFrame({"x": np.ones(100), "n": n, "y": pd.Categorical(["no"] * 100, ["no", "yes"])})
+    q = rows_bundle(rows).quantile("n")
+    assert q.value == 35 and q.ci() == (35.0, 35.0)
+    assert str(q) == "35 (95% interval 35 to 35: 30% of these rows hold 35)"
+    assert str(rows_bundle(population(500, np.random.default_rng(6))).quantile("n")).count(":") == 0
+
+
 def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypatch):
     """40% of x is exactly 12.0 (a coded value in a column not declared whole-numbered), inside the fine cell
     11.91-12.11 of its bounds 0-50: the release spreads those rows evenly across the cell, so most come back

@@ -286,9 +286,15 @@ class Quantile:
 
     def __str__(self) -> str:
         """As :class:`Estimate` prints: ``34.1 (95% interval 31.2 to 38.0)``; whole numbers (an integer column's
-        quantile and interval) without decimals: ``61 (95% interval 60 to 64)``."""
+        quantile and interval) without decimals: ``61 (95% interval 60 to 64)``. An interval of no width says why: so
+        many rows hold that one value that however far the share moves the quantile stays on it (``35 (95% interval
+        35 to 35: 14% of these rows hold 35)``), lest it read as certainty."""
         lo, hi = self.ci(0.95)
         digits = interval_digits(lo, hi)
         if digits is not None and all(float(v).is_integer() for v in (self.value, lo, hi)):
             digits = 0
-        return f"{fixed(self.value, digits)} (95% interval {fixed(lo, digits)} to {fixed(hi, digits)})"
+        text = f"{fixed(self.value, digits)} (95% interval {fixed(lo, digits)} to {fixed(hi, digits)}"
+        if lo == hi == self.value:
+            held = float(self._weights[self._values == self.value].sum() / self._weights.sum())
+            text += f": {held:.0%} of these rows hold {fixed(self.value, digits)}"
+        return text + ")"
