@@ -56,6 +56,8 @@ from dpiw.privacy.spend import PrivacySpend
 # every weight method's signal check
 from dpiw.weights.estimators import SIGNAL_Z
 
+#: past this log weight the dual's e^u goes on as its tangent line (:meth:`MarginalMatch.reweight`)
+EXP_CAP = 50.0
 #: the tau grid of the discrepancy principle, largest (smoothest weights) first
 TAUS = (1.0, 0.3, 0.1, 0.03, 0.01)
 #: the largest tau tried (10 times at a time past the grid) for weights that would fail the k-hat release gate
@@ -302,8 +304,13 @@ class MarginalMatch:
             return a.dot(v)
 
         def dual(lam, tau):  # minus the dual function and its gradient (strongly convex: sigma^2 I + ...)
-            v = c * np.exp(np.minimum(weights_at(lam, tau), 50.0))
-            f = 0.5 * float(lam @ (s2 * lam)) + float(lam @ y_all) - tau * float(np.sum(c - v))
+            # e^u, continued past u = EXP_CAP by its tangent (no overflow; still convex, and the gradient, which
+            # takes e^EXP_CAP there, is this function's own: with e^u merely capped the function went flat past
+            # it and a start there, a like problem's dual point, stayed at weights of e^170)
+            u = weights_at(lam, tau)
+            v = c * np.exp(np.minimum(u, EXP_CAP))
+            phi = v * (1.0 + np.maximum(u - EXP_CAP, 0.0))
+            f = 0.5 * float(lam @ (s2 * lam)) + float(lam @ y_all) - tau * float(np.sum(c - phi))
             return f, s2 * lam + y_all - marginals(v)
 
         own = sum(y.size for _, y in self.measurements_)
@@ -333,7 +340,7 @@ class MarginalMatch:
                                options={"maxiter": 5000, "gtol": 1e-8 * max(1.0, float(np.abs(y_all).max()))}).x
             u = weights_at(lam, tau)
             r = marginals(c * np.exp(u)) - y_all
-            return tau, float(r @ (r / s2)), u, lam
+            return tau, float(r @ (r / s2)), u, lam, dual(lam, tau)[0]
 
         def start(tau, default):  # a dual point of a like problem (the noise-aware bootstrap's previous replicate)
             prior = (warm or {}).get(tau)
@@ -342,12 +349,22 @@ class MarginalMatch:
         grid = list(self.taus)  # decreasing; larger taus are put in front by the release gate
         fitted: dict[float, tuple] = {}
 
+        def failed(f):  # no optimum: the dual's minimum is at most its value at zero (0), at any tau the optimum
+            # fits at least as well as unit weights, and no sane weight is e^EXP_CAP (a bootstrap replicate started
+            # from the dual point of one whose rows left two cells empty: weights of e^170 on one group, and its
+            # share 1.0 in 15 of 30 replicates; L-BFGS-B called it converged)
+            return (not f[4] <= 1e-9 * max(1.0, float(np.abs(y_all).sum())) or not f[1] <= chi2_unit * (1 + 1e-9)
+                    + 1e-9 or float(np.max(f[2], initial=0.0)) > EXP_CAP)
+
         def get(i):  # the fit at grid[i], started from the nearest fitted tau's dual point, rescaled
             tau = grid[i]
             if tau not in fitted:
                 near = min(fitted, key=lambda t: abs(math.log(t / tau)), default=None)
                 lam = start(tau, np.zeros(n_cells) if near is None else fitted[near][3] * (tau / near))
-                fitted[tau] = fit(tau, lam)
+                f = fit(tau, lam)
+                if failed(f) and np.any(lam):  # a start the fit did not come back from: again from zero
+                    f = fit(tau, np.zeros(n_cells))
+                fitted[tau] = f
             return fitted[tau]
 
         def within(i):
@@ -368,7 +385,10 @@ class MarginalMatch:
         # refused gives way to the next smoother one, then to larger taus, then to unit weights
         gate = None
         while True:
-            tau, chi2, u, lam = get(pick)
+            tau, chi2, u, lam, _ = get(pick)
+            if failed(get(pick)):  # not even from zero: no weights rather than wild ones
+                u, gate = np.zeros(len(c)), diagnose(np.zeros(len(inverse.ravel())))
+                break
             with np.errstate(over="ignore"):  # weights far from 1 overflow inside the Pareto fit
                 gate = diagnose(u[inverse.ravel()])
             if gate.fit_to_release:
@@ -382,7 +402,11 @@ class MarginalMatch:
                 break
         fits = [fitted[t] for t in grid if t in fitted]
         self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
-        self.duals_ = {f[0]: f[3] for f in fits}  # warm starts for a like problem (``warm``)
+        # warm starts for a like problem (``warm``): none from a failed fit, and nothing in the cells no row of these
+        # fell in (their dual is -y / sigma^2, of no weight here; in a problem whose rows do fall there, a start at
+        # log weights of y / (sigma^2 tau))
+        empty = marginals(c) == 0
+        self.duals_ = {f[0]: np.where(empty, 0.0, f[3]) for f in fits if not failed(f)}
         self.log_ratio_ = u[inverse.ravel()]
         self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c), pareto_k=gate.k,
                    tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured "
