@@ -250,6 +250,35 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     assert 0 < sum(smooth.reach) < 0.02  # (not 0: the test would not see the reach unwired)
 
 
+def test_a_small_pile_at_a_shares_own_threshold_is_reached_over(monkeypatch):
+    """2.5% of 20,000 rows hold exactly 5.0 (an answer rounded to a whole number) in the fine cell 4.88-5.08: under
+    the datasheet's 5% of the rows, so no pile there, and the share above 5 (the pile below it, the release's
+    values drawn evenly over the cell, 40% of them above) came out 0.047 (95% interval 0.041 to 0.054) against
+    0.031. The test of the share's own threshold (1% of the rows, 2 noise sds: one cell, not a search) finds it,
+    warns, and reaches over the cell's rows above 5, and the interval covers."""
+    from dpiw.analysis import CellWarning, bin_bias
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    rng = np.random.default_rng(2)
+    rows = population(20000, rng)
+    rows["x"] = np.where(rng.uniform(size=20000) < 0.025, 5.0, rows.x)
+    truth = float((rows.x > 5).mean())
+    b = release(scaled(rows), 2)
+    with pytest.warns(CellWarning, match=r"5 falls inside the fine cell 4.883 to 5.078"):
+        est = b.share("x", ">", 5)
+    x = b.data.x.to_numpy(float)
+    above = float(((x > 5) & (x < 5.078125)).mean())  # the cell's released rows above 5: 40% of its 3%
+    assert est.reach[0] >= above > 0.008  # (and the pruning's reach on top)
+    lo, hi = est.ci()
+    assert lo <= truth <= hi, (est, truth)
+    monkeypatch.setattr(bin_bias, "REACH_NAMED", bin_bias.PILE_NAMED)  # the datasheet's test: no pile, a miss
+    monkeypatch.setattr(bin_bias, "REACH_SDS", bin_bias.PILE_SDS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CellWarning)
+        before = b.share("x", ">", 5)
+    assert not before.ci()[0] <= truth, (before, truth)
+
+
 def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
     """bin_bias.cell_reach on hand-built grids (rows as a release draws them: evenly across their cell). 40% of
     the rows are exactly 12 in the cell [12, 13) of bounds 0-64: "<= 12" may be too low by the whole pile, "> 12"
