@@ -36,7 +36,6 @@ no pile (P(x > 37.3), P(x > 44.5), P(x <= 25.5)). The quantiles are reported, no
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import time
 from pathlib import Path
@@ -128,19 +127,17 @@ def main() -> None:
     p.add_argument("--from-csv")
     args = p.parse_args()
     sys.path.insert(0, str(ROOT.parent / "src"))
+    sys.path.insert(0, str(ROOT))
+    from interval_coverage import run_jobs, scored
+
     t0 = time.perf_counter()
     if args.from_csv:
         df = pd.read_csv(args.from_csv)
     else:
         jobs = [(pop, n, r, args.seed) for pop in ("heaped", "smooth") for n in args.rows for r in range(args.releases)]
-        with mp.get_context("spawn").Pool(args.jobs) as pool:
-            df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
+        df = run_jobs(one, jobs, args.jobs)
     truths = {pop: truth(pop == "heaped") for pop in ("heaped", "smooth")}
-    df["truth"] = [truths[p][e] for p, e in zip(df.population, df.estimand, strict=True)]
-    df["covered"] = (df.lo <= df.truth) & (df.truth <= df.hi)
-    df["width"] = df.hi - df.lo
-    if args.csv:
-        df.to_csv(args.csv, index=False)
+    df = scored(df, truths, args.csv)
     print(f"\n{df.drop_duplicates(['population', 'rows', 'release']).shape[0]} releases, epsilon 1, "
           f"{time.perf_counter() - t0:.0f} s\n")
     print("| population | N | estimand | truth | " + " | ".join(f"{a}: coverage, width (pile named)" for a in ARMS)

@@ -271,15 +271,10 @@ def main() -> None:
     else:
         jobs = [(pop, n, r, args.epsilon, args.estimands) for pop in args.populations for n in args.rows
                 for r in range(args.releases)]
-        with mp.get_context("spawn").Pool(args.jobs) as pool:
-            df = pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
+        df = run_jobs(one, jobs, args.jobs)
     which = "quantiles" if df.estimand.isin([e[0] for q in QUANTILES.values() for e in q]).any() else "means"
     truths = {pop: population(pop, which)[2]() for pop in df.population.unique()}
-    df["truth"] = [truths[p][e] for p, e in zip(df.population, df.estimand, strict=True)]
-    df["covered"] = (df.lo <= df.truth) & (df.truth <= df.hi)
-    df["width"] = df.hi - df.lo
-    if args.csv:
-        df.to_csv(args.csv, index=False)
+    df = scored(df, truths, args.csv)
     print(f"\n{len(jobs)} releases, epsilon {args.epsilon:g}, {time.perf_counter() - t0:.0f} s; weights chosen: "
           + ", ".join(f"{p} N={n:,}: {dict(g.drop_duplicates('release').weights.value_counts())}"
                       for (p, n), g in df.groupby(["population", "rows"])))
@@ -305,6 +300,23 @@ def main() -> None:
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
     if args.plot:
         plot(df, args.plot)
+
+
+def run_jobs(one, jobs: list, workers: int) -> pd.DataFrame:
+    """Every job's rows (``one(job) -> list[dict]``) from ``workers`` fresh processes."""
+    with mp.get_context("spawn").Pool(workers) as pool:
+        return pd.DataFrame([row for part in pool.imap_unordered(one, jobs) for row in part])
+
+
+def scored(df: pd.DataFrame, truths: dict, csv: str | None = None) -> pd.DataFrame:
+    """The intervals with their population's truth (``truths[population][estimand]``), whether they cover it and
+    their width; written to ``csv`` if given."""
+    df["truth"] = [truths[p][e] for p, e in zip(df.population, df.estimand, strict=True)]
+    df["covered"] = (df.lo <= df.truth) & (df.truth <= df.hi)
+    df["width"] = df.hi - df.lo
+    if csv:
+        df.to_csv(csv, index=False)
+    return df
 
 
 def _warned(a: pd.DataFrame, flag: str = "unmeasured") -> str:
