@@ -210,7 +210,10 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
         mm.reweight(synth, extra=gen.measurements_ if reused else ())
         weights = np.exp(mm.log_ratio_ - mm.log_ratio_.max())
         measured["weights"] = measurements_dict(mm)
-    manifest = {"records": [{"stage": "fit_weights", "details": {"reused": {}} if reused else {}}]}
+    # the record's reuse and tau, as the fit_weights stage writes them (the noise-aware bootstrap reads both)
+    details = ({"reused": {}} if reused else {}) | (
+        {"tau": mm.privacy_.details.get("tau")} if advice.method == "marginal_match" else {})
+    manifest = {"records": [{"stage": "fit_weights", "details": details}]}
     return Bundle(decode_frame(synth, schema), weights * len(weights) / weights.sum(), manifest, synth, schema,
                   measured), advice.method
 

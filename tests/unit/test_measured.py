@@ -247,9 +247,9 @@ def test_the_check_spreads_the_difference_over_replicates_fitted_to_their_own_me
             fitted.append([np.asarray(y, float).copy() for _, y, _ in measured_])
         return real_estimate(mbi, cards, measured_, **kw)
 
-    def reweight(self, k, mm, rows, extra, into):
+    def reweight(self, k, mm, rows, extra, into, tau=None):
         matched.setdefault(k, [np.asarray(y, float).copy() for _, y in mm.measurements_])
-        return real_reweight(self, k, mm, rows, extra, into)
+        return real_reweight(self, k, mm, rows, extra, into, tau=tau)
 
     monkeypatch.setattr(pgm, "estimate", estimate)
     monkeypatch.setattr(noise_aware.Chains, "reweight", reweight)

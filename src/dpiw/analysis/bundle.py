@@ -343,10 +343,14 @@ class Bundle:
         if key not in self._bootstrap:
             fitted = [r for r in self.manifest.get("records", []) if r.get("stage") == "fit_weights"]
             reuse = bool(fitted and fitted[0].get("details", {}).get("reused"))
+            # the release's tau for marginal-matching weights (None: its weights were 1), which every noise
+            # replicate refits at; a record without one: the replicates search as the release did
+            details = fitted[0].get("details", {}) if fitted else {}
+            tau = details["tau"] if "tau" in details else "search"
             # each replicate draws as many rows as the bundle holds (at most REPLICATE_ROWS)
             rows = min(noise_aware.REPLICATE_ROWS, len(self.data))
             self._bootstrap[key] = noise_aware.NoiseBootstrap(self.schema, self.measurements, reuse=reuse,
-                                                              replicates=key[0], rows=rows, seed=seed)
+                                                              replicates=key[0], rows=rows, seed=seed, tau=tau)
         return self._bootstrap[key]
 
     def _estimate(self, values, where, interval: str) -> Estimate:

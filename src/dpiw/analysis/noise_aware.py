@@ -62,7 +62,7 @@ BIAS_REPLICATES = 10
 #: replicates, so a machine's cores do not change them)
 CHAINS = 2
 #: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
-CACHE_FORMAT = 7
+CACHE_FORMAT = 8
 
 
 @dataclass
@@ -84,16 +84,21 @@ class NoiseBootstrap:
         Private-PGM's iterations and the row total) and, for marginal-matching weights, ``weights``.
     reuse : bool
         Whether the weights matched the generator's measurements too (the fit_weights record says).
+    tau : float, None or "search"
+        The release's tau for marginal-matching weights (its fit_weights record): each noise replicate refits its
+        weights at it (None: the release's weights were 1, and so are the replicates'); "search" (a record
+        without one): the discrepancy principle, as the release chose it.
     replicates, rows, seed : int
         The bootstrap's size, the rows each replicate draws, the analyst's seed.
     """
 
     def __init__(self, schema, measurements: dict, *, reuse: bool, replicates: int = REPLICATES,
-                 rows: int = REPLICATE_ROWS, seed: int = 0, cache: bool = True, progress=None):
+                 rows: int = REPLICATE_ROWS, seed: int = 0, cache: bool = True, progress=None,
+                 tau: float | None | str = "search"):
         if "generator" not in measurements:
             raise DpiwError("the bundle publishes no generator measurements: noise-aware intervals need a "
                             "marginal-based generator (mst, aim)")
-        self.schema, self.m, self.reuse = schema, measurements, reuse
+        self.schema, self.m, self.reuse, self.tau = schema, measurements, reuse, tau
         self.replicates, self.rows, self.seed = int(replicates), int(rows), seed
         self.cache, self.progress = cache, progress
         self._made: list[Replicate] | None = None
@@ -109,7 +114,8 @@ class NoiseBootstrap:
         if folder is None:
             return None
         key = json.dumps({"format": CACHE_FORMAT, "schema": self.schema.public_dict(), "measurements": self.m,
-                          "reuse": self.reuse, "replicates": self.replicates, "rows": self.rows, "seed": self.seed},
+                          "reuse": self.reuse, "replicates": self.replicates, "rows": self.rows, "seed": self.seed,
+                          "tau": self.tau},
                          sort_keys=True, default=str)
         return folder / "noise_aware" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".parquet")
 
@@ -211,12 +217,16 @@ class NoiseBootstrap:
                 # of two replicates differ where their models do, so the spread is the noise's, not the sampling's
                 rows = sample_rows(model, self.schema, binning, self.rows, np.random.default_rng(draws))
                 data[k] = decode_frame(rows, self.schema)
-                if not matched:
+                if not matched or self.tau is None:  # no weights, or the release's were 1
                     weights[k] = np.ones(len(rows))
                     continue
                 mm = MarginalMatch.from_published(self.m["weights"], self.schema)
                 mm.measurements_ = own
-                chains.reweight(k, mm, rows, tuple(noised) if self.reuse else (), weights)
+                # at the release's tau: a replicate's measurements carry the release's noise and their own, so its
+                # discrepancy principle found no tau within them and took the smallest (on Ecdat's HI, 30 of 30
+                # replicates at 0.01 where the release took 0.1, log weights spanning 28)
+                chains.reweight(k, mm, rows, tuple(noised) if self.reuse else (), weights,
+                                tau=None if self.tau == "search" else float(self.tau))
             # the weights' bootstrap starts here while the chains finish the noise replicates' refits
             bias = self._bias_replicates(base, released, bins if fine is None else fine.binning, draws, rng,
                                          chains) if matched else []
@@ -317,12 +327,12 @@ class Chains:
         """The next refits start cold (call between sets of refits, after :meth:`wait`)."""
         self.warm = [{"warm": None, "start_tau": None} for _ in range(self.n)]
 
-    def reweight(self, k: int, mm, rows: pd.DataFrame, extra: tuple, into: list) -> None:
-        """Queue ``mm.reweight(rows, extra)`` on chain k mod n; its weights go to ``into[k]``."""
+    def reweight(self, k: int, mm, rows: pd.DataFrame, extra: tuple, into: list, tau: float | None = None) -> None:
+        """Queue ``mm.reweight(rows, extra, tau=tau)`` on chain k mod n; its weights go to ``into[k]``."""
         state = self.warm[k % self.n]
 
         def job():
-            mm.reweight(rows, extra=extra, **state)
+            mm.reweight(rows, extra=extra, tau=tau, **state)
             state["warm"], state["start_tau"] = getattr(mm, "duals_", None), getattr(mm, "tau_", None)
             into[k] = np.exp(mm.log_ratio_ - mm.log_ratio_.max())
 

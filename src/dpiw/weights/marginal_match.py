@@ -262,9 +262,14 @@ class MarginalMatch:
         return self.reweight(synth)
 
     @shared_doc(FRAMES_WEIGHTS_REWEIGHT, "``extra``: measurements already released by another mechanism, as "
-                "(clique of column indices, noisy counts, std) - MST's, say - matched as well at no further cost.")
+                "(clique of column indices, noisy counts, std) - MST's, say - matched as well at no further cost. "
+                "``warm``, ``start_tau``: a like problem's dual points and tau, to start from. ``tau``: fit at this "
+                "tau, with no test of signal and no search (the noise-aware bootstrap's replicates take the "
+                "release's: their measurements carry the release's noise and their own, so the discrepancy "
+                "principle there picks the smallest tau, weights spanning e^9 to e^40); the release gate may "
+                "still take larger ones.")
     def reweight(self, synth: pd.DataFrame, extra: tuple = (), warm: dict | None = None,
-                 start_tau: float | None = None) -> MarginalMatch:
+                 start_tau: float | None = None, tau: float | None = None) -> MarginalMatch:
         from scipy.optimize import minimize
         from threadpoolctl import threadpool_limits
 
@@ -324,7 +329,7 @@ class MarginalMatch:
                         "fired": fired, "rule": f"weights only if chi^2 at unit weights > cells + {SIGNAL_Z:g} "
                                                 "sqrt(2 cells), on this method's own measurements or on all"}
         self._note(signal=self.signal_)
-        if not self.signal_["signal"]:  # the measurements cannot tell the synthetic rows from D: do no harm
+        if tau is None and not self.signal_["signal"]:  # the measurements cannot tell the rows from D: no harm
             self.tau_, self.chi2_, self.n_cells_ = math.inf, chi2_unit, n_cells
             self.log_ratio_ = np.zeros(len(synth))
             self._note(tau=None, chi2=chi2_unit, measured_cells=n_cells, groups=len(c),
@@ -346,7 +351,7 @@ class MarginalMatch:
             prior = (warm or {}).get(tau)
             return prior if prior is not None and prior.shape == (n_cells,) else default
 
-        grid = list(self.taus)  # decreasing; larger taus are put in front by the release gate
+        grid = list(self.taus) if tau is None else [float(tau)]  # decreasing; the release gate puts larger in front
         fitted: dict[float, tuple] = {}
 
         def failed(f):  # no optimum: the dual's minimum is at most its value at zero (0), at any tau the optimum
@@ -387,7 +392,7 @@ class MarginalMatch:
         while True:
             tau, chi2, u, lam, _ = get(pick)
             if failed(get(pick)):  # not even from zero: no weights rather than wild ones
-                u, gate = np.zeros(len(c)), diagnose(np.zeros(len(inverse.ravel())))
+                u, gate, tau = np.zeros(len(c)), diagnose(np.zeros(len(inverse.ravel()))), None
                 break
             with np.errstate(over="ignore"):  # weights far from 1 overflow inside the Pareto fit
                 gate = diagnose(u[inverse.ravel()])
@@ -401,7 +406,7 @@ class MarginalMatch:
                 u = np.zeros(len(c))
                 break
         fits = [fitted[t] for t in grid if t in fitted]
-        self.tau_, self.chi2_, self.n_cells_ = tau, chi2, n_cells
+        self.tau_, self.chi2_, self.n_cells_ = (math.inf if tau is None else tau), chi2, n_cells
         # warm starts for a like problem (``warm``): none from a failed fit, and nothing in the cells no row of these
         # fell in (their dual is -y / sigma^2, of no weight here; in a problem whose rows do fall there, a start at
         # log weights of y / (sigma^2 tau))
