@@ -228,7 +228,7 @@ def test_the_weights_refits_run_on_fixed_chains_whatever_the_threads_timing():
         def __init__(self, k, pause):
             self.k, self.pause = k, pause
 
-        def reweight(self, rows, extra=(), warm=None, start_tau=None):
+        def reweight(self, rows, extra=(), warm=None, start_tau=None, tau=None):
             time.sleep(self.pause)  # chain 0's refits are slow: the chains end out of order
             if self.k == 99:
                 raise DpiwError("refit 99 failed")
@@ -250,3 +250,50 @@ def test_the_weights_refits_run_on_fixed_chains_whatever_the_threads_timing():
         with pytest.raises(DpiwError, match="refit 99"):
             chains.wait(into)
         assert late.started_from is None
+
+
+def test_the_noise_replicates_refit_the_weights_at_the_releases_tau(monkeypatch):
+    """A replicate's measurements carry the release's noise and fresh noise of their own, so its discrepancy
+    principle finds no tau within them and takes the smallest (on a real table's release at tau 0.1, every one of
+    30 replicates took 0.01, log weights spanning e^28), weights that chase the noise. Each noise replicate
+    refits at the tau the release's record names; where the record says the release's weights were 1 (tau None),
+    so are the replicates'; a record without a tau searches as the release did."""
+    from dpiw.analysis import noise_aware
+    from dpiw.weights.marginal_match import MarginalMatch
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    rng = np.random.default_rng(3)
+    a = rng.choice(4, 3000)
+    b = np.where(rng.uniform(size=3000) < 0.6, np.minimum(a, 2), rng.choice(3, 3000))
+    y = (rng.uniform(size=3000) < 1 / (1 + np.exp(-(-2 + 1.5 * a - 1.0 * b)))).astype(int)
+    rows = pd.DataFrame({"a": a, "b": b, "y": y})
+    r = np.random.default_rng(0)
+    gen = MST(iters=200).fit(rows, CATEGORICAL, epsilon=0.7, delta=1e-6, rng=r)
+    synth = gen.sample(3000, rng=r)
+    mm = MarginalMatch(degree=2).measure(rows, CATEGORICAL, epsilon=0.3, delta=1e-6, rng=r)
+    mm.reweight(synth, extra=gen.measurements_)
+    measured = {"generator": {**measurements_dict(gen), "total": 3000.0, "iters": gen.iters},
+                "weights": measurements_dict(mm)}
+    taus = []
+    real_reweight = MarginalMatch.reweight
+
+    def reweight(self, synth, extra=(), warm=None, start_tau=None, tau=None):
+        taus.append(tau)
+        return real_reweight(self, synth, extra, warm, start_tau, tau)
+
+    monkeypatch.setattr(MarginalMatch, "reweight", reweight)
+    released = mm.privacy_.details["tau"]
+    for details, want in (({"tau": released}, released), ({"tau": None}, "ones"), ({}, None)):
+        taus.clear()
+        bundle = Bundle(decode_frame(synth, CATEGORICAL), np.exp(mm.log_ratio_),
+                        {"records": [{"stage": "fit_weights", "details": {"reused": {}, **details}}]}, synth,
+                        CATEGORICAL, measured)
+        made = bundle.bootstrap().made()
+        bias = 1 + noise_aware.BIAS_REPLICATES  # the weights' bias set searches as the release did
+        if want == "ones":
+            assert all(np.array_equal(rep.weights, np.ones(len(rep.weights))) for rep in made)
+            assert taus == [None] * bias
+        else:
+            assert taus.count(want) == noise_aware.REPLICATES + (bias if want is None else 0), taus
+            assert len(taus) == noise_aware.REPLICATES + bias
+            assert len({float(np.ptp(rep.weights)) for rep in made}) > 1  # weights refitted, not copied
