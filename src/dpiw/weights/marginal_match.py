@@ -416,5 +416,7 @@ class MarginalMatch:
         self._note(tau=tau, chi2=chi2, measured_cells=n_cells, groups=len(c), pareto_k=gate.k,
                    tau_rule=f"discrepancy principle: the largest tau in {list(self.taus)} with chi^2 <= measured "
                             "cells, then larger taus until the weights pass the PSIS k-hat release gate (unit "
-                            f"weights if none up to {KHAT_TAU_MAX:g} does)")
+                            f"weights if none up to {KHAT_TAU_MAX:g} does)" + (
+                                "; unit weights: the fit found no optimum, from its start or from zero"
+                                if tau is None else ""))
         return self
