@@ -200,6 +200,24 @@ def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pos, fine[cell] / np.maximum(points[cell], 1), cell
 
 
+#: how within_bin_bias models P(S | x) inside the bins (bench knobs, bench/tilt_ends.py): linear in "log" P or in
+#: "logit" P between the bins' centres, and "flat" or continuing the end "slope" past the first and last centres
+TILT_SCALE = "log"
+TILT_ENDS = "flat"
+
+
+def _tilt(pos: np.ndarray, centre: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """P(S | x) at ``pos`` up to a constant factor, from the subgroup's ``share`` of the rows of each bin whose
+    centre is ``centre`` (increasing): :data:`TILT_SCALE`, :data:`TILT_ENDS`."""
+    f = np.log(share) if TILT_SCALE == "log" else np.log(share) - np.log1p(-np.minimum(share, 1 - 1e-9))
+    g = np.interp(pos, centre, f)
+    if TILT_ENDS == "slope" and centre.size >= 2:
+        lo, hi = pos < centre[0], pos > centre[-1]
+        g[lo] = f[0] + (pos[lo] - centre[0]) * (f[1] - f[0]) / (centre[1] - centre[0])
+        g[hi] = f[-1] + (pos[hi] - centre[-1]) * (f[-1] - f[-2]) / (centre[-1] - centre[-2])
+    return np.exp(g) if TILT_SCALE == "log" else 1.0 / (1.0 + np.exp(-g))
+
+
 def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width) -> float:
     """The estimate (in the column's units: ``width`` = upper - lower, or a function from scaled values to what
     is averaged: :meth:`dpiw.data.schema.Column.from_unit` for a column with ``scale: log``, an indicator of the
@@ -228,8 +246,8 @@ def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarra
         return 0.0
     # log P(S | x): linear between the bins' means, flat past the first and the last (continuing the end slopes
     # instead over-corrects a saturating share: 110-170% of the bias on tests/unit/test_bin_bias.py's populations,
-    # flat 75-110%)
-    tilt = np.exp(np.interp(pos, centre[seen], np.log(w_in[seen] / w_all[seen])))
+    # flat 75-110%); TILT_SCALE and TILT_ENDS are bench knobs (bench/tilt_ends.py)
+    tilt = _tilt(pos, centre[seen], w_in[seen] / w_all[seen])
     tilted_mass = np.bincount(bin_of, weights=mass * tilt, minlength=card)
     tilted = np.bincount(bin_of, weights=mass * tilt * at, minlength=card) / np.where(tilted_mass > 0,
                                                                                        tilted_mass, 1.0)
