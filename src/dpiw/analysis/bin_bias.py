@@ -220,7 +220,7 @@ def _tilt(pos: np.ndarray, centre: np.ndarray, share: np.ndarray) -> np.ndarray:
         lo, hi = pos < centre[0], pos > centre[-1]
         g[lo] = f[0] + (pos[lo] - centre[0]) * (f[1] - f[0]) / (centre[1] - centre[0])
         g[hi] = f[-1] + (pos[hi] - centre[-1]) * (f[-1] - f[-2]) / (centre[-1] - centre[-2])
-    return np.exp(g) if TILT_SCALE == "log" else 1.0 / (1.0 + np.exp(-g))
+    return np.exp(g) if TILT_SCALE == "log" else 1.0 / (1.0 + np.exp(-np.clip(g, -700.0, 700.0)))
 
 
 def within_bin_bias(nb, scaled: np.ndarray, weights: np.ndarray, mask: np.ndarray, width) -> float:
