@@ -353,3 +353,19 @@ def test_an_estimate_over_rows_far_out_that_may_be_the_noises_reaches_the_one_wi
     with warnings.catch_warnings():
         warnings.simplefilter("error", TailWarning)
         assert b.mean("age").reach == (0.0, 0.0)
+
+
+def test_an_integer_column_on_wide_bounds_has_its_bins_ends_without_every_whole_number(monkeypatch):
+    """A dollar amount declared `integer: true` on 0 to 3e9: listing every whole number of its bounds took 22 GiB
+    (a trial's MemoryError on `b.mean`); the bins' ends come from their edges instead, and agree with the list's
+    where the list is small enough to make."""
+    from dpiw.analysis import bin_bias
+
+    wide = Column("volume", "numeric", 0.0, 3e9, integer=True)
+    nb = NumericBins(FineGrid(256, 256), np.array([0, 3, 40, 100, 256]), np.full(256, 1 / 256))
+    lowest, highest = bin_bias.bin_ends(nb, wide)
+    assert lowest[0] == 0 and highest[-1] == 3e9 and np.all(highest[:-1] + 1 == lowest[1:])
+    small = Column("n", "numeric", 0.0, 100_000.0, integer=True)
+    listed = bin_bias.bin_ends(nb, small)
+    monkeypatch.setattr(bin_bias, "WHOLE_NUMBERS_MAX", 1000)
+    np.testing.assert_array_equal(bin_bias.bin_ends(nb, small), listed)

@@ -273,12 +273,23 @@ def depends_on(where, data: pd.DataFrame, column: str, nb, spec) -> bool:
     return bool(flipped(where, data, column, nb, spec).any())
 
 
+#: an integer column with more whole numbers in its bounds than this has its bins' ends from their edges
+WHOLE_NUMBERS_MAX = 1 << 20
+
+
 def bin_ends(nb, spec) -> tuple[np.ndarray, np.ndarray]:
     """Each bin's lowest and highest value in the column's units: for an integer column the first and last whole
     numbers the bin holds (where each whole number of the bounds lands: right on a log scale too), NaN for a bin
     that holds none; else just inside its edges (:meth:`dpiw.sdgp.binning.NumericBins.ends`)."""
     if not spec.integer:
         return tuple(np.asarray(spec.from_unit(e), float) for e in nb.ends())
+    if np.floor(spec.upper) - np.ceil(spec.lower) + 1 > WHOLE_NUMBERS_MAX:  # a dollar amount on 0 to 3e9: not every
+        # whole number (22 GiB: a trial's MemoryError), the ones just inside each bin's edges
+        lowest, highest = (np.asarray(spec.from_unit(e), float) for e in nb.ends())
+        lowest, highest = np.ceil(lowest), np.floor(highest)
+        highest[-1] = max(highest[-1], np.floor(spec.upper))  # the bound itself lands in the last bin
+        none = lowest > highest
+        return np.where(none, np.nan, lowest), np.where(none, np.nan, highest)
     whole = np.arange(np.ceil(spec.lower), np.floor(spec.upper) + 1)
     cell = nb.cells(spec.to_unit(whole))
     lowest, highest = np.full(nb.card, np.nan), np.full(nb.card, np.nan)
