@@ -11,7 +11,7 @@ import yaml
 from helpers import tilted_release
 
 from dpiw import DpiwError
-from dpiw.analysis.bin_bias import crowded, crowded_text, piles, piles_text, within_bin_bias
+from dpiw.analysis.bin_bias import crowded, crowded_text, pile_fix, piles, piles_text, within_bin_bias
 from dpiw.analysis.datasheet import _bin_labels
 from dpiw.data.schema import Column, parse_schema
 from dpiw.scale import decode_frame, scale_frame
@@ -250,3 +250,20 @@ def test_piles_with_different_fixes_keep_each_its_own():
     text = piles_text([("x", 0.3, 11.9140625, 12.01171875), ("x", 0.2, 10.25390625, 10.3515625)], s.column("x"), 256)
     assert "`integer: true` in the schema keeps it, if it is a whole number (11.91 to 12.01: 30%)" in text, text
     assert "it is lost (10.25 to 10.35: 20%)" in text, text
+
+
+def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():
+    """A pile in the first fine cell of card balances on 0 to 10,000 (5% of them exactly 0): `spikes: [0]` keeps it,
+    not `integer: true` (10,001 whole numbers: 0 would get no cell of its own); at the upper bound its spike; a
+    bound already spiked, or a cell inside, as before."""
+    s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 10000},
+        {"name": "z", "type": "numeric", "lower": 0, "upper": 10000, "spikes": [0]},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    first = pile_fix(s.column("x"), 256, 0.0, 39.0625)
+    assert first.startswith("`spikes: [0]` in the schema keeps it, if it is 0 (the lower bound); else public bounds"), \
+        first
+    assert pile_fix(s.column("x"), 256, 9960.9375, 10000.0).startswith("`spikes: [10000]`")
+    assert "spikes" not in pile_fix(s.column("x"), 256, 39.0625, 78.125)
+    assert "spikes" not in pile_fix(s.column("z"), 256, 0.0, 39.0625)
+

@@ -470,9 +470,24 @@ def piles(schema, measurements: dict | None) -> list[tuple[str, float, float, fl
 
 
 def pile_fix(column, cells: int, lo: float, hi: float) -> str:
-    """What keeps a column's pile of rows on one value in the cell ``lo`` to ``hi``: `integer: true` where that
-    gives the value a cell of its own (bounds spanning at most ``cells`` whole numbers; on a log scale, a cell
-    narrower than 1, whose values round to one whole number), else narrower bounds or a category."""
+    """What keeps a column's pile of rows on one value in the cell ``lo`` to ``hi``: in a cell at a bound no spike
+    keeps, `spikes: [that bound]` (no debt, a top code), then as elsewhere: `integer: true` where that gives the
+    value a cell of its own (bounds spanning at most ``cells`` whole numbers; on a log scale, a cell narrower than
+    1, whose values round to one whole number), else narrower bounds or a category."""
+    # a trial's card balances on 0 to 10,000, 5% of them exactly 0: told `integer: true`, which gives 0 no cell of its
+    # own on bounds of 10,001 whole numbers; a spike at the bound does
+    ends = [(bound, value) for bound, value, at in (("lower", column.lower, lo <= column.lower),
+                                                    ("upper", column.upper, hi >= column.upper))
+            if at and bound not in column.spikes]
+    if ends:
+        bound, value = ends[0]
+        other = _pile_fix(column, cells, lo, hi)
+        return (f"`spikes: [{value:g}]` in the schema keeps it, if it is {value:g} (the {bound} bound)"
+                + (f"; else {other}" if other else ""))
+    return _pile_fix(column, cells, lo, hi)
+
+
+def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
     if not column.integer and np.floor(hi) < lo:  # no whole number inside: `integer: true` has none to keep
         return ""
     if column.scale == "log":
