@@ -433,9 +433,10 @@ def leaf_estimates(measurements: dict | None, name: str) -> tuple[np.ndarray, fl
 def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int, named: float = PILE_NAMED,
            sds: float = PILE_SDS) -> bool:
     """Whether the column's measured fine cells (:func:`leaf_estimates`, before the pruning) put at least
-    :data:`PILE_NAMED` of the rows in ``leaf``, and more than :data:`PILE` times the median of the :data:`AROUND`
-    cells on either side plus :data:`PILE_SDS` noise sds (a spike's leaf left out: one value, not a stretch of the
-    column).
+    ``named`` of the rows in ``leaf`` (:data:`PILE_NAMED` by default; a share's threshold asks
+    :data:`REACH_NAMED`), and more than :data:`PILE` times the median of the :data:`AROUND` cells on either side
+    plus ``sds`` noise sds (:data:`PILE_SDS`, or :data:`REACH_SDS`; a spike's leaf left out: one value, not a
+    stretch of the column).
     Measured, not pruned: the pruning gives a node's mass to the one child above the threshold, so a sparse
     stretch comes back as a comb of lumps and emptied cells (a cell released with 5% of the rows that holds
     0.6%); and the median, not the nearest cell, since two piles may sit side by side."""

@@ -390,8 +390,9 @@ class MarginalMatch:
         # refused gives way to the next smoother one, then to larger taus, then to unit weights
         gate = None
         while True:
-            tau, chi2, u, lam, _ = get(pick)
-            if failed(get(pick)):  # not even from zero: no weights rather than wild ones
+            f = get(pick)
+            tau, chi2, u, lam, _ = f
+            if failed(f):  # not even from zero: no weights rather than wild ones
                 u, gate, tau = np.zeros(len(c)), diagnose(np.zeros(len(inverse.ravel()))), None
                 break
             with np.errstate(over="ignore"):  # weights far from 1 overflow inside the Pareto fit
