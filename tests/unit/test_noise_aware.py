@@ -71,9 +71,13 @@ def test_intervals_say_what_they_cover_and_refuse_what_they_cannot(private_rows)
     with pytest.warns(UserWarning, match=r"a boolean mask gives the interval of the synthetic rows' sampling alone, "
                                          r"without the DP noise.*where=lambda d: d.sex == 'Male'"):
         assert b.rate("y", "yes", mask).covers == SAMPLING_ONLY
+    # the error says what the released rows hold of the column the subgroup reads
+    held = rf"the released rows hold 'x' {b.data.x.min():,.4g} to {b.data.x.max():,.4g} \("
     with pytest.raises(DpiwError, match=r"no synthetic row is in this subgroup \(the release drew none there.*"
-                                        r"b.bins\(column\)"):
+                                        r"b.bins\(column\).*" + held):
         b.rate("y", "yes", lambda d: d.x > 100)
+    with pytest.raises(DpiwError, match=held):
+        b.quantile("x", 0.5, lambda d: d.x > 100)
     with pytest.raises(DpiwError, match="a boolean mask cannot be applied"):
         b.rate("y", "yes", mask, interval="noise")
     with pytest.raises(DpiwError, match="no column 'z'"):
