@@ -280,3 +280,48 @@ def test_the_check_spreads_the_difference_over_replicates_fitted_to_their_own_me
     message = next(str(w.message) for w in said if issubclass(w.category, MeasurementWarning))
     z = float(message.split(" standard errors from")[0].rsplit(" ", 1)[-1])
     assert lost.measured is not None and z == pytest.approx(lost.measured[2], abs=0.05) and z > 1.96
+
+
+def test_rows_in_bins_the_marginal_measured_within_its_noise_of_nothing_are_set_apart():
+    """The subgroup a = r holds no x below 2 in the table; the released rows put 100 of its rows there (as a model
+    fitted to noisy counts at or above zero does). The published (x, a) measures that bin at 0 +- 5: the reading
+    says what the released rows give without it (the table's mean, as the rest of the rows are the table's) and
+    the share of the subgroup's rows it set apart; a bin the marginal measured above its noise sets none apart."""
+    rows = table(4000, 7)
+    rows.loc[rows.a == 2, "x"] = np.maximum(rows.x[rows.a == 2], 2.5 / 8)  # a = r: no x below 2 in the table
+    data = decode_frame(rows, SCHEMA)
+    m = published(rows, [[1, 0]], std=5.0, rng=np.random.default_rng(1))
+    y = np.asarray(m["weights"]["measurements"][0]["counts"]).reshape(BINS, 3)
+    assert abs(y[0, 2]) < 2 * 5.0  # the empty bin, as measured
+    extra = rows[rows.a == 2].head(100).assign(x=1.0 / 8)
+    released = pd.concat([rows, extra], ignore_index=True)
+    sub = (decode_frame(released, SCHEMA).a == "r").to_numpy()
+    got = read(released, m, "x", ["a"], decode_frame(released, SCHEMA).x.to_numpy(float), sub)
+    truth = data.x[data.a == "r"].mean()
+    assert got.floored == pytest.approx(truth, rel=1e-9)
+    assert got.floored_out == pytest.approx(100 / sub.sum(), rel=1e-9)
+    # the table's own rows: no bin of a = r with rows is within the noise of nothing
+    got = read(rows, m, "x", ["a"], data.x.to_numpy(float), (data.a == "r").to_numpy())
+    assert got.floored is None and got.floored_out == 0.0
+
+
+def test_the_interval_reaches_the_estimate_without_rows_the_noise_may_have_put_there():
+    """A noise-aware mean of 77.4 +- 0.8 whose reading sets 8.5% of its rows apart, 80.06 without them (a trial's
+    mean July temperature, the table's 80.6): the interval reaches 80.06 above and no lower, with a warning that
+    names the share and the marginal; a move under a quarter of the half width reaches as far, unsaid."""
+    from dpiw.analysis.estimates import NOISE_AWARE, Estimate
+
+    rows = table(500, 8)
+    bundle = Bundle(decode_frame(rows, SCHEMA), np.ones(len(rows)), {}, rows, SCHEMA, None)
+    est = Estimate(77.4, 0.8, 500.0, covers=NOISE_AWARE)
+    read = measured.Direct(79.1, 1.8, "generator", ("a", "x"), floored=80.06, floored_out=0.085)
+    with pytest.warns(MeasurementWarning, match=r"mean\('x'\): 8\.5% of these rows lie in bins of 'x' where the "
+                                                r"generator's noisy marginal of 'a', 'x' measured this subgroup "
+                                                r"within 2 noise sds of nothing.*without them the estimate is 80\.06"):
+        got = bundle._floor("mean('x')", "x", read, est)
+    lo, hi = got.ci()
+    assert lo == pytest.approx(77.4 - 1.96 * 0.8, abs=1e-3) and hi == pytest.approx(80.06 + 1.96 * 0.8, abs=1e-3)
+    near = measured.Direct(79.1, 1.8, "generator", ("a", "x"), floored=77.2, floored_out=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        assert bundle._floor("mean('x')", "x", near, est).reach == pytest.approx((0.2, 0.0))

@@ -458,6 +458,7 @@ class Bundle:
                                fallback, labels)
         if read is None:
             return est
+        est = self._floor(call, column, read, est)
         parts = est.parts or {}
         joint = self._difference_variance(read, column, where, where_columns, labels, values, fallback)
         spread = (read.se ** 2 + parts.get("noise", 0.0)) if joint is None else joint
@@ -479,6 +480,33 @@ class Bundle:
             f"what that marginal measured ({why}), and the interval reaches over its reading", MeasurementWarning,
             stacklevel=3)
         return replace(est, measured=(read.value, se, float(apart)))
+
+    def _floor(self, call: str, column: str, read, est: Estimate) -> Estimate:
+        """Where the subgroup's released rows lie in bins of ``column`` that the marginal read off
+        (:func:`dpiw.analysis.measured.direct`) measured within :data:`~dpiw.analysis.measured.FLOOR_SDS` noise sds of
+        nothing within the subgroup, they may be the noise's: the generator fits its noisy counts with every cell
+        at or above zero, so a cell that holds nothing gets some rows (a trial's hourly weather, the mean
+        temperature in July: 8.5% of the released July rows below 70 degrees, in bins measured at -41 to 47 with
+        a noise sd of 39, where the table has none below 62 and 7% above; 77.4, its interval 75.8 to 79.7, against
+        80.6).
+        The interval reaches the estimate without them, as it does for far rows (:meth:`_far`), and a
+        :class:`MeasurementWarning` says so where that moves it by more than :data:`FAR_MOVES` of its half
+        width."""
+        from dpiw.analysis.measured import FLOOR_SDS
+
+        if read.floored is None or est.covers != NOISE_AWARE:
+            return est
+        d = est.value - read.floored
+        est = replace(est, reach=(est.reach[0] + max(d, 0.0), est.reach[1] + max(-d, 0.0)))
+        if abs(d) > FAR_MOVES * 1.96 * est.se:
+            whose = "the weights'" if read.part == "weights" else "the generator's"
+            warnings.warn(
+                f"{call}: {read.floored_out:.1%} of these rows lie in bins of {column!r} where {whose} noisy marginal "
+                f"of {', '.join(map(repr, read.columns))} measured this subgroup within "
+                f"{FLOOR_SDS:g} noise sds of nothing: they may be the noise's (a model fitted to noisy "
+                "counts, each cell at or above zero, gives every such cell some rows), and without them the "
+                f"estimate is {read.floored:.4g}, which the interval reaches", MeasurementWarning, stacklevel=4)
+        return est
 
     def _difference_variance(self, read, column: str, where, where_columns: list[str], labels, values,
                              fallback) -> float | None:

@@ -57,8 +57,9 @@ NOISE_AWARE = ("the private rows' sampling, the mechanisms' DP noise (a parametr
                "bin put it off (the interval reaches the estimate corrected for both; a share reaches over the rows "
                "its fine histogram's pruning moved across the threshold, and whose threshold splits a fine cell "
                "where rows pile up, over that cell's rows), and, where a published marginal holds a subgroup's "
-               "columns and reads its estimate beyond both their noise from the released rows', that reading; "
-               "NOT the generator's bias")
+               "columns, the estimate without the rows in bins it measured within its noise of nothing there, and "
+               "its reading where that lies beyond both their noise from the released rows'; NOT the generator's "
+               "bias")
 #: what a fitted model's noise-aware intervals cover (dpiw.analysis.fit: no correction for the bins)
 NOISE_AWARE_FIT = ("the private rows' sampling, the mechanisms' DP noise (a parametric bootstrap from the published "
                    "measurements), the synthetic rows' sampling and how far the weights fall short of the private "

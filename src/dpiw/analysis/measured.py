@@ -35,6 +35,12 @@ from dpiw.analysis.bin_bias import part_binning
 #: noisy for a ratio (its denominator's relative error over a quarter)
 MIN_SIGNAL = 4.0
 
+#: a bin of the estimate's column whose count within the subgroup the marginal measured under this many noise sds
+#: (its cells' std times the square root of how many it sums) is within the noise of nothing: the released rows
+#: there may be the noise's (a model fitted to noisy counts, each cell at or above zero, gives every such cell some
+#: rows). Two, as for the far rows (:data:`dpiw.analysis.bin_bias.FAR`); set before it was measured
+FLOOR_SDS = 2.0
+
 
 @dataclass(frozen=True)
 class Direct:
@@ -44,6 +50,11 @@ class Direct:
     se: float
     part: str  # "generator" or "weights": whose marginal
     columns: tuple[str, ...]  # the marginal's columns
+    #: the released rows' estimate over the subgroup's bins of the column that the marginal measured above
+    #: :data:`FLOOR_SDS` noise sds (None where none is below it, or none above), and the share of the subgroup's
+    #: released rows (by weight) in the bins below it (:func:`_floored`)
+    floored: float | None = None
+    floored_out: float = 0.0
 
 
 def cells_of(schema, measurements: dict, scaled) -> dict[str, tuple]:
@@ -107,7 +118,7 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
             got = _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallback,
                         {j: flag[j] for j in (jt, *js) if j in flag}, schema, binning, known)
             if got is not None and (best is None or got[1] < best.se):
-                best = Direct(got[0], got[1], name, tuple(names[j] for j in clique))
+                best = Direct(got[0], got[1], name, tuple(names[j] for j in clique), *got[2:])
     return best
 
 
@@ -170,4 +181,18 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
         return None
     value = float(ys @ vs) / total
     se = std * float(np.sqrt(((vs - value) ** 2).sum())) / total
-    return value, se
+    # the subgroup's count in each bin of the column, summed over its cells (and the marginal's other columns)
+    along = tuple(a for a in range(y.ndim) if a != axes[jt])
+    return (value, se, *_floored(np.where(cells, y, 0.0).sum(axis=along), std * np.sqrt(cells.sum(axis=along)),
+                                 num_s, den_s))
+
+
+def _floored(measured: np.ndarray, sd: np.ndarray, num: np.ndarray, den: np.ndarray) -> tuple[float | None, float]:
+    """The released rows' estimate (``num / den`` per bin of the column, summed) without the bins whose ``measured``
+    subgroup count is under :data:`FLOOR_SDS` times its ``sd``, and the share of ``den`` in them; (None, 0) where no
+    bin with released rows is under it, or every one is."""
+    low = (measured < FLOOR_SDS * sd) & (den > 0)
+    kept = (den > 0) & ~low
+    if not low.any() or not kept.any():
+        return None, 0.0
+    return float(num[kept].sum() / den[kept].sum()), float(den[low].sum() / den[den > 0].sum())
