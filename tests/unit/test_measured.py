@@ -155,6 +155,30 @@ def test_rows_short_of_their_marginal_warn_and_the_interval_reaches_its_reading(
     assert kept.measured is None
 
 
+def test_an_estimate_over_all_rows_is_checked_against_its_columns_own_marginal():
+    """Every row: the generator's published one-way marginal of x reads the mean of x. A release whose rows put a
+    tenth of x's mass from the lowest bin into the top one (as a wide two-way marginal's cells at or above zero
+    push rows into a sparse tail) warns, and its interval covers the table's mean, which the rows' own interval
+    leaves out; a rate the rows keep (a = p) says nothing."""
+    bundle, truth = lost_relation()
+    data, scaled = bundle.data.copy(), bundle.scaled.copy()
+    moved = np.flatnonzero((data.x < 2).to_numpy())[: len(data) // 10]
+    rng = np.random.default_rng(3)
+    top = rng.uniform(6, 7.999, moved.size)
+    data.loc[moved, "x"], scaled.loc[moved, "x"] = top, top / 8
+    pushed = Bundle(data, bundle.weights, bundle.manifest, scaled, SCHEMA, bundle.measurements)
+    with pytest.warns(MeasurementWarning, match=r"mean\('x', where=None\): the generator's noisy marginal of 'x' "
+                                                r"reads it as"):
+        est = pushed.mean("x")
+    target = truth.x.mean()
+    lo, hi = est.ci()
+    assert est.measured is not None and lo <= target <= hi
+    assert not est.value - 1.96 * est.se <= target <= est.value + 1.96 * est.se
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        assert pushed.rate("a", "p").measured is None
+
+
 def test_a_fit_on_a_relation_the_rows_lost_says_so_and_marks_its_coefficients():
     """The release above (b's relation with y lost in the rows, the weights' marginal of (b, y) showing it): a
     logistic fit of y on a and b warns once (MeasurementWarning) naming b and the rate it reads, and marks b's

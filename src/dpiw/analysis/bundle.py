@@ -438,14 +438,15 @@ class Bundle:
 
     def _against_marginal(self, call: str, column: str, where, values, est: Estimate,
                           fallback=None) -> Estimate:
-        """A noise-aware estimate over a subgroup, checked against the same estimate read off the published noisy
-        marginal that holds ``column`` and the subgroup's columns (:func:`dpiw.analysis.measured.direct`): where
+        """A noise-aware estimate over a subgroup (or all rows: the column's one-way marginal), checked against the
+        same estimate read off the published noisy marginal that holds ``column`` and the subgroup's columns
+        (:func:`dpiw.analysis.measured.direct`): where
         the two lie more than :data:`DISAGREE_Z` standard errors of their difference apart
         (:meth:`_difference_variance`), the interval reaches over the marginal's reading (:attr:`Estimate.measured`,
         with how many standard errors apart) and :class:`MeasurementWarning` says so. ``values(data)``: the
         estimated quantity per row; ``fallback(bin)``: its value in a bin of ``column`` that no released row
         holds."""
-        if est.covers != NOISE_AWARE or where is None or _is_mask(where) or self.scaled is None:
+        if est.covers != NOISE_AWARE or _is_mask(where) or self.scaled is None:
             return est
         from dpiw.analysis import measured
         from dpiw.analysis.noise_aware import subgroup
@@ -458,7 +459,7 @@ class Bundle:
                                fallback, labels)
         if read is None:
             return est
-        est = self._floor(call, column, read, est)
+        est = est if where is None else self._floor(call, column, read, est)  # all rows: far rows' (:meth:`_far`)
         parts = est.parts or {}
         joint = self._difference_variance(read, column, where, where_columns, labels, values, fallback)
         spread = (read.se ** 2 + parts.get("noise", 0.0)) if joint is None else joint

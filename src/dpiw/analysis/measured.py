@@ -91,7 +91,7 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
     row (default: the subgroup's released estimate). ``labels``: for a subgroup of categories (a dict of labels),
     each subgroup column's codes in it (a boolean per category): its cells then follow the schema's categories,
     also those no released row holds, rather than the released rows."""
-    if not where_columns or column in where_columns:
+    if column in where_columns:
         return None
     names = list(schema.names)
     needed = [column, *where_columns]
@@ -136,7 +136,9 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
     ``known``: the subgroup's categories per subgroup column, where it is a dict of labels."""
     axes = {j: a for a, j in enumerate(clique)}
     sub_shape = [cards[j] for j in js]
-    if known is not None:  # categories: the subgroup's cells from the schema
+    if not js:  # every row: the column's own cells
+        member = np.ones((), bool)
+    elif known is not None:  # categories: the subgroup's cells from the schema
         member = np.ones(sub_shape, bool)
         for a, inside in enumerate(known):
             member &= _along(inside, a, len(js))
