@@ -267,6 +267,33 @@ def test_an_integer_column_is_checked_as_it_is_rounded():
         checks.finish()
 
 
+def test_codes_past_the_bounds_and_an_unused_missing_indicator_are_told_their_fix():
+    """Values outside a column's bounds may be a survey's codes for "not known" (98, 99): the refusal says to make
+    them empty and declare `missing: indicator`, not only to widen the bounds or clip (a trial's years of schooling,
+    4.6% of them 98 or 99, clipped to 17). `missing: indicator` on a column with no empty value names that column
+    and the fix, not its 0/1 column (a trial was told to drop 'kids_missing' from a schema that did not list it)."""
+    from dpiw import DpiwError
+    from dpiw.data.datasets import RowChecks
+    from dpiw.data.schema import parse_schema
+
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "school", "type": "numeric", "lower": 0, "upper": 17, "integer": True},
+        {"name": "kids", "type": "numeric", "lower": 0, "upper": 20, "integer": True, "missing": "indicator"},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    y = ["a", "b", "a", "b"]
+    checks = RowChecks(schema, out_of_bounds="fail")
+    checks.add(pd.DataFrame({"school": [12, 99, 16, 98], "kids": [0, 2, 3, 1], "kids_missing": [0] * 4, "y": y}))
+    with pytest.raises(DpiwError, match=r"'school' has 2 value\(s\) outside its public bounds \[0, 17\]; widen the "
+                                        r"bounds .*codes for a missing or unknown answer.*make them empty in the file "
+                                        r"and declare `missing: indicator`"):
+        checks.finish()
+    checks = RowChecks(schema, out_of_bounds="fail")
+    checks.add(pd.DataFrame({"school": [12, 9, 16, 8], "kids": [0, 2, 3, 1], "kids_missing": [0] * 4, "y": y}))
+    with pytest.raises(DpiwError, match=r"column\(s\) \['kids'\] declare `missing: indicator` but have no empty "
+                                        r"value in these rows: remove `missing: indicator` from their schema entries$"):
+        checks.finish()
+
+
 def test_spikes_are_a_numeric_columns_bounds():
     """`spikes` names bounds that many rows hold exactly; anything else is refused with the column and the fix,
     and a release's public schema says them."""

@@ -349,3 +349,30 @@ def test_the_interval_reaches_the_estimate_without_rows_the_noise_may_have_put_t
     with warnings.catch_warnings():
         warnings.simplefilter("error", MeasurementWarning)
         assert bundle._floor("mean('x')", "x", near, est).reach == pytest.approx((0.2, 0.0))
+
+
+def test_a_subgroup_its_marginal_measured_within_its_noise_of_none_warns():
+    """The table holds 3 rows of a = r; the release draws 200 (a model fitted to noisy counts at or above zero).
+    The published one-way marginal of a (noise sd 30) and two-way (a, y) both hold a: the size is read off the
+    one-way one (the least noise), and a subgroup of a = r warns that the table may hold no such row; a = q (about
+    1,200 rows) says nothing."""
+    rows = table(4000, 9)
+    rare = np.flatnonzero(rows.a == 2)
+    rows.loc[rare[3:], "a"] = 0  # 3 rows of a = r left
+    m = published(rows, [[0], [0, 3]], std=30.0, rng=np.random.default_rng(2))
+    released = rows.copy()
+    released.loc[released.index[:200], "a"] = 2  # the release's 200 rows of a = r
+    data = decode_frame(released, SCHEMA)
+    cells = measured.cells_of(SCHEMA, m, released)
+    labels = {"a": np.array([False, False, True])}
+    count, sd, part, columns = measured.subgroup_size(SCHEMA, m, cells, ["a"], (data.a == "r").to_numpy(), labels)
+    assert (part, columns, sd) == ("weights", ("a",), 30.0)
+    assert count == pytest.approx(m["weights"]["measurements"][0]["counts"][2])  # the 3 rows plus the noise
+    bundle = Bundle(data, np.ones(len(data)), {}, released, SCHEMA, m)
+    bundle._cells["rows"] = cells
+    with pytest.warns(MeasurementWarning, match=r"rate\('y'\): the weights' noisy marginal of 'a' measured this "
+                                                r"subgroup at -?\d+ rows \(noise sd 30\), within 2 noise sds of none"):
+        bundle._thin("rate('y')", {"a": "r"}, ["a"], labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        bundle._thin("rate('y')", {"a": "q"}, ["a"], {"a": np.array([False, True, False])})

@@ -135,22 +135,8 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
     whose cells say whether they are in the subgroup; ``flags``: a `missing: indicator` column's 0/1 column;
     ``known``: the subgroup's categories per subgroup column, where it is a dict of labels."""
     axes = {j: a for a, j in enumerate(clique)}
-    sub_shape = [cards[j] for j in js]
-    if not js:  # every row: the column's own cells
-        member = np.ones((), bool)
-    elif known is not None:  # categories: the subgroup's cells from the schema
-        member = np.ones(sub_shape, bool)
-        for a, inside in enumerate(known):
-            member &= _along(inside, a, len(js))
-    else:  # the subgroup as a set of cells of its own columns: every released row of a cell on the same side
-        key = np.ravel_multi_index(tuple(rows[:, j] for j in js), sub_shape)
-        size = math.prod(sub_shape)
-        held = np.bincount(key[checked], minlength=size)
-        inside = np.bincount(key[checked], weights=in_subgroup[checked].astype(float), minlength=size)
-        if np.any((inside > 0) & (inside < held)):
-            return None
-        member = (inside > 0).reshape(sub_shape)  # a cell with no released row: outside
-    if not member.any():
+    member = _member(rows, js, cards, in_subgroup, checked, known)
+    if member is None or not member.any():
         return None
     member = np.transpose(member, np.argsort([axes[j] for j in js]))  # its axes in the marginal's order
     cells = np.broadcast_to(member.reshape([cards[j] if j in js else 1 for j in clique]), y.shape)
@@ -187,6 +173,60 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
     along = tuple(a for a in range(y.ndim) if a != axes[jt])
     return (value, se, *_floored(np.where(cells, y, 0.0).sum(axis=along), std * np.sqrt(cells.sum(axis=along)),
                                  num_s, den_s))
+
+
+def _member(rows, js: list[int], cards, in_subgroup, checked, known=None) -> np.ndarray | None:
+    """The subgroup as cells of its columns ``js`` (axes in that order): from the schema's categories
+    (``known``), else from the released rows (every released row of a cell on the same side; a cell no released
+    row holds is outside); None where it cuts inside a cell."""
+    sub_shape = [cards[j] for j in js]
+    if not js:  # every row: the column's own cells
+        return np.ones((), bool)
+    if known is not None:
+        member = np.ones(sub_shape, bool)
+        for a, inside in enumerate(known):
+            member &= _along(inside, a, len(js))
+        return member
+    key = np.ravel_multi_index(tuple(rows[:, j] for j in js), sub_shape)
+    size = math.prod(sub_shape)
+    held = np.bincount(key[checked], minlength=size)
+    inside = np.bincount(key[checked], weights=in_subgroup[checked].astype(float), minlength=size)
+    if np.any((inside > 0) & (inside < held)):
+        return None
+    return (inside > 0).reshape(sub_shape)
+
+
+def subgroup_size(schema, measurements: dict, cells: dict, where_columns: list[str], in_subgroup: np.ndarray,
+                  labels=None) -> tuple[float, float, str, tuple[str, ...]] | None:
+    """The subgroup's count of the table's rows read off the published marginal that holds its columns with the
+    least noise: (count, its sd, whose marginal, its columns); None where no marginal holds them, the subgroup cuts
+    inside a cell or reads a `missing: indicator` column. ``cells``, ``labels``: as for :func:`direct`."""
+    names = list(schema.names)
+    if not where_columns or any(c not in names or schema.column(c).indicator_of
+                                or schema.column(c).missing == "indicator" for c in where_columns):
+        return None
+    js = [names.index(c) for c in where_columns]
+    best = None
+    for name, (rows, cards, _) in cells.items():
+        member = _member(rows, js, cards, in_subgroup, np.ones(len(rows), bool),
+                         None if labels is None else [np.asarray(labels[c], bool) for c in where_columns])
+        if member is None:
+            return None
+        for m in measurements[name]["measurements"]:
+            clique, std = list(m["clique"]), float(m.get("std") or 0.0)
+            shape = [cards[j] for j in clique]
+            if not std > 0 or not set(js) <= set(clique) or len(m["counts"]) != math.prod(shape):
+                continue
+            y = np.asarray(m["counts"], float).reshape(shape)
+            other = tuple(a for a, j in enumerate(clique) if j not in js)
+            ys = y.sum(axis=other)  # the subgroup columns' axes, in the clique's order
+            order = [j for j in clique if j in js]
+            inside = np.transpose(member, [js.index(j) for j in order])
+            summed = int(inside.sum()) * math.prod(shape[a] for a in other)
+            sd = std * math.sqrt(summed)
+            if best is None or sd < best[1]:
+                best = (float(ys[inside].sum()), sd, name, tuple(names[j] for j in clique))
+    return best
 
 
 def _floored(measured: np.ndarray, sd: np.ndarray, num: np.ndarray, den: np.ndarray) -> tuple[float | None, float]:

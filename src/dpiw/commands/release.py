@@ -265,7 +265,7 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
     earlier_bundles_in_the_ledger(root, url)
     from dataclasses import replace
 
-    from dpiw.data.datasets import RowChecks
+    from dpiw.data.datasets import CODES_FIX, RowChecks
 
     # one pass over the rows: the table's identity, and every check the scale stage makes (NaN, inf, text in a
     # numeric column, unknown categories, bounds): bad input is refused here, before anything is written
@@ -282,7 +282,8 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
         shares = {name: share for name, share in shares.items() if share > 0}
         if shares:  # said to the curator only (shares of the private rows: never into an artifact)
             print(f"dpiw release: {what}: " + ", ".join(f"{name} {share_text(share)} of its values"
-                                                       for name, share in shares.items()))
+                                                       for name, share in shares.items())
+                  + (f" ({CODES_FIX})" if what.startswith("clipped") else ""))
     cells = int((load_yaml(root / "params.yaml")["sdgp"].get(args.sdgp) or {}).get("fine_cells") or 0)
     from dpiw.sdgp.binning import FineGrid
 
