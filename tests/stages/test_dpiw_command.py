@@ -95,6 +95,22 @@ def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path
     assert parse_schema(filled).column("debt").spikes == ("lower",)
 
 
+def test_schema_infer_notes_codes_for_not_known_past_a_columns_values(tmp_path):
+    """Years of schooling 0 to 17, with 98 and 99 for not known (a trial's PSID): noted, without naming a value;
+    ages 18 to 99, whose largest values are 97-99 among their neighbours, and a count whose largest is 9, are not."""
+    rng = np.random.default_rng(1)
+    school = np.where(np.arange(200) < 8, rng.choice([98, 99], 200), rng.integers(0, 18, 200))
+    age = np.r_[np.arange(18, 100), rng.integers(18, 100, 118)]
+    kids = rng.integers(0, 10, 200)
+    data = tmp_path / "psid.csv"
+    pd.DataFrame({"school": school, "age": age, "kids": kids, "y": rng.choice(["a", "b"], 200)}).to_csv(data,
+                                                                                                      index=False)
+    text = draft(data, target="y")
+    noted = [line.split(",")[0] for line in text.splitlines() if "codes for a missing or unknown answer" in line]
+    assert noted == ["  - {name: school"], text
+    assert "98 or 99 in many surveys" in text and "make them empty in the file and declare `missing: indicator`" in text
+
+
 def test_schema_infer_notes_a_value_many_rows_hold_in_a_column_of_fractions(tmp_path):
     """Years of schooling: 12 for 40% of rows, a few fractional values (1.2%): a note says many rows hold one
     value and names `integer: true`; a column of fractions with a pile (a dose of 2.5) names another fix; a

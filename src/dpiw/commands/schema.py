@@ -145,7 +145,8 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
                      *(["many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
                      *([pile] if not whole and (pile := _pile_note(values[values != 0] if spike else values))
-                       else [])]
+                       else []),
+                     *([CODES_NOTE] if _looks_coded(values) else [])]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
                          + (", spikes: [0]" if spike else "") + (", scale: log" if log else "") + "}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
@@ -167,6 +168,27 @@ SPIKE_SHARE = 0.025
 LOG_SKEW = 0.02
 #: the quantile of the values that stands for the largest in that rule (a stray value alone drafts no log scale)
 LOG_TOP = 0.999
+
+#: the values surveys use as codes for a missing or unknown answer (not applicable, refused, don't know)
+CODE_VALUES = frozenset({97, 98, 99, 997, 998, 999, 9997, 9998, 9999, 99997, 99998, 99999})
+CODES_NOTE = ("its largest values sit far above the rest, as codes for a missing or unknown answer do (98 or 99 in "
+              "many surveys): if they are, make them empty in the file and declare `missing: indicator`; the bounds "
+              "would clip them to the upper bound, released as values")
+
+
+def _looks_coded(values) -> bool:
+    """Whether a numeric column's one to three largest distinct values are all codes of :data:`CODE_VALUES` and
+    the largest value below them is under half the smallest of them (a trial's years of schooling, 0 to 17 and
+    98 or 99 for 4.6% of its rows); it names no value."""
+    import numpy as np
+
+    distinct = np.unique(np.asarray(values, float))
+    top = [v for v in distinct[::-1][:3] if v in CODE_VALUES]
+    codes = distinct[::-1][: len(top)]
+    if not top or list(codes) != top or len(distinct) <= len(top):
+        return False
+    return bool(distinct[::-1][len(top)] < 0.5 * min(top))
+
 
 #: column names that say "row number" (compared in lower case, without spaces, dots and underscores)
 ROW_ID_NAMES = {"rownames", "rowname", "rowid", "row", "id", "index", "unnamed0", "x", "x1", "1", ""}
