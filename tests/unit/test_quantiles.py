@@ -4,6 +4,7 @@ it, then releases with their noise), the bins' tilt of a share within a subgroup
 whole numbers for an integer column, and clear refusals."""
 
 import warnings
+from dataclasses import replace
 from math import erf, log, sqrt
 
 import numpy as np
@@ -248,6 +249,19 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
     assert smooth.reach == bin_bias.pruning_reach(b._bins("x"), b._spec("x"), 17.0, np.greater, x, b.weights,
                                                   np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
     assert 0 < sum(smooth.reach) < 0.02  # (not 0: the test would not see the reach unwired)
+    # an end of a quantile's interval inside the pile's cell, its top edge included (a trial's median hard disk,
+    # 384 (343 to 422) against 340, in the cell 329 to 343): the interval reaches over the cell, and says so
+    rows_x = (x, b.weights, np.ones(x.size, bool), bin_bias.leaf_estimates(b.measurements, "x"))
+    share, cell = bin_bias.pile_at(b._bins("x"), b._spec("x"), 12.1, *rows_x)
+    assert cell == pytest.approx((11.9140625, 12.109375)) and share > 0.3
+    assert bin_bias.pile_at(b._bins("x"), b._spec("x"), 17.0, *rows_x) == (0.0, None)
+    far = replace(q, cell=None)
+    monkeypatch.setattr(Quantile, "ci", lambda self, level=0.95: (12.1, 20.0) if self.cell is None else
+                        (min(12.1, self.cell[0]), 20.0))
+    with pytest.warns(CellWarning, match=r"quantile\('x', 0.5\): the lower end of its interval, 12.1, lies inside "
+                                         r"the fine cell 11.91 to 12.11"):
+        reached = b._end_in_pile("x", 0.5, None, x, far)
+    assert reached.cell == pytest.approx(cell) and reached.ci()[0] == pytest.approx(11.9140625)
 
 
 def test_a_small_pile_at_a_shares_own_threshold_is_reached_over(monkeypatch):

@@ -369,6 +369,23 @@ REACH_NAMED = PILE_SHARE
 REACH_SDS = 2.0
 
 
+def pile_at(nb, spec, value: float, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
+            leaves: tuple[np.ndarray, float] | None) -> tuple[float, tuple[float, float] | None]:
+    """The fine cell that holds ``value`` where rows pile up in it (as :func:`cell_reach` tests, wherever in the
+    cell the value lies, its edges included): the weighted share of the subgroup's released rows in it and its
+    range in the column's units; (0, None) where it is no pile or holds one value. Arguments as for
+    :func:`cell_reach`."""
+    grid = nb.grid
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(value)])))[0])
+    if leaf >= grid.support:
+        return 0.0, None
+    lo, hi, ends = cell_range(grid, spec, leaf)
+    if lo == hi or ends[0] == ends[1] or not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS):
+        return 0.0, None
+    share = float(weights[mask & (grid.leaf(spec.to_unit(x)) == leaf)].sum() / weights[mask].sum())
+    return (share, (lo, hi)) if share >= PILE_SHARE else (0.0, None)
+
+
 def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
                leaves: tuple[np.ndarray, float] | None) -> tuple[float, float, tuple[float, float] | None]:
     """How far the share of a subgroup's rows whose value is ``compare``-ed to ``threshold`` may be off because
