@@ -237,7 +237,7 @@ class Bundle:
 
     def _held(self, where) -> str:
         """What the released rows hold of each numeric column a subgroup function reads (for an empty subgroup:
-        a trial's `d.sales > 5000`, 2.5% of the table, where the release's largest sales were 4,780)."""
+        a trial's `d.sales > 5000`, 2.5% of the table, where the release's largest sales were 4,922)."""
         if not callable(where) or _is_mask(where):
             return ""
         said = []
@@ -911,9 +911,9 @@ class Bundle:
 
     def _end_in_pile(self, column: str, q: float, where, x: np.ndarray, est: Quantile) -> Quantile:
         """Where an end of a quantile's interval (not its estimate: :meth:`_pile`) lies inside a fine cell where
-        rows pile (:func:`bin_bias.cell_reach`), the table's quantile may lie anywhere in that cell: the interval
-        reaches over it, and a :class:`CellWarning` says so (a trial's median hard disk, 384 (343 to 422) against
-        340, where 12% of the table holds 340 in the cell 329 to 343)."""
+        rows pile (:func:`bin_bias.pile_at`; the lower end first, one cell at most), the table's quantile may lie
+        anywhere in that cell: the interval reaches over it, and a :class:`CellWarning` says so (a trial's median
+        hard disk, 384 (343 to 422) against 340, where 12% of the table holds 340 in the cell 329 to 343)."""
         spec, nb = self._spec(column), self._bins(column)
         if spec is None or not spec.is_numeric or nb is None:
             return est

@@ -739,7 +739,8 @@ class RowChecks:
             raise DpiwError(f"{where}: column {'; column '.join(wide)}; widen the bounds in the schema (public "
                             f"knowledge only) or {self.clip_fix}; {CODES_FIX}")
         constant = [c for c in schema.columns if len(self.seen[c.name]) < 2 and c.name != schema.target]
-        unused = [c.indicator_of for c in constant if c.indicator_of]  # `missing: indicator` on a column never empty
+        # `missing: indicator` on a column never empty: its 0/1 column is 0 in every row
+        unused = [c.indicator_of for c in constant if c.indicator_of and set(self.seen[c.name]) <= {0}]
         if unused:
             raise DpiwError(f"{where}: column(s) {unused} declare `missing: indicator` but have no empty value in "
                             "these rows: remove `missing: indicator` from their schema entries")
