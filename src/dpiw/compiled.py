@@ -1,5 +1,6 @@
 """numba, set up once for dpiw's compiled kernels (dpiw.privacy.rowhash, dpiw.weights.indicators): compiled code
-kept in dpiw's user cache folder (or NUMBA_CACHE_DIR), not beside the sources."""
+kept in dpiw's cache folder (``DPIW_CACHE``'s, else the user's; NUMBA_CACHE_DIR overrides both), not beside the
+sources."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ import os
 
 import numba
 
-if not numba.config.CACHE_DIR:  # not set by the user (NUMBA_CACHE_DIR): dpiw's user cache folder, not the source's
+if not numba.config.CACHE_DIR:  # not set by the user (NUMBA_CACHE_DIR): dpiw's cache folder, not the source's
     import platformdirs
 
-    numba.config.CACHE_DIR = os.path.join(platformdirs.user_cache_dir("dpiw"), "numba")
+    # DPIW_CACHE names dpiw's folder (a trial that set it found numba's code under ~/.cache all the same); "off"
+    # turns off the bootstrap's replicates only, not the compiled code
+    _folder = os.environ.get("DPIW_CACHE")
+    numba.config.CACHE_DIR = os.path.join(_folder if _folder and _folder != "off" else
+                                          platformdirs.user_cache_dir("dpiw"), "numba")
 
 
 def njit(**options):

@@ -301,3 +301,21 @@ def test_the_noise_replicates_refit_the_weights_at_the_releases_tau(monkeypatch)
             assert taus.count(want) == noise_aware.REPLICATES + (bias if want is None else 0), taus
             assert len(taus) == noise_aware.REPLICATES + bias
             assert len({float(np.ptp(rep.weights)) for rep in made}) > 1  # weights refitted, not copied
+
+
+def test_compiled_code_is_kept_in_the_folder_dpiw_cache_names(tmp_path):
+    """DPIW_CACHE names dpiw's cache folder for numba's compiled code too (a trial that set it found that code under
+    ~/.cache); NUMBA_CACHE_DIR, when set, wins; "off" (no replicate cache) keeps the user's folder."""
+    import os
+    import subprocess
+    import sys
+
+    def folder(**env):
+        base = {k: v for k, v in os.environ.items() if k not in ("DPIW_CACHE", "NUMBA_CACHE_DIR")}
+        out = subprocess.run([sys.executable, "-c", "import dpiw.compiled, numba; print(numba.config.CACHE_DIR)"],
+                             env={**base, **env}, capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    assert folder(DPIW_CACHE=str(tmp_path)) == str(tmp_path / "numba")
+    assert folder(DPIW_CACHE=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "mine")) == str(tmp_path / "mine")
+    assert folder(DPIW_CACHE="off").endswith(os.path.join("dpiw", "numba"))
