@@ -260,7 +260,7 @@ def test_a_threshold_inside_a_pile_of_rows_reaches_over_it_and_says_so(monkeypat
                         (min(12.1, self.cell[0]), 20.0))
     with pytest.warns(CellWarning, match=r"quantile\('x', 0.5\): the lower end of its interval, 12.1, lies inside "
                                          r"the fine cell 11.91 to 12.11"):
-        reached = b._end_in_pile("x", 0.5, None, x, far)
+        reached = b._end_in_pile("x", 0.5, None, far)
     assert reached.cell == pytest.approx(cell) and reached.ci()[0] == pytest.approx(11.9140625)
 
 

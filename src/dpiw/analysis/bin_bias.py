@@ -403,19 +403,17 @@ def cell_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.n
     leaf = int(grid.leaf(spec.to_unit(np.array([float(threshold)])))[0])
     if leaf >= grid.support:
         return 0.0, 0.0, None
-    lo, hi, ends = cell_range(grid, spec, leaf)
+    _, _, ends = cell_range(grid, spec, leaf)
     # the table's rows in the cell may lie anywhere in it, the lowest edge included (values drawn never are there)
-    if lo == hi or compare(ends[0], threshold) == compare(ends[1], threshold):
+    if compare(ends[0], threshold) == compare(ends[1], threshold):
         return 0.0, 0.0, None
-    if not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS):
+    _, cell = pile_at(nb, spec, threshold, x, weights, mask, leaves)
+    if cell is None:
         return 0.0, 0.0, None
     here = mask & (grid.leaf(spec.to_unit(x)) == leaf)
     total = weights[mask].sum()
     hit = compare(x, threshold)
-    on, off = float(weights[here & hit].sum() / total), float(weights[here & ~hit].sum() / total)
-    if on + off < PILE_SHARE:
-        return 0.0, 0.0, None
-    return on, off, (lo, hi)
+    return float(weights[here & hit].sum() / total), float(weights[here & ~hit].sum() / total), cell
 
 
 def cell_range(grid, spec, leaf: int) -> tuple[float, float, tuple[float, float]]:

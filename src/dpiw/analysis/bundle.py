@@ -105,6 +105,10 @@ TAIL_SHARE = 0.10
 FAR_MOVES = 0.25
 
 
+#: whose published marginal a part of measurements.json is, for a person
+WHOSE = {"weights": "the weights'", "generator": "the generator's"}
+
+
 class CellWarning(UserWarning):
     """A share's threshold (or a quantile) falls inside a fine cell where rows pile up: where they lie inside it
     was not measured, and the interval reaches over them."""
@@ -498,12 +502,11 @@ class Bundle:
         if size is None or not size[0] < measured.FLOOR_SDS * size[1]:
             return
         count, sd, part, columns = size
-        whose = "the weights'" if part == "weights" else "the generator's"
-        warnings.warn(f"{call}: {whose} noisy marginal of {', '.join(map(repr, columns))} measured this subgroup at "
-                      f"{count:.0f} rows (noise sd {sd:.0f}), within {measured.FLOOR_SDS:g} noise sds of none: the "
-                      "table may hold no such row, and its released rows may all be the noise's (a model fitted to "
-                      "noisy counts, each cell at or above zero, gives every such cell some rows); neither the "
-                      "estimate nor its interval can tell", MeasurementWarning, stacklevel=4)
+        warnings.warn(f"{call}: {WHOSE[part]} noisy marginal of {', '.join(map(repr, columns))} measured this "
+                      f"subgroup at {count:.0f} rows (noise sd {sd:.0f}), within {measured.FLOOR_SDS:g} noise sds of "
+                      "none: the table may hold no such row, and its released rows may all be the noise's (a model "
+                      "fitted to noisy counts, each cell at or above zero, gives every such cell some rows); neither "
+                      "the estimate nor its interval can tell", MeasurementWarning, stacklevel=4)
 
     def _floor(self, call: str, column: str, read, est: Estimate) -> Estimate:
         """Where the subgroup's released rows lie in bins of ``column`` that the marginal read off
@@ -523,9 +526,9 @@ class Bundle:
         d = est.value - read.floored
         est = replace(est, reach=(est.reach[0] + max(d, 0.0), est.reach[1] + max(-d, 0.0)))
         if abs(d) > FAR_MOVES * 1.96 * est.se:
-            whose = "the weights'" if read.part == "weights" else "the generator's"
             warnings.warn(
-                f"{call}: {read.floored_out:.1%} of these rows lie in bins of {column!r} where {whose} noisy marginal "
+                f"{call}: {read.floored_out:.1%} of these rows lie in bins of {column!r} where "
+                f"{WHOSE[read.part]} noisy marginal "
                 f"of {', '.join(map(repr, read.columns))} measured this subgroup within "
                 f"{FLOOR_SDS:g} noise sds of nothing: they may be the noise's (a model fitted to noisy "
                 "counts, each cell at or above zero, gives every such cell some rows), and without them the "
@@ -808,11 +811,7 @@ class Bundle:
             return est, None
         from dpiw.analysis import bin_bias
 
-        # the column's released rows with a value, their weights, the subgroup among them, its measured fine cells
-        x = self.data[column].to_numpy(float)
-        has = ~np.isnan(x)
-        rows = (x[has], self.weights[has], self._subgroup(where)[has], bin_bias.leaf_estimates(self.measurements,
-                                                                                              column))
+        rows = self._column_rows(column, where)
         # the rows far out that may be the noise's (a quantile warns of them itself)
         far = dict(call=f"share({column!r}, {op!r}, {t:g}, where={_said(where)})", column=column, where=where,
                    of=lambda v: compare(v, t).astype(float), stacklevel=4, warn=quantile is None)
@@ -834,6 +833,16 @@ class Bundle:
             parts = {**(est.parts or {}), "pruned_side": unseen}
             est = replace(est, parts=parts, se=total_se(parts))
         return est, cell
+
+    def _column_rows(self, column: str, where) -> tuple:
+        """The column's released rows with a value, their weights, the subgroup among them and its measured fine
+        cells (:func:`bin_bias.leaf_estimates`): what the pile and pruning tests read."""
+        from dpiw.analysis import bin_bias
+
+        x = self.data[column].to_numpy(float)
+        has = ~np.isnan(x)
+        return (x[has], self.weights[has], self._subgroup(where)[has], bin_bias.leaf_estimates(self.measurements,
+                                                                                              column))
 
     def _pile(self, column: str, spec, nb, op: str, t: float, rows: tuple, est: Estimate, quantile=None,
               reach: bool = True) -> tuple[Estimate, tuple[float, float] | None]:
@@ -897,7 +906,7 @@ class Bundle:
             float(np.nanmin(x)), float(np.nanmax(x)))
         est = Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)
         if cell is None and share.covers == NOISE_AWARE:
-            est = self._end_in_pile(column, q, where, x, est)
+            est = self._end_in_pile(column, q, where, est)
         found = self._far_rows(column, where) if share.covers == NOISE_AWARE else None
         if found is None:
             return est
@@ -909,7 +918,7 @@ class Bundle:
                               2)
         return replace(est, also=also)
 
-    def _end_in_pile(self, column: str, q: float, where, x: np.ndarray, est: Quantile) -> Quantile:
+    def _end_in_pile(self, column: str, q: float, where, est: Quantile) -> Quantile:
         """Where an end of a quantile's interval (not its estimate: :meth:`_pile`) lies inside a fine cell where
         rows pile (:func:`bin_bias.pile_at`; the lower end first, one cell at most), the table's quantile may lie
         anywhere in that cell: the interval reaches over it, and a :class:`CellWarning` says so (a trial's median
@@ -919,9 +928,7 @@ class Bundle:
             return est
         from dpiw.analysis import bin_bias
 
-        has = ~np.isnan(x)
-        rows = (x[has], self.weights[has], self._subgroup(where)[has], bin_bias.leaf_estimates(self.measurements,
-                                                                                              column))
+        rows = self._column_rows(column, where)
         for end, side in zip(est.ci(), ("lower", "upper"), strict=True):
             share, cell = bin_bias.pile_at(nb, spec, end, *rows)
             if cell is not None:
