@@ -33,14 +33,11 @@ def _ensure_chromium() -> tuple[str | None, str]:
         return exe, ""
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         return None, "no chromium, and it cannot be installed here (needs root and apt-get)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "chromium"]
-    proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
-    if proc.returncode:  # a stale package list: update, then once more
-        for cmd in (["apt-get", "update", "-q"], install):
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
-            if proc.returncode:
-                return None, f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip()[-300:]}"
+    from helpers import apt_install
+
+    reason = apt_install("chromium", recommends=True)
+    if reason:
+        return None, reason
     exe = shutil.which("chromium")
     return (exe, "") if exe else (None, "apt-get installed chromium but there is no chromium on PATH")
 

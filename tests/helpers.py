@@ -32,6 +32,26 @@ def one_at_a_time(name: str):
     return FileLock(os.path.join(tempfile.gettempdir(), f"dpiw-tests-{name}.lock"))
 
 
+#: apt-get waits this long for a dpkg lock held outside the tests (an unattended upgrade) rather than failing at once
+APT_WAIT = ["-o", "DPkg::Lock::Timeout=600"]
+
+
+def apt_install(*packages: str, recommends: bool = False) -> str | None:
+    """Install Debian ``packages`` with apt-get: None, or the failing command's own error. The caller holds
+    ``one_at_a_time("apt")``: a second apt-get on the machine fails at once on dpkg's lock (exit 100), which is how
+    the SLURM test once lost its cluster on a fresh CI machine while PostgreSQL was being installed."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = ["apt-get", *APT_WAIT, "install", "-y", "-q", *([] if recommends else ["--no-install-recommends"]),
+               *packages]
+    proc = subprocess.run(install, capture_output=True, text=True, env=env, timeout=900)
+    if proc.returncode:  # a stale or missing package list: update, then once more
+        for cmd in (["apt-get", *APT_WAIT, "update", "-q"], install):
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+            if proc.returncode:
+                return f"`{' '.join(cmd)}` failed ({proc.returncode}): {proc.stderr.strip()[-300:]}"
+    return None
+
+
 def shared_tmp(tmp_path_factory, name: str) -> Path:
     """A folder under the base temporary folder that pytest-xdist's workers share (the session's own folder
     without workers): a fixture built there once serves every worker."""

@@ -13,6 +13,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers import apt_install, one_at_a_time
+
 
 def binaries() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
@@ -22,8 +24,6 @@ def binaries() -> Path | None:
 def install() -> str | None:
     """Install Debian's postgresql when missing; the reason it cannot be had, or None (one test process at a
     time: apt holds a lock of its own)."""
-    from helpers import one_at_a_time
-
     with one_at_a_time("apt"):
         return _install()
 
@@ -33,12 +33,9 @@ def _install() -> str | None:
         return None
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         return "PostgreSQL is not installed and the tests cannot install it (needs root and apt-get)"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends",
-                                                "postgresql"]):
-        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if proc.returncode:
-            return f"`{' '.join(cmd)}` failed: {proc.stderr.strip()[-300:]}"
+    reason = apt_install("postgresql")
+    if reason:
+        return reason
     return None if binaries() else "apt-get installed postgresql but no initdb under /usr/lib/postgresql"
 
 

@@ -25,8 +25,9 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
         exit 3
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -q >/dev/null
-    apt-get install -y -q --no-install-recommends slurm-wlm munge >/dev/null
+    # another apt-get on the machine holds dpkg's lock: wait for it rather than fail at once (exit 100)
+    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends slurm-wlm munge >/dev/null
 fi
 
 NODE=$(hostname -s)

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import NO_SLURM_CONF, ROOT, result_files, sh, unavailable, workdir
+from helpers import NO_SLURM_CONF, ROOT, one_at_a_time, result_files, sh, unavailable, workdir
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -39,7 +39,10 @@ def _start() -> str:
         unavailable("SLURM test needs root: munged, slurmctld and slurmd are started by hand")
     if not shutil.which("sbatch") and not shutil.which("apt-get"):
         unavailable("SLURM test needs slurm-wlm installed or apt-get to install it")
-    proc = subprocess.run([str(START)], capture_output=True, text=True, timeout=600)
+    # the script may install slurm-wlm with apt-get: under the lock the PostgreSQL and Chromium installs take, or
+    # one of them fails at once on dpkg's lock (a fresh CI machine installs all three)
+    with one_at_a_time("apt"):
+        proc = subprocess.run([str(START)], capture_output=True, text=True, timeout=600)
     if proc.returncode == 3:
         unavailable(f"SLURM not available: {proc.stderr.strip()}")
     assert proc.returncode == 0, f"start_slurm.sh failed:\n{proc.stdout}\n{proc.stderr}"
