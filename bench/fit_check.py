@@ -19,12 +19,18 @@ difference (rows - reading) from the noise bootstrap's replicates, each replicat
 marginal (dpiw.analysis.Bundle._difference_variance), where the test before summed the two variances. The rule,
 named before it ran: the joint spread stays if, family-wise, it marks at most 10% of the 80 fits there.
 
+The fourth run (releases 50-69, 2026-11-29, twentieth session) adds the check of the features two by two
+(dpiw.analysis.fit.pairs_short_of_marginals, family-wise at its own 5%; rules "pairs" alone and "family+pairs", what
+b.fit marks with it). The rule, named before it ran: the pair check stays in b.fit if alone it marks at most 10% of
+the 80 fits, and on the real fits (``--real`` and a trial's CPSSW8 releases) the coefficients it marks cover less
+often than those it leaves.
+
 ``--real``: the two real tables whose fits a trial found missing (their truth: the same fit on the whole table,
 which is the curator's private table, released whole at epsilon 1): Ecdat's BudgetFood (23,971 households, food
 share on household size, age and town; size came out -0.017 against +0.006) and carData's SLID (3,987 complete
 rows, wages on education, age and sex; education missed in two of four releases).
 
-    python bench/fit_check.py [--rows 20000] [--releases 20] [--first 0] [--real]
+    python bench/fit_check.py [--rows 20000] [--releases 20] [--first 0] [--real] [--csv FILE]
 """
 
 from __future__ import annotations
@@ -43,6 +49,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from interval_coverage import ROOT, default_release, population  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "src"))
+
+#: "subgroup" and "family": the target within each feature's subgroups (dpiw.analysis.fit.FIT_RULE); "pairs": the
+#: features two by two (dpiw.analysis.fit.pairs_short_of_marginals, family-wise) alone; "family+pairs": b.fit's marks
+RULES = ("subgroup", "family", "pairs", "family+pairs")
 
 FITS = {"clinic": (("linear", ["age", "smoker", "region"], "bmi"), ("logistic", ["age", "bmi", "smoker"], "outcome")),
         "skewed": (("linear", ["age", "sex"], "kappa"), ("logistic", ["kappa", "age", "sex"], "death"))}
@@ -118,9 +128,11 @@ def main() -> None:
     p.add_argument("--releases", type=int, default=20)
     p.add_argument("--first", type=int, default=0, help="the first release's number (other releases: other seeds)")
     p.add_argument("--real", action="store_true", help="BudgetFood and SLID instead of the simulated populations")
+    p.add_argument("--csv", help="write every coefficient's row (rule, marked, interval, truth) here")
     args = p.parse_args()
     os.environ["DPIW_CACHE"] = "off"
-    from dpiw.analysis.fit import _feature_of, fit_gaps, short_of_marginals
+    from dpiw.analysis import fit as fit_module
+    from dpiw.analysis.fit import _feature_of, fit_gaps, pairs_short_of_marginals, short_of_marginals
 
     rows, t0 = [], time.perf_counter()
     for pop in REAL if args.real else ("clinic", "skewed"):
@@ -133,35 +145,55 @@ def main() -> None:
             rng = np.random.default_rng([20261128, 4, args.rows, r, pop == "clinic"])
             bundle, method = default_release(table if args.real else draw_rows(args.rows, rng), schema, 1.0, rng)
             for kind, features, target in fits:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("always")
-                    fit = bundle.fit(estimator(kind), features, target)
-                t = fit.table
+                tables = {}
+                for reach in (False, True):  # the same bundle and replicates: paired
+                    fit_module.REACH = reach
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("always")
+                        fit = bundle.fit(estimator(kind), features, target)
+                    tables[reach] = fit.table
+                t, t0_ = tables[True], tables[False]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     found = short_of_marginals(bundle, features, target, list(fit.classes_) if kind == "logistic"
                                                else [])
-                for rule in ("subgroup", "family"):
-                    gaps = fit_gaps(*found, rule=rule)
+                    pairs = fit_gaps(*pairs_short_of_marginals(bundle, features))
+                for rule in RULES:
+                    gaps = {} if rule == "pairs" else fit_gaps(*found, rule="subgroup" if rule == "subgroup" else
+                                                              "family")
+                    if rule in ("pairs", "family+pairs"):
+                        gaps = {**gaps, **{f: True for pair in pairs for f in pair}}
                     for name, v in truth[(kind, target)].items():
                         if name not in t.index or name.endswith("(intercept)"):
                             continue
                         rows.append({"population": pop, "release": r, "fit": f"{kind} {target}", "rule": rule,
                                      "weights": method, "marked_fit": bool(gaps), "coefficient": name,
                                      "marked": _feature_of(name, features) in gaps,
-                                     "covered": bool(t.lo[name] <= v <= t.hi[name])})
+                                     "covered": bool(t.lo[name] <= v <= t.hi[name]), "truth": v,
+                                     "value": t.value[name], "lo": t.lo[name], "hi": t.hi[name],
+                                     "covered_before": bool(t0_.lo[name] <= v <= t0_.hi[name]),
+                                     "lo_before": t0_.lo[name], "hi_before": t0_.hi[name]})
             print(f"  {pop} release {r}: weights {method}, {time.perf_counter() - t0:.0f} s", flush=True)
     df = pd.DataFrame(rows)
+    if args.csv:
+        df.to_csv(args.csv, index=False)
     size = "the whole table" if args.real else f"{args.rows:,} rows"
     print(f"\n{args.releases} releases per {'table' if args.real else 'population'} at {size}, epsilon 1\n")
-    print("| rule | fit | releases marked | coefficients of marked features: covered | of the others: covered |")
+    print("| rule | fit | releases marked | coefficients of marked features: covered (with b.fit's reach) | "
+          "of the others: covered (with the reach) |")
     print("|---|---|---|---|---|")
     for (rule, fit), g in df.groupby(["rule", "fit"], sort=False):
         marked = g.groupby("release").marked_fit.first().sum()
         m, o = g[g.marked], g[~g.marked]
-        print(f"| {rule} | {fit} | {marked} of {g.release.nunique()} | {m.covered.sum()} of {len(m)} | "
-              f"{o.covered.sum()} of {len(o)} |")
-
+        print(f"| {rule} | {fit} | {marked} of {g.release.nunique()} | {m.covered_before.sum()} ({m.covered.sum()}) "
+              f"of {len(m)} | {o.covered_before.sum()} ({o.covered.sum()}) of {len(o)} |")
+    one = df[df.rule == RULES[0]]
+    reached = one[(one.lo < one.lo_before) | (one.hi > one.hi_before)]
+    widths = (reached.hi - reached.lo) / (reached.hi_before - reached.lo_before)
+    print(f"\nThe reach (b.fit's intervals over the refit on the moved rows): {len(reached)} of {len(one)} intervals "
+          f"moved, in {reached.groupby(['population', 'release', 'fit']).ngroups} fits; covered "
+          f"{reached.covered_before.sum()} -> {reached.covered.sum()}; median width x{widths.median():.2f}"
+          if len(reached) else f"\nThe reach moved none of the {len(one)} intervals.")
 
 if __name__ == "__main__":
     main()

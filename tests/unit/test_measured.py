@@ -179,25 +179,74 @@ def test_an_estimate_over_all_rows_is_checked_against_its_columns_own_marginal()
         assert pushed.rate("a", "p").measured is None
 
 
-def test_a_fit_on_a_relation_the_rows_lost_says_so_and_marks_its_coefficients():
+def test_a_fit_on_a_relation_the_rows_lost_says_so_marks_its_coefficients_and_reaches_over_it():
     """The release above (b's relation with y lost in the rows, the weights' marginal of (b, y) showing it): a
     logistic fit of y on a and b warns once (MeasurementWarning) naming b and the rate it reads, and marks b's
-    coefficients, not a's; a fit on a alone, whose relation the rows keep, neither warns nor marks."""
+    coefficients, not a's. Its intervals reach over the fit on the rows reweighted to the marginal's rates of 'yes'
+    within b: b's coefficient, 0.00 from the rows and 0.83 from the same fit on the private rows, moves to 0.65,
+    the log odds ratio the marginal of (b, y) reads. The private rows' is larger, adjusted for a (a logistic
+    model's coefficients are not collapsible), and no published marginal holds (a, b, y): the reach closes all but
+    a few hundredths of the gap for b's coefficient and the intercept, and a's barely move. A fit on a alone, whose
+    relation the rows keep, neither warns nor marks nor reaches."""
     from sklearn.linear_model import LogisticRegression
 
-    bundle, _ = lost_relation()
+    from dpiw.analysis.fit import coefficients
+
+    bundle, truth = lost_relation()
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         fit = bundle.fit(LogisticRegression(), ["a", "b"], "y")
     gaps = [str(w.message) for w in said if issubclass(w.category, MeasurementWarning)]
-    assert len(gaps) == 1 and "of 'y' within 'b': rate of 'yes' for b=" in gaps[0] and "b=v" in gaps[0], gaps
+    assert len(gaps) == 1 and "Of 'y' within 'b': rate of 'yes' for b=" in gaps[0] and "b=v" in gaps[0], gaps
     marked = fit.table.index[fit.table.measured_gap].tolist()
     assert marked and all(name.startswith("b=") for name in marked)
     assert str(fit).splitlines()[-1].startswith("* the rows fall short of what a published marginal measured")
+    private = Bundle(truth, np.ones(len(truth)), {}, None, SCHEMA, None)
+    x = private.design(["a", "b"])
+    exact = coefficients(LogisticRegression().fit(x, truth.y.astype(str)), list(x.columns))
+    t = fit.table
+    own = pd.DataFrame({"lo": t.value - 1.96 * t.se, "hi": t.value + 1.96 * t.se})
+    short = np.maximum(own.lo - exact, exact - own.hi).clip(lower=0)  # how far each interval leaves it out
+    left = np.maximum(t.lo - exact, exact - t.hi).clip(lower=0)
+    assert short["b=v"] > 0.5 and short["(intercept)"] > 0.3  # the rows' own intervals, far off
+    assert (left[["b=v", "(intercept)"]] < 0.05 * short[["b=v", "(intercept)"]]).all(), left
+    assert left[["a=q", "a=r"]].eq(0).all()
+    assert 0.6 < t.measured_reach["b=v"] < 0.7 and (t.measured_reach[["a=q", "a=r"]] < 0.05).all()
     with warnings.catch_warnings():
         warnings.simplefilter("error", MeasurementWarning)
         kept = bundle.fit(LogisticRegression(), ["a"], "y")
-    assert "measured_gap" not in kept.table and "*" not in str(kept)
+    assert "measured_gap" not in kept.table and "measured_reach" not in kept.table and "*" not in str(kept)
+
+
+def test_a_fit_whose_features_lost_their_relation_to_each_other_marks_both(monkeypatch):
+    """The release above with b shuffled lost b's relation to x (x's shape grows with b in the table) as well as to
+    y. A coefficient is adjusted for the other features, so a fit of y on x and b rests on the relation of x with b
+    too: the pair check reads the rate of b = v within x's bins off the marginal of (x, b, y) and finds it apart
+    (the table: 0.39 in the lowest bin, the rows: 0.50), and with the target's own check silenced it alone marks
+    both features and says so; pairs the rows keep (a with x: x grows with a in both) or that have none to lose
+    (a with b, drawn apart) find nothing."""
+    from sklearn.linear_model import LogisticRegression
+
+    from dpiw.analysis import fit as fit_module
+
+    bundle, truth = lost_relation()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found, tests = fit_module.pairs_short_of_marginals(bundle, ["x", "b"])
+        assert tests == len(bundle.bins("x")) and {key for _, key, *_ in found} == {("x", "b")}
+        lowest = truth.b[truth.x < bundle.bins("x")[0][1]]
+        far = max(found, key=lambda r: r[0])
+        assert far[2].startswith("rate of 'v' for x ") and far[0] > 5
+        assert fit_module.pair_direction(bundle, "x", "b") == ("b", "x") and (lowest == "v").mean() < 0.45
+        for kept in (["a", "x"], ["a", "b"]):
+            assert fit_module.pairs_short_of_marginals(bundle, kept)[0] == [], kept
+    monkeypatch.setattr(fit_module, "short_of_marginals", lambda *a: ([], 0))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        fit = bundle.fit(LogisticRegression(), ["x", "b"], "y")
+    (gap,) = [str(w.message) for w in said if issubclass(w.category, MeasurementWarning)]
+    assert "Of 'x' with 'b' (the features' relation to each other" in gap and "rate of 'v' for x " in gap, gap
+    assert fit.table.measured_gap.to_dict() == {"(intercept)": False, "x": True, "b=v": True}
 
 
 def test_a_columns_empty_rows_are_read_apart_from_its_values_or_not_at_all():

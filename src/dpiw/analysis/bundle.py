@@ -550,14 +550,13 @@ class Bundle:
         if "replicates" not in self._cells:
             self._cells["replicates"] = [(rep, m, measured.cells_of(self.schema, m, rescaled(rep.data, self.schema)))
                                          for rep, m in zip(boot.made(), boot.measured(), strict=True)]
-        diffs = []
+        diffs, names = [], self.schema.names
         for rep, m, cells in self._cells["replicates"]:
             if read.part not in cells:
                 return None
             # the marginal the release was read off, not the one of least error in this replicate
             part = {**m[read.part], "measurements": [x for x in m[read.part]["measurements"]
-                                                     if tuple(self.schema.names[j] for j in x["clique"])
-                                                     == read.columns]}
+                                                     if tuple(names[j] for j in x["clique"]) == read.columns]}
             h = np.asarray(values(rep.data), float)
             inside = subgroup(rep.data, where)
             mask = inside & ~np.isnan(h)
@@ -952,11 +951,14 @@ class Bundle:
 
         check_label(column, label, list(col.cat.categories), "rate: ")
         self._subgroup_checks(f"rate({column!r}, {label!r}, where={_said(where)})", column, where)
-        est = self._estimate(lambda data: (data[column] == label).to_numpy(float), where, interval)
         code = list(col.cat.categories).index(label)
-        est = self._against_marginal(f"rate({column!r}, {label!r}, where={_said(where)})", column, where,
-                                     lambda data: (data[column] == label).to_numpy(float), est,
-                                     lambda k: float(k == code))
+
+        def values(data):  # the label's code, compared in numpy (an empty value's code, -1, is not it)
+            return (data[column].cat.codes.to_numpy() == code).astype(float)
+
+        est = self._estimate(values, where, interval)
+        est = self._against_marginal(f"rate({column!r}, {label!r}, where={_said(where)})", column, where, values,
+                                     est, lambda k: float(k == code))
         return replace(est, limits=(0.0, 1.0))
 
     def design(self, features: list[str], data: pd.DataFrame | None = None, *,
