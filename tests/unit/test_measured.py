@@ -218,6 +218,32 @@ def test_a_fit_on_a_relation_the_rows_lost_says_so_marks_its_coefficients_and_re
     assert "measured_gap" not in kept.table and "measured_reach" not in kept.table and "*" not in str(kept)
 
 
+def test_rows_moved_to_a_reading_hit_it_and_keep_the_subgroups_weight():
+    """fit.moved, the closed form: a numeric column's weighted mean within the subgroup becomes the reading (a
+    whole-number column's too, as floats), a label's weighted rate within it becomes the reading while the
+    subgroup's total weight stays; rows outside keep their values and weights; one move after another (the last
+    one's reading holds exactly)."""
+    from dpiw.analysis.fit import Move, moved
+
+    rng = np.random.default_rng(2)
+    data = pd.DataFrame({"n": rng.integers(0, 10, 500), "c": pd.Categorical(rng.choice(["u", "v", "w"], 500)),
+                         "g": pd.Categorical(rng.choice(["p", "q"], 500))})
+    w = rng.uniform(0.5, 2.0, 500)
+    inside = (data.g == "p").to_numpy()
+
+    def rows_rate(d, ww):
+        return np.average((d.c[inside] == "v").to_numpy(float), weights=ww[inside])
+
+    moves = [Move("n", None, {"g": "p"}, 7.25, float(np.average(data.n[inside], weights=w[inside]))),
+             Move("c", "v", {"g": "p"}, 0.6, rows_rate(data, w))]
+    d, w1 = moved(data, w, moves[:1])
+    assert np.average(d.n[inside], weights=w1[inside]) == pytest.approx(7.25) and (w1 == w).all()
+    d, w2 = moved(data, w, moves)
+    assert rows_rate(d, w2) == pytest.approx(0.6) and w2[inside].sum() == pytest.approx(w[inside].sum())
+    assert (d.n[~inside] == data.n[~inside]).all() and (w2[~inside] == w[~inside]).all()
+    assert (data.n.dtype.kind == "i") and d.n.dtype.kind == "f"  # the caller's rows are not changed
+
+
 def test_a_fit_whose_features_lost_their_relation_to_each_other_marks_both(monkeypatch):
     """The release above with b shuffled lost b's relation to x (x's shape grows with b in the table) as well as to
     y. A coefficient is adjusted for the other features, so a fit of y on x and b rests on the relation of x with b

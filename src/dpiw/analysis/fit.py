@@ -214,9 +214,13 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
     table = table.copy()
     marked = set(short) | {f for pair in pairs for f in pair}
     table["measured_gap"] = [_feature_of(name, features) in marked for name in table.index]
-    z, reach = NormalDist().inv_cdf(0.975), pd.Series(0.0, index=table.index)
+    z, reach, unfitted = NormalDist().inv_cdf(0.975), pd.Series(0.0, index=table.index), 0
     for entries in (*short.values(), *pairs.values()) if REACH else ():
-        at = refit(*moved(bundle.data, bundle.weights, [move for _, move in entries])).reindex(table.index)
+        try:
+            at = refit(*moved(bundle.data, bundle.weights, [move for _, move in entries])).reindex(table.index)
+        except ValueError:  # the moved rows cannot be fitted (a reading of 0 took a class's every row): no reach
+            unfitted += 1
+            continue
         ok = at.notna() & table.value.notna()
         table.loc[ok, "lo"] = np.minimum(table.lo[ok], at[ok] - z * table.se[ok])
         table.loc[ok, "hi"] = np.maximum(table.hi[ok], at[ok] + z * table.se[ok])
@@ -239,7 +243,10 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
                   f"The coefficients on {', '.join(map(repr, names))} rest on "
                   f"{'that relation' if len(short) + len(pairs) == 1 else 'those relations'} (table.measured_gap): "
                   "every interval reaches over the fit on the rows moved to those readings (table.measured_reach, "
-                  "how far that moved each coefficient)", _measurement_warning(), stacklevel=5)
+                  "how far that moved each coefficient)" + (f"; the rows moved to {unfitted} of those relations' "
+                                                            "readings could not be fitted and give no reach"
+                                                            if unfitted else ""), _measurement_warning(),
+                  stacklevel=5)
     return table
 
 
