@@ -218,6 +218,28 @@ def test_a_fit_on_a_relation_the_rows_lost_says_so_marks_its_coefficients_and_re
     assert "measured_gap" not in kept.table and "measured_reach" not in kept.table and "*" not in str(kept)
 
 
+def test_a_fits_checks_skip_only_subgroups_that_cannot_be_found_apart():
+    """Bundle._apart_bound, which touches no replicate, bounds the check's distance from above (its spread over the
+    synthetic rows' part alone): on the release above every subgroup found apart lies within its bound, and b.fit's
+    checks, which skip a subgroup whose bound is under the family-wise threshold, find the same as the full ones."""
+    from dpiw.analysis import fit as fit_module
+
+    bundle, _ = lost_relation()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for features in (["x", "b"], ["a", "b", "x"]):
+            for check, args in ((fit_module.short_of_marginals, (bundle, features, "y", ["no", "yes"])),
+                                (fit_module.pairs_short_of_marginals, (bundle, features))):
+                full, tests = check(*args)
+                quick, same = check(*args, family_only=True)
+                found = [{key: [(text, move.reading) for text, move in v] for key, v in
+                          fit_module.fit_gaps(got, tests).items()} for got in (full, quick)]
+                assert same == tests and found[0] == found[1] and found[0], found
+                assert len(quick) <= len(full)
+                for apart, _, _, move in full:
+                    assert apart <= bundle._apart_bound(move.of, move.label, move.where) + 1e-9
+
+
 def test_rows_moved_to_a_reading_hit_it_and_keep_the_subgroups_weight():
     """fit.moved, the closed form: a numeric column's weighted mean within the subgroup becomes the reading (a
     whole-number column's too, as floats), a label's weighted rate within it becomes the reading while the
@@ -266,7 +288,7 @@ def test_a_fit_whose_features_lost_their_relation_to_each_other_marks_both(monke
         assert fit_module.pair_direction(bundle, "x", "b") == ("b", "x") and (lowest == "v").mean() < 0.45
         for kept in (["a", "x"], ["a", "b"]):
             assert fit_module.pairs_short_of_marginals(bundle, kept)[0] == [], kept
-    monkeypatch.setattr(fit_module, "short_of_marginals", lambda *a: ([], 0))
+    monkeypatch.setattr(fit_module, "short_of_marginals", lambda *a, **k: ([], 0))
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
         fit = bundle.fit(LogisticRegression(), ["x", "b"], "y")

@@ -487,6 +487,34 @@ class Bundle:
             stacklevel=3)
         return replace(est, measured=(read.value, se, float(apart)))
 
+    def _apart_bound(self, column: str, label, where) -> float:
+        """At least how many standard errors :meth:`_against_marginal` can find ``b.mean(column, where)`` (``label``
+        None) or ``b.rate(column, label, where)`` from its published marginal's reading: the difference over the
+        synthetic rows' part of the check's spread alone (the rest of it, the noise's, only adds), 0 where no
+        marginal reads it. No replicate is touched: a fit's checks (:mod:`dpiw.analysis.fit`) skip a subgroup
+        this cannot bring past their family-wise threshold."""
+        from dpiw.analysis import measured, noise_aware
+
+        if self.scaled is None or not self.noise_aware or _is_mask(where):
+            return 0.0
+        if label is None:
+            h, fallback = self.data[column].to_numpy(float), self._middle(column)
+        else:
+            code = list(self.data[column].cat.categories).index(label)
+            h, fallback = (self.data[column].cat.codes.to_numpy() == code).astype(float), lambda k: float(k == code)
+        if "rows" not in self._cells:
+            self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
+        inside = noise_aware.subgroup(self.data, where)
+        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column,
+                               self._where_columns(where), h, self.weights, inside, fallback, self._labels(where))
+        mask = inside & ~np.isnan(h)
+        if read is None or not mask.any() or not self.weights[mask].sum() > 0:
+            return 0.0
+        n_private = float(self.measurements["generator"]["total"])
+        synthetic = noise_aware.sampling_variances(h, self.weights, mask, n_private)["synthetic_rows"]
+        value = noise_aware.weighted_parts(h[mask], self.weights[mask])[0]
+        return abs(value - read.value) / np.sqrt(synthetic) if synthetic > 0 else np.inf
+
     def _thin(self, call: str, where, where_columns: list[str], labels) -> None:
         """Warn (:class:`MeasurementWarning`) where the published marginal that holds the subgroup's columns measured
         it within :data:`~dpiw.analysis.measured.FLOOR_SDS` noise sds of no row: its released rows may all be the

@@ -207,8 +207,9 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
     that refit's (``table.measured_reach``: the farthest it moved); one warning says what was found."""
     import warnings
 
-    short = fit_gaps(*short_of_marginals(bundle, features, target, list(getattr(model, "classes_", []))))
-    pairs = fit_gaps(*pairs_short_of_marginals(bundle, features)) if len(features) > 1 else {}
+    short = fit_gaps(*short_of_marginals(bundle, features, target, list(getattr(model, "classes_", [])),
+                                         family_only=True))
+    pairs = fit_gaps(*pairs_short_of_marginals(bundle, features, family_only=True)) if len(features) > 1 else {}
     if not short and not pairs:
         return table
     table = table.copy()
@@ -272,10 +273,7 @@ FIT_RULE = "family"
 def fit_gaps(found: list, tests: int, rule: str | None = None) -> dict:
     """:func:`short_of_marginals`'s (or :func:`pairs_short_of_marginals`') findings that decide a fit, by feature
     (or pair of features), farthest first: (in words, :class:`Move`) each."""
-    from dpiw.analysis.bundle import DISAGREE_Z
-
-    rule = rule or FIT_RULE
-    z = DISAGREE_Z if rule == "subgroup" else NormalDist().inv_cdf(1 - 0.025 / max(tests, 1))
+    z = _threshold(tests, rule)
     out: dict = {}
     for apart, f, text, move in sorted(found, key=lambda x: -x[0]):
         if apart > z:
@@ -338,21 +336,23 @@ def _between(values: pd.Series, lo: float, hi: float) -> np.ndarray:
     return (v >= lo) & (v <= hi)
 
 
-def _apart_within(bundle, of: str, labels: list, groups: list) -> tuple[list[tuple], int]:
+def _apart_within(bundle, of: str, labels: list, groups: list, z: float | None = None) -> list[tuple]:
     """Where ``of``'s mean (label None) or a label's rate within each group lies apart from a published marginal's
     reading beyond ``b.mean`` / ``b.rate``'s own check (:meth:`dpiw.analysis.Bundle._against_marginal`): (standard
-    errors apart, in words, :class:`Move`) each, and how many were tested."""
+    errors apart, in words, :class:`Move`) each. ``z``: a group whose :meth:`~dpiw.analysis.Bundle._apart_bound`
+    is not past it is not estimated (it could not be found that far apart)."""
     import warnings
 
     from dpiw import DpiwError
 
-    found, tests = [], 0
+    found = []
     for text, where in groups:
         for label in labels:
-            tests += 1
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
+                    if z is not None and not bundle._apart_bound(of, label, where) > z:
+                        continue
                     est = bundle.mean(of, where) if label is None else bundle.rate(of, label, where)
                 except DpiwError:  # no released row in it
                     continue
@@ -362,20 +362,30 @@ def _apart_within(bundle, of: str, labels: list, groups: list) -> tuple[list[tup
             found.append((est.measured[2], f"{what} for {text}: {est.value:.4g} from the rows, "
                                            f"{est.measured[0]:.4g} ± {est.measured[1]:.2g} from the marginal",
                           Move(of, label, where, float(est.measured[0]), float(est.value))))
-    return found, tests
+    return found
 
 
-def short_of_marginals(bundle, features: list[str], target: str, classes: list) -> tuple[list, int]:
+def _threshold(tests: int, rule: str | None = None) -> float:
+    """How many standard errors apart decide a fit by ``rule`` (:data:`FIT_RULE`) over ``tests`` subgroups: b.mean's
+    own test's, or the two-sided 5% level over them all (Bonferroni)."""
+    from dpiw.analysis.bundle import DISAGREE_Z
+
+    return DISAGREE_Z if (rule or FIT_RULE) == "subgroup" else NormalDist().inv_cdf(1 - 0.025 / max(tests, 1))
+
+
+def short_of_marginals(bundle, features: list[str], target: str, classes: list, *,
+                       family_only: bool = False) -> tuple[list, int]:
     """The subgroups (each feature's bins or categories) where the target's mean, or a class's rate, from the
     released rows lies beyond both their noise from a published marginal's reading of it (``b.mean`` /
     ``b.rate``'s check, :meth:`dpiw.analysis.Bundle._against_marginal`): (standard errors apart, feature, in
-    words, :class:`Move`) each, and how many subgroups were tested."""
+    words, :class:`Move`) each, and how many subgroups were tested. ``family_only``: only those past
+    :data:`FIT_RULE`'s threshold are sure to be found; the rest are skipped where they cannot reach it (b.fit's)."""
     labels = [None] if bundle.schema.column(target).is_numeric else (classes[1:] if len(classes) > 1 else [])
-    found, tests = [], 0
-    for f in features:
-        got, k = _apart_within(bundle, target, labels, _groups(bundle, f))
-        found += [(apart, f, text, move) for apart, text, move in got]
-        tests += k
+    groups = {f: _groups(bundle, f) for f in features}
+    tests = sum(len(g) for g in groups.values()) * len(labels)
+    z = _threshold(tests) if family_only else None
+    found = [(apart, f, text, move) for f in features
+             for apart, text, move in _apart_within(bundle, target, labels, groups[f], z)]
     return found, tests
 
 
@@ -393,7 +403,7 @@ def pair_direction(bundle, f: str, g: str) -> tuple[str, str]:
     return f, g
 
 
-def pairs_short_of_marginals(bundle, features: list[str]) -> tuple[list, int]:
+def pairs_short_of_marginals(bundle, features: list[str], *, family_only: bool = False) -> tuple[list, int]:
     """The fit's features two by two: where one's mean, or a category's rate, within the other's bins or categories
     from the released rows lies beyond their noise from a published marginal's reading (:func:`pair_direction`,
     every category but the first). A coefficient is each feature's relation to the target *adjusted for the other
@@ -401,17 +411,19 @@ def pairs_short_of_marginals(bundle, features: list[str]) -> tuple[list, int]:
     trial's CPSSW8 release (earnings on age, education and gender) kept every feature's relation to earnings, lost
     part of that of gender to education (the share of women among those of 16+ years of schooling, 3.0-4.3
     standard errors from the weights' marginal), and missed education's coefficient in 3 of 3 releases and gender's
-    in 2. (standard errors apart, (the two features), in words, :class:`Move`) each, and how many were tested."""
+    in 2. (standard errors apart, (the two features), in words, :class:`Move`) each, and how many were tested;
+    ``family_only`` as for :func:`short_of_marginals`."""
     import itertools
 
-    found, tests = [], 0
+    checks = []  # (the pair, the one read, its labels, the other's subgroups)
     for f, g in itertools.combinations(features, 2):
         of, by = pair_direction(bundle, f, g)
-        spec = bundle.schema.column(of)
-        labels = [None] if spec.is_numeric else list(bundle.data[of].cat.categories[1:])
-        got, k = _apart_within(bundle, of, labels, _groups(bundle, by))
-        found += [(apart, (f, g), text, move) for apart, text, move in got]
-        tests += k
+        labels = [None] if bundle.schema.column(of).is_numeric else list(bundle.data[of].cat.categories[1:])
+        checks.append(((f, g), of, labels, _groups(bundle, by)))
+    tests = sum(len(labels) * len(groups) for _, _, labels, groups in checks)
+    z = _threshold(tests) if family_only else None
+    found = [(apart, pair, text, move) for pair, of, labels, groups in checks
+             for apart, text, move in _apart_within(bundle, of, labels, groups, z)]
     return found, tests
 
 
