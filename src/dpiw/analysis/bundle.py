@@ -1033,7 +1033,11 @@ class Bundle:
         -------
         dpiw.analysis.fit.Fit
             The fitted estimator (``predict``, ``coef_``... pass through to it), and for a linear model
-            ``table``: each coefficient's value, standard error and 95% interval; ``print`` shows them.
+            ``table``: each coefficient's value, standard error and 95% interval; ``print`` shows them. Where the
+            rows fall short of a published marginal on the target within a feature's subgroups, or on two
+            features' relation to each other, a ``MeasurementWarning`` says so, ``table.measured_gap`` marks
+            those features' coefficients and every interval reaches over the fit on the rows moved to the
+            marginal's readings (``table.measured_reach``).
         """
         from dpiw.analysis.fit import fit_with_intervals
 
