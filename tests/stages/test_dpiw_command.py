@@ -111,6 +111,18 @@ def test_schema_infer_notes_codes_for_not_known_past_a_columns_values(tmp_path):
     assert "98 or 99 in many surveys" in text and "make them empty in the file and declare `missing: indicator`" in text
 
 
+def test_schema_infer_notes_a_column_with_one_value_in_every_row(tmp_path):
+    """A trial's ISLR Wage: region is "Middle Atlantic" in every row, and a release refuses such a column; the draft
+    says so of it (a text column and a number alike), and of no other."""
+    rng = np.random.default_rng(2)
+    data = tmp_path / "wage.csv"
+    pd.DataFrame({"region": ["Middle Atlantic"] * 100, "blue": [1] * 100, "age": rng.integers(18, 80, 100),
+                  "y": rng.choice(["a", "b"], 100)}).to_csv(data, index=False)
+    text = draft(data, target="y")
+    noted = [line.split(",")[0] for line in text.splitlines() if "one value in every row" in line]
+    assert noted == ["  - {name: region", "  - {name: blue"], text
+
+
 def test_schema_infer_notes_a_value_many_rows_hold_in_a_column_of_fractions(tmp_path):
     """Years of schooling: 12 for 40% of rows, a few fractional values (1.2%): a note says many rows hold one
     value and names `integer: true`; a column of fractions with a pile (a dose of 2.5) names another fix; a

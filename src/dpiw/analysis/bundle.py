@@ -488,11 +488,12 @@ class Bundle:
         return replace(est, measured=(read.value, se, float(apart)))
 
     def _apart_bound(self, column: str, label, where) -> float:
-        """At least how many standard errors :meth:`_against_marginal` can find ``b.mean(column, where)`` (``label``
+        """At most how many standard errors :meth:`_against_marginal` can find ``b.mean(column, where)`` (``label``
         None) or ``b.rate(column, label, where)`` from its published marginal's reading: the difference over the
         synthetic rows' part of the check's spread alone (the rest of it, the noise's, only adds), 0 where no
-        marginal reads it. No replicate is touched: a fit's checks (:mod:`dpiw.analysis.fit`) skip a subgroup
-        this cannot bring past their family-wise threshold."""
+        marginal reads it, infinite where the label is none of the column's (the estimate's own error then
+        speaks). No replicate is touched: a fit's checks (:mod:`dpiw.analysis.fit`) skip a subgroup this cannot
+        bring past their family-wise threshold."""
         from dpiw.analysis import measured, noise_aware
 
         if self.scaled is None or not self.noise_aware or _is_mask(where):
@@ -500,7 +501,10 @@ class Bundle:
         if label is None:
             h, fallback = self.data[column].to_numpy(float), self._middle(column)
         else:
-            code = list(self.data[column].cat.categories).index(label)
+            categories = list(self.data[column].cat.categories)
+            if label not in categories:
+                return np.inf
+            code = categories.index(label)
             h, fallback = (self.data[column].cat.codes.to_numpy() == code).astype(float), lambda k: float(k == code)
         if "rows" not in self._cells:
             self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
@@ -554,8 +558,9 @@ class Bundle:
         d = est.value - read.floored
         est = replace(est, reach=(est.reach[0] + max(d, 0.0), est.reach[1] + max(-d, 0.0)))
         if abs(d) > FAR_MOVES * 1.96 * est.se:
+            cells = "bins" if self.schema.column(column).is_numeric else "categories"  # a rate's column: labels
             warnings.warn(
-                f"{call}: {read.floored_out:.1%} of these rows lie in bins of {column!r} where "
+                f"{call}: {read.floored_out:.1%} of these rows lie in {cells} of {column!r} where "
                 f"{WHOSE[read.part]} noisy marginal "
                 f"of {', '.join(map(repr, read.columns))} measured this subgroup within "
                 f"{FLOOR_SDS:g} noise sds of nothing: they may be the noise's (a model fitted to noisy "

@@ -186,7 +186,7 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
     absent = _absent_levels(bundle, features, target, refs)
     if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
         rows = [r for r in table.index if r in absent]
-        table.loc[rows, ["value", "se", "lo", "hi", "bias"]] = np.nan
+        table.loc[rows, [c for c in ("value", "se", "lo", "hi", "bias", "measured_reach") if c in table]] = np.nan
         warnings.warn(f"b.fit: no released row holds {', '.join(absent)} (among the complete cases with a weight): "
                       "this release cannot estimate its coefficient, which is NaN in the table, not the 0 the "
                       "estimator leaves (the category's noisy count came out near nothing)", UserWarning, stacklevel=4)
@@ -204,25 +204,30 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
     (:func:`pairs_short_of_marginals`). Where a relation is found apart, mark the coefficients of its features
     (``table.measured_gap``), refit on the rows moved to what the marginals read of it in the subgroups found
     (:func:`moved`; ``refit(data, weights)``: the coefficients), and let every coefficient's interval reach over
-    that refit's (``table.measured_reach``: the farthest it moved); one warning says what was found."""
+    that refit's (``table.measured_reach``: the farthest it moved); one warning says what was found. Both columns
+    are there whenever the checks ran (False and 0 where nothing was found)."""
     import warnings
 
     short = fit_gaps(*short_of_marginals(bundle, features, target, list(getattr(model, "classes_", [])),
                                          family_only=True))
     pairs = fit_gaps(*pairs_short_of_marginals(bundle, features, family_only=True)) if len(features) > 1 else {}
-    if not short and not pairs:
-        return table
     table = table.copy()
     marked = set(short) | {f for pair in pairs for f in pair}
     table["measured_gap"] = [_feature_of(name, features) in marked for name in table.index]
+    if not marked:
+        table["measured_reach"] = 0.0
+        return table
     z, reach, unfitted = NormalDist().inv_cdf(0.975), pd.Series(0.0, index=table.index), 0
     for entries in (*short.values(), *pairs.values()) if REACH else ():
+        data, w = moved(bundle.data, bundle.weights, [move for _, move in entries])
         try:
-            at = refit(*moved(bundle.data, bundle.weights, [move for _, move in entries])).reindex(table.index)
+            at = refit(data, w).reindex(table.index)
         except ValueError:  # the moved rows cannot be fitted (a reading of 0 took a class's every row): no reach
+            at = pd.Series(np.nan, index=table.index)
+        ok = at.notna() & table.value.notna()
+        if not ok.any():
             unfitted += 1
             continue
-        ok = at.notna() & table.value.notna()
         table.loc[ok, "lo"] = np.minimum(table.lo[ok], at[ok] - z * table.se[ok])
         table.loc[ok, "hi"] = np.maximum(table.hi[ok], at[ok] + z * table.se[ok])
         reach[ok] = np.maximum(reach[ok], (at[ok] - table.value[ok]).abs())
@@ -311,21 +316,28 @@ class Move:
 def moved(data: pd.DataFrame, weights: np.ndarray, moves: list[Move]) -> tuple[pd.DataFrame, np.ndarray]:
     """The rows as the marginals read them in the subgroups of ``moves``: a numeric column's values shifted by the
     reading less the rows' mean within its subgroup; a label's rows reweighted within it by reading over rate, the
-    subgroup's other rows by the rest (its total weight kept). One after another, in order."""
+    subgroup's other rows by the rest (its total weight kept). One after another, in order, each from the rows as
+    the earlier ones left them (its reading holds until a later move in the same subgroup)."""
     from dpiw.analysis.noise_aware import subgroup
 
     data, w = data.copy(), np.asarray(weights, float).copy()
     for m in moves:
         inside = subgroup(data, m.where)
         if m.label is None:  # a whole-number column's mean moves by a fraction too
-            data[m.of] = data[m.of].astype(float).where(~inside, data[m.of] + (m.reading - m.rows))
-            continue
-        reading = min(max(m.reading, 0.0), 1.0)
-        if not 0 < m.rows < 1:
+            v = data[m.of].to_numpy(dtype=float, na_value=np.nan)
+            keep = inside & ~np.isnan(v)
+            if keep.any() and w[keep].sum() > 0:
+                now = float(np.average(v[keep], weights=w[keep]))  # as the earlier moves left it
+                data[m.of] = np.where(inside, v + (m.reading - now), v)
             continue
         has = inside & (data[m.of] == m.label).to_numpy()
-        w[has] *= reading / m.rows
-        w[inside & ~has] *= (1 - reading) / (1 - m.rows)
+        total = w[inside].sum()
+        now = w[has].sum() / total if total > 0 else 0.0  # the rate as the earlier moves left it
+        if not 0 < now < 1:
+            continue
+        reading = min(max(m.reading, 0.0), 1.0)
+        w[has] *= reading / now
+        w[inside & ~has] *= (1 - reading) / (1 - now)
     return data, w
 
 
@@ -359,9 +371,10 @@ def _apart_within(bundle, of: str, labels: list, groups: list, z: float | None =
             if est.measured is None:  # within DISAGREE_Z of its reading (or none made)
                 continue
             what = f"mean {of}" if label is None else f"rate of {label!r}"
-            found.append((est.measured[2], f"{what} for {text}: {est.value:.4g} from the rows, "
-                                           f"{est.measured[0]:.4g} ± {est.measured[1]:.2g} from the marginal",
-                          Move(of, label, where, float(est.measured[0]), float(est.value))))
+            read, se = est.measured[0], est.measured[1]
+            found.append((est.measured[2], f"{what} for {text}: {est.value:.4g} from the rows, {read:.4g} "
+                                           f"(standard error {se:.2g}) from the marginal",
+                          Move(of, label, where, float(read), float(est.value))))
     return found
 
 
@@ -380,7 +393,11 @@ def short_of_marginals(bundle, features: list[str], target: str, classes: list, 
     ``b.rate``'s check, :meth:`dpiw.analysis.Bundle._against_marginal`): (standard errors apart, feature, in
     words, :class:`Move`) each, and how many subgroups were tested. ``family_only``: only those past
     :data:`FIT_RULE`'s threshold are sure to be found; the rest are skipped where they cannot reach it (b.fit's)."""
-    labels = [None] if bundle.schema.column(target).is_numeric else (classes[1:] if len(classes) > 1 else [])
+    if bundle.schema.column(target).is_numeric:
+        labels = [None]
+    else:  # the estimator's classes are the labels as text (b.fit fits on them): back to the categories, [0, 1] too
+        category = {str(c): c for c in bundle.data[target].cat.categories}
+        labels = [category.get(str(k), k) for k in classes[1:]] if len(classes) > 1 else []
     groups = {f: _groups(bundle, f) for f in features}
     tests = sum(len(g) for g in groups.values()) * len(labels)
     z = _threshold(tests) if family_only else None

@@ -77,8 +77,9 @@ def direct(schema, measurements: dict, cells: dict, column: str, where_columns: 
     itself or whether it is a label; NaN where the row has no value) over the subgroup ``in_subgroup`` (a mask
     of the released rows over ``where_columns``), read off the published marginal that holds ``column`` and
     every subgroup column with the smallest standard error; None where no marginal holds them all, the subgroup
-    cuts inside one of the marginal's cells (the released rows of one cell fall on both sides of it), or the
-    subgroup's noisy total is under :data:`MIN_SIGNAL` noise sds.
+    cuts inside one of the marginal's cells (the released rows of one cell fall on both sides of it), the
+    subgroup's noisy total is under :data:`MIN_SIGNAL` noise sds, or the ratio falls outside the values it
+    averages (counts below zero: no mean of anything).
 
     A `missing: indicator` column's empty rows sit in its lowest bin in the private rows (the released rows
     draw theirs anywhere: their value is not released). A marginal that holds the column's 0/1 column is read
@@ -168,6 +169,11 @@ def _read(y, clique, cards, std, rows, jt, js, h, w, in_subgroup, checked, fallb
     if not ys.size or not total > MIN_SIGNAL * std * math.sqrt(ys.size):
         return None
     value = float(ys @ vs) / total
+    slack = 1e-9 * (float(np.abs(vs).max()) + 1.0)
+    if not vs.min() - slack <= value <= vs.max() + slack:
+        # noisy counts below zero took the ratio past every value it averages: no mean of anything (a trial's
+        # mean wage among those aged 42-47 read 14.75 where every bin's wage was over 60, its se 46)
+        return None
     se = std * float(np.sqrt(((vs - value) ** 2).sum())) / total
     # the subgroup's count in each bin of the column, summed over its cells (and the marginal's other columns)
     along = tuple(a for a in range(y.ndim) if a != axes[jt])

@@ -125,6 +125,8 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
                             "those rows first (the release then speaks only of the rows with a value, which your "
                             "analysts should know), or choose another target with --target (a column with empty "
                             "values can still be one the weights measure with the target)")
+        # one value in every row (a trial's region, all "Middle Atlantic"): a release refuses it; said here first
+        constant = [CONSTANT_NOTE] if s.dropna().nunique() < 2 and str(col) != target else []
         flag = str(col) != target and pd.api.types.is_numeric_dtype(s) and bool(s.dropna().isin([0, 1]).all()) \
             and s.dropna().nunique() == 2  # a 0/1 flag (married): a category, not a number with a spike at 0
         if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) and not flag \
@@ -146,14 +148,14 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
                      *([pile] if not whole and (pile := _pile_note(values[values != 0] if spike else values))
                        else []),
-                     *([CODES_NOTE] if _looks_coded(values) else [])]
+                     *([CODES_NOTE] if _looks_coded(values) else []), *constant]
             lines.append(f"  - {{name: {col}, type: numeric, lower: {FILL}, upper: {FILL}{whole}{gap}"
                          + (", spikes: [0]" if spike else "") + (", scale: log" if log else "") + "}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
         else:
             gap = ", missing: category" if empty else ""
             notes = [*(["empty values: the category 'missing'"] if empty else []),
-                     *(["two values only, a 0/1 flag: a category (list both)"] if flag else [])]
+                     *(["two values only, a 0/1 flag: a category (list both)"] if flag else []), *constant]
             lines.append(f"  - {{name: {col}, type: categorical, categories: [{FILL}]{gap}}}"
                          + (f"   # {'; '.join(notes)}" if notes else ""))
     return "\n".join(lines) + "\n", units
@@ -168,6 +170,9 @@ SPIKE_SHARE = 0.025
 LOG_SKEW = 0.02
 #: the quantile of the values that stands for the largest in that rule (a stray value alone drafts no log scale)
 LOG_TOP = 0.999
+
+#: what a draft says of a column with one value in every row (a release refuses it: datasets.RowChecks)
+CONSTANT_NOTE = "one value in every row: it tells nothing, and a release refuses it; leave it out"
 
 #: the values surveys use as codes for a missing or unknown answer (not applicable, refused, don't know)
 CODE_VALUES = frozenset({97, 98, 99, 997, 998, 999, 9997, 9998, 9999, 99997, 99998, 99999})
