@@ -11,24 +11,24 @@ The coefficients' variance has the three parts a weighted mean's has (:mod:`dpiw
 
 Without published measurements only the second part is there (and the intervals say so).
 
-What a published marginal shows and the rows do not (:mod:`dpiw.analysis.measured`) is checked in two families,
-each family-wise at 5% (:data:`FIT_RULE`): the target's mean (or each class's rate) within each bin or category of
-each feature (:func:`short_of_marginals`), and the features two by two, one's rate or mean within the other's bins
-or categories (:func:`pairs_short_of_marginals`: a coefficient is adjusted for the other features, so it rests on
-their relations to each other too). Each is read off the marginal that holds its columns, against the released
-rows', by ``b.mean``'s test. Where a subgroup lies apart, the fit warns (:class:`dpiw.analysis.MeasurementWarning`,
-once, naming the subgroups), marks the coefficients of the features involved (``table.measured_gap``), and refits
-on the rows moved to what the marginal read in the subgroups found (:func:`moved`: a numeric column's values
-shifted, a label's rows reweighted); every coefficient's interval reaches over that refit's, give or take its
-standard error (``table.measured_reach``: how far the refit moved it). The marginal reads a relation that is not
-adjusted for the other features, so the refit is a reading of the direction and size of the gap, not the
-coefficient the table would give: on a logistic fit whose coefficient is larger adjusted than not, it falls a
-little short (tests/unit/test_measured.py). Measured (bench/fit_check.py, bench/README.md): the pair check marks 4
-of 80 simulated fits, and on real releases the coefficients it marks cover no more often than the others (13 of
-20 against 73 of 112); it turned a trial's CPSSW8 misses, unwarned before, into warned ones. The reach moved 16 of
-260 simulated intervals (median width x1.01) and covered one more of 160 real coefficients (an intercept). (Reading the
-coefficients off the marginals' moments was tried: on BudgetFood its standard error came out ten times the
-released fit's, too wide to see anything.)
+What a published marginal shows and the rows do not (:mod:`dpiw.analysis.measured`) is checked in two families, each
+family-wise at 5% (:data:`FIT_RULE`): the target's mean (or each class's rate) within each bin or category of each
+feature (:func:`short_of_marginals`), and the features two by two, one's rate or mean within the other's bins or
+categories (:func:`pairs_short_of_marginals`: a coefficient is adjusted for the other features, so it rests on their
+relations to each other too). Each is read off the marginal that holds its columns, against the released rows', by
+``b.mean``'s test. Where a subgroup lies apart, the fit warns (:class:`dpiw.analysis.MeasurementWarning`, once,
+naming the subgroups), marks the coefficients of the features involved (``table.measured_gap``), and refits on the
+rows moved to what the marginal read in the subgroups found (:func:`moved`: a numeric column's values shifted, a
+label's rows reweighted); every coefficient's interval reaches over that refit's, give or take its standard error
+(``table.measured_reach``: how far the refit moved it). The marginal reads a relation that is not adjusted for the
+other features, so the refit is a reading of the direction and size of the gap, not the coefficient the table would
+give: on a logistic fit whose coefficient is larger adjusted than not, it falls a little short
+(tests/unit/test_measured.py). Measured (bench/fit_check.py, bench/README.md): the pair check marks 4 of 80
+simulated fits, and on real releases the coefficients it marks cover no more often than the others (13 of 20 against
+73 of 112); it turned a trial's CPSSW8 misses, unwarned before, into warned ones. The reach moved 16 of 260
+simulated intervals (median width x1.01) and covered one more of the trials' 115 coefficients (an intercept).
+(Reading the coefficients off the marginals' moments was tried: on BudgetFood its standard error came out ten times
+the released fit's, too wide to see anything.)
 """
 
 from __future__ import annotations
