@@ -516,6 +516,13 @@ def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
     return "" if column.integer else "`integer: true` in the schema keeps it, if it is a whole number"
 
 
+#: a pile no schema change of the column's bounds, scale or whole numbers keeps: a value between whole numbers (a band's
+#: midpoint, a trial's ages of 0.19, 0.32...); only a category keeps it (it was "it is lost" until a trial's curator
+#: found no fix in the message)
+LOST = ("it is lost unless the column is declared a category, its values listed (a band's midpoints, a code's values)"
+        " in the schema")
+
+
 def piles_text(found: list[tuple], column, cells: int) -> str:
     """The piles :func:`piles` found in one column (``found``: its entries), in one line for a person."""
     fixes = [pile_fix(column, cells, lo, hi) for _, _, lo, hi in found]
@@ -523,11 +530,11 @@ def piles_text(found: list[tuple], column, cells: int) -> str:
         _, share, lo, hi = found[0]
         said = (f"{share:.0%} of its rows are in the fine cell {value_text(lo)} to {value_text(hi)}, over twice the "
                 "cells around it, and are drawn evenly across it: if many rows hold one value there, "
-                + (fixes[0] or "it is lost"))
+                + (fixes[0] or LOST))
     else:  # each cell with its own fix, the same fix said once
         groups: dict[str, list[str]] = {}
         for (_, share, lo, hi), fix in zip(found, fixes, strict=True):
-            groups.setdefault(fix or "it is lost", []).append(f"{value_text(lo)} to {value_text(hi)}: {share:.0%}")
+            groups.setdefault(fix or LOST, []).append(f"{value_text(lo)} to {value_text(hi)}: {share:.0%}")
         said = (f"{len(found)} fine cells hold piles of its rows, over twice the cells around them, each drawn evenly "
                 "across it: if many rows hold one value there, " + "; ".join(
                     f"{fix} ({', '.join(cells_)})" for fix, cells_ in groups.items()))
