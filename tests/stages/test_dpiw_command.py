@@ -478,6 +478,9 @@ def test_schema_infer_drafts_a_coded_label_as_classification_and_never_overwrite
     pd.DataFrame({"alcohol": [12.1, 13.4, 11.9, 14.0], "class": [0, 1, 2, 1]}).to_csv(data, index=False)
     text = draft(data)
     assert "task: classification" in text and "{name: class, type: categorical, categories: [FILL IN]}" in text
+    # and says why, with the way back for a count (a trial's doctor visits, 0 to 9, drafted as classes unexplained)
+    assert "the target holds 3 whole numbers, read as class codes: for a count whose mean matters, write " \
+           "regression and make its column numeric" in text, text
     out = tmp_path / "wine.yaml"
     out.write_text("name: wine  # the curator's own\n")
     with pytest.raises(DpiwError, match="--out .* exists: choose another file, or pass --force"):

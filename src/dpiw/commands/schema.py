@@ -93,7 +93,8 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
     if target not in frame.columns:
         raise DpiwError(f"--target {target}: no such column; the columns are {list(map(str, frame.columns))}")
     numeric_target = pd.api.types.is_numeric_dtype(frame[target]) and not pd.api.types.is_bool_dtype(frame[target])
-    if numeric_target and _looks_like_codes(frame[target]):  # a class label written as a small integer code
+    coded = numeric_target and _looks_like_codes(frame[target])
+    if coded:  # a class label written as a small integer code
         numeric_target = False
     ids = row_id_columns(frame, target=target)
     units = unit_columns(frame.drop(columns=ids), target=target)
@@ -109,7 +110,9 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
              "# `integer`, `missing`, `spikes`, `scale` and the kinds were read off the rows:",
              "# the schema is published with every bundle, so keep only what public documentation says too.",
              f"name: {name}",
-             f"task: {'regression' if numeric_target else 'classification'}   # classification or regression",
+             f"task: {'regression' if numeric_target else 'classification'}   # classification or regression"
+             + (f"; the target holds {frame[target].nunique()} whole numbers, read as class codes: for a count "
+                "whose mean matters, write regression and make its column numeric" if coded else ""),
              f"target: {target}",
              f"source: {{kind: file, path: {path.as_posix()}{'/' if folder is not None else ''}}}",
              *([f"# left out as row numbers, not data: {', '.join(map(str, ids))}"] if ids else []),
