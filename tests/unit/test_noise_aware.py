@@ -325,3 +325,17 @@ def test_compiled_code_is_kept_in_the_folder_dpiw_cache_names(tmp_path):
     assert folder(DPIW_CACHE=str(tmp_path)) == str(tmp_path / "numba")
     assert folder(DPIW_CACHE=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "mine")) == str(tmp_path / "mine")
     assert folder(DPIW_CACHE="off").endswith(os.path.join("dpiw", "numba"))
+
+
+def test_the_bootstraps_progress_off_a_terminal_says_every_ten_replicates(capsys, monkeypatch):
+    """In a notebook or a log (standard error no terminal) the bootstrap's progress comes every ten replicates and at
+    the end, each on its own line; on a terminal one line updates in place."""
+    import sys
+
+    from dpiw.analysis.noise_aware import _progress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    for done in range(31):
+        _progress(done, 30, None)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split("replicate ")[1].split(" ")[0] for line in lines] == ["0/30", "10/30", "20/30", "30/30"]

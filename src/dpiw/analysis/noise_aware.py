@@ -401,13 +401,18 @@ def user_cache():
     return Path(folder)
 
 
+#: off a terminal (a notebook, a log), the bootstrap's progress says every this many replicates (a trial's notebook
+#: saw "0/30", then nothing for 9 s, then "30/30")
+PROGRESS_EVERY = 10
+
+
 def _progress(done: int, total: int, cache) -> None:
-    """The bootstrap's progress on standard error: a line that updates on a terminal, the start and the end
-    otherwise."""
+    """The bootstrap's progress on standard error: a line that updates on a terminal, a line every
+    :data:`PROGRESS_EVERY` replicates otherwise."""
     import sys
 
     tty = sys.stderr.isatty()
-    if done == 0 or done == total or tty:
+    if done % PROGRESS_EVERY == 0 or done == total or tty:
         end = "\n" if done == total else ("\r" if tty else "\n")
         kept = f"kept in {cache.parent} for later processes" if cache is not None else "kept in this process"
         print(f"dpiw: noise-aware bootstrap of this bundle, replicate {done}/{total} ({kept})", end=end,
