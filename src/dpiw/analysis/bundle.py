@@ -455,10 +455,8 @@ class Bundle:
         from dpiw.analysis import measured
         from dpiw.analysis.noise_aware import subgroup
 
-        if "rows" not in self._cells:
-            self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
         where_columns, labels = self._where_columns(where), self._labels(where)
-        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column, where_columns,
+        read = measured.direct(self.schema, self.measurements, self._row_cells(), column, where_columns,
                                np.asarray(values(self.data), float), self.weights, subgroup(self.data, where),
                                fallback, labels)
         if read is None:
@@ -487,6 +485,24 @@ class Bundle:
             stacklevel=3)
         return replace(est, measured=(read.value, se, float(apart)))
 
+    def _quantity(self, column: str, label=None):
+        """What ``b.mean(column)`` (``label`` None) or ``b.rate(column, label)`` averages, as a function of the rows,
+        and its value in a bin of the column that no released row holds (:func:`dpiw.analysis.measured.direct`'s
+        fallback): the column itself and the bin's middle; whether the row holds the label (its code, compared in
+        numpy: an empty value's code, -1, is not it) and 1 in the label's own bin."""
+        if label is None:
+            return (lambda data: data[column].to_numpy(float)), self._middle(column)
+        code = list(self.data[column].cat.categories).index(label)
+        return (lambda data: (data[column].cat.codes.to_numpy() == code).astype(float)), (lambda k: float(k == code))
+
+    def _row_cells(self) -> dict:
+        """The released rows' cells of each published part (:func:`dpiw.analysis.measured.cells_of`), made once."""
+        from dpiw.analysis import measured
+
+        if "rows" not in self._cells:
+            self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
+        return self._cells["rows"]
+
     def _apart_bound(self, column: str, label, where) -> float:
         """At most how many standard errors :meth:`_against_marginal` can find ``b.mean(column, where)`` (``label``
         None) or ``b.rate(column, label, where)`` from its published marginal's reading: the difference over the
@@ -498,18 +514,12 @@ class Bundle:
 
         if self.scaled is None or not self.noise_aware or _is_mask(where):
             return 0.0
-        if label is None:
-            h, fallback = self.data[column].to_numpy(float), self._middle(column)
-        else:
-            categories = list(self.data[column].cat.categories)
-            if label not in categories:
-                return np.inf
-            code = categories.index(label)
-            h, fallback = (self.data[column].cat.codes.to_numpy() == code).astype(float), lambda k: float(k == code)
-        if "rows" not in self._cells:
-            self._cells["rows"] = measured.cells_of(self.schema, self.measurements, self.scaled)
+        if label is not None and label not in list(self.data[column].cat.categories):
+            return np.inf
+        values, fallback = self._quantity(column, label)
+        h = values(self.data)
         inside = noise_aware.subgroup(self.data, where)
-        read = measured.direct(self.schema, self.measurements, self._cells["rows"], column,
+        read = measured.direct(self.schema, self.measurements, self._row_cells(), column,
                                self._where_columns(where), h, self.weights, inside, fallback, self._labels(where))
         mask = inside & ~np.isnan(h)
         if read is None or not mask.any() or not self.weights[mask].sum() > 0:
@@ -529,7 +539,7 @@ class Bundle:
 
         if where is None:
             return
-        size = measured.subgroup_size(self.schema, self.measurements, self._cells["rows"], where_columns,
+        size = measured.subgroup_size(self.schema, self.measurements, self._row_cells(), where_columns,
                                       subgroup(self.data, where), labels)
         if size is None or not size[0] < measured.FLOOR_SDS * size[1]:
             return
@@ -630,9 +640,10 @@ class Bundle:
         """
         self._numeric(f"mean({column!r})", column)
         self._subgroup_checks(f"mean({column!r}, where={_said(where)})", column, where)
-        est = self._estimate(lambda data: data[column].to_numpy(float), where, interval)
-        est = self._against_marginal(f"mean({column!r}, where={_said(where)})", column, where,
-                                     lambda data: data[column].to_numpy(float), est, self._middle(column))
+        values, fallback = self._quantity(column)
+        est = self._estimate(values, where, interval)
+        est = self._against_marginal(f"mean({column!r}, where={_said(where)})", column, where, values, est,
+                                     fallback)
         spec = self._spec(column)
         if spec is None or not spec.is_numeric:
             return est
@@ -984,14 +995,10 @@ class Bundle:
 
         check_label(column, label, list(col.cat.categories), "rate: ")
         self._subgroup_checks(f"rate({column!r}, {label!r}, where={_said(where)})", column, where)
-        code = list(col.cat.categories).index(label)
-
-        def values(data):  # the label's code, compared in numpy (an empty value's code, -1, is not it)
-            return (data[column].cat.codes.to_numpy() == code).astype(float)
-
+        values, fallback = self._quantity(column, label)
         est = self._estimate(values, where, interval)
         est = self._against_marginal(f"rate({column!r}, {label!r}, where={_said(where)})", column, where, values,
-                                     est, lambda k: float(k == code))
+                                     est, fallback)
         return replace(est, limits=(0.0, 1.0))
 
     def design(self, features: list[str], data: pd.DataFrame | None = None, *,
