@@ -25,6 +25,10 @@ b.fit marks with it). The rule, named before it ran: the pair check stays in b.f
 the 80 fits, and on the real fits (``--real`` and a trial's CPSSW8 releases) the coefficients it marks cover less
 often than those it leaves.
 
+The fifth run (2026-11-29, twenty-first session) prints the coefficients by whether a published marginal measured
+their feature with the target (``table.measured``); the rule, named before a fresh-table trial and this run reported
+any fit: the mark ships if on the trial's fits those measured cover at least 15 points more often than those not.
+
 ``--real``: the two real tables whose fits a trial found missing (their truth: the same fit on the whole table,
 which is the curator's private table, released whole at epsilon 1): Ecdat's BudgetFood (23,971 households, food
 share on household size, age and town; size came out -0.017 against +0.006) and carData's SLID (3,987 complete
@@ -169,6 +173,7 @@ def main() -> None:
                         rows.append({"population": pop, "release": r, "fit": f"{kind} {target}", "rule": rule,
                                      "weights": method, "marked_fit": bool(gaps), "coefficient": name,
                                      "marked": _feature_of(name, features) in gaps,
+                                     "measured": bool(t.measured[name]),
                                      "covered": bool(t.lo[name] <= v <= t.hi[name]), "truth": v,
                                      "value": t.value[name], "lo": t.lo[name], "hi": t.hi[name],
                                      "covered_before": bool(t0_.lo[name] <= v <= t0_.hi[name]),
@@ -188,6 +193,9 @@ def main() -> None:
         print(f"| {rule} | {fit} | {marked} of {g.release.nunique()} | {m.covered_before.sum()} ({m.covered.sum()}) "
               f"of {len(m)} | {o.covered_before.sum()} ({o.covered.sum()}) of {len(o)} |")
     one = df[df.rule == RULES[0]]
+    print("\nBy whether a published marginal measured the coefficient's feature with the target (table.measured):")
+    for flag, g in one.groupby("measured"):
+        print(f"  {'measured' if flag else 'not measured'}: covered {g.covered.sum()} of {len(g)}")
     reached = one[(one.lo < one.lo_before) | (one.hi > one.hi_before)]
     widths = (reached.hi - reached.lo) / (reached.hi_before - reached.lo_before)
     print(f"\nThe reach (b.fit's intervals over the refit on the moved rows): {len(reached)} of {len(one)} intervals "

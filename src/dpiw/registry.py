@@ -111,6 +111,9 @@ WEIGHT_METHODS: tuple[WeightMethod, ...] = (
 #: post-processing steps (dpiw.postprocess): a run's post is one step or a '+' chain of them
 POST_STEPS = ("none", "normalise", "temper", "truncate", "psis", "calibrate", "resample")
 
+#: MST's trees (sdgp.mst.tree, `dpiw release --tree`): its own, chosen from the rows, or a public star on the target
+MST_TREES = ("chosen", "target")
+
 SDGP_BY_NAME = {s.name: s for s in SDGPS}
 WEIGHTS_BY_NAME = {w.name: w for w in WEIGHT_METHODS}
 

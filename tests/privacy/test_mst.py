@@ -70,6 +70,30 @@ def test_a_split_of_rho_is_its_closed_form_and_spends_all_of_it(breast_like):
         MST(split=(1, 0, 1)).measure(frame, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
 
 
+def test_a_star_on_the_target_is_public_and_spends_the_choice_on_the_marginals(breast_like):
+    """sdgp.mst.tree: target joins every column to the schema's target whatever the rows (two very different
+    tables give the same tree), draws nothing for the choice, and splits rho in halves between the one-way and
+    the two-way marginals (the choice's third goes to them); the events still sum to rho."""
+    schema, frame = breast_like
+    eps, delta = 1.0, 1e-3
+    t = schema.names.index(schema.target)
+    other = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    other[schema.target] = other[schema.target].iloc[::-1].to_numpy()  # the target's relations broken
+    trees = []
+    for rows in (frame, other):
+        m = MST(bins=4, tree="target").measure(rows, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
+        trees.append(sorted(m.tree_))
+    d, rho, rec = len(schema.columns), zcdp_rho(eps, delta), m.privacy_
+    assert trees[0] == trees[1] == sorted((min(j, t), max(j, t)) for j in range(d) if j != t)
+    assert rec.noise["selection"]["rounds"] == 0 and rec.details["tree"] == [list(pair) for pair in (
+        (schema.names[a], schema.names[b]) for a, b in m.tree_)]
+    assert rec.noise["one_way"]["std"] == pytest.approx(math.sqrt(d / (rho / 2)))
+    assert rec.noise["two_way"]["std"] == pytest.approx(math.sqrt((d - 1) / (rho / 2)))
+    assert sum(ev["rho"] for ev in rec.rdp) == pytest.approx(rho, rel=1e-9) and rec.epsilon <= eps * (1 + 1e-9)
+    with pytest.raises(DpiwError, match="sdgp.mst.tree must be one of"):
+        MST(tree="star").measure(frame, schema, epsilon=eps, delta=delta, rng=np.random.default_rng(1))
+
+
 def test_sized_scores_prefer_the_pairs_of_fewest_cells_where_the_noise_is_large(root):
     """AIM's penalty (the noise's expected L1 on a pair's cells) with the two-way marginals' noise made huge and
     the selection nearly exact: the tree is one of fewest cells; without the penalty it is not."""

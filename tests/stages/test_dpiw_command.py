@@ -403,6 +403,8 @@ REFUSALS = {
     "dataset_delta": (["--dataset-delta", "2"], "--dataset-delta must be in (0, 1)"),
     "dataset_epsilon": (["--dataset-epsilon", "-1"], "--dataset-epsilon must be a positive number"),
     "epsilon": (["--epsilon", "0"], "--epsilon must be positive"),
+    "tree_not_mst": (["--sdgp", "aim", "--tree", "target"], "--tree target is MST's; --sdgp aim chooses"),
+    "tree_unknown": (["--tree", "star"], "argument --tree: invalid choice: 'star'"),
 }
 
 

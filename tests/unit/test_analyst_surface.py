@@ -249,8 +249,15 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
                                               r"measured 'y' together with 'g'"):
         b.mean("y", where={"g": 1}, interval="sampling")
     with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'n' or 'g' \(b.measured") as said:
-        b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every pair of features measured
+        fit = b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every pair of features measured
     assert len(said) == 1 and "; nor" not in str(said[0].message)
+    # the coefficients of the features measured with the target, and those not (the intercept with the latter)
+    assert "the coefficients of 'n', 'g' and the intercept are those whose feature was not measured" in str(
+        said[0].message)
+    assert fit.table.measured.to_dict() == {"(intercept)": False, "x": True, "n": False, "g=1": False}
+    printed = {line.split()[0]: line.rstrip().endswith("†") for line in str(fit).splitlines()[1:5]}
+    assert printed == {"(intercept)": True, "x": False, "n": True, "g=1": True}
+    assert "† no published marginal" in str(fit)
     b2 = replace(b, measurements={"generator": {"columns": names, "measurements": [
         {"clique": [0, 3]}, {"clique": [1, 3]}, {"clique": [2, 3]}, {"clique": [1, 2]}]}})
     b3 = replace(b, measurements={"generator": {"columns": names, "measurements": [
@@ -261,8 +268,9 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
     assert len(said) == 1 and "together with" not in str(said[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredWarning)
-        b2.fit(LinearRegression(), ["n", "g"], "y", interval="sampling")  # (n, g) measured
+        kept = b2.fit(LinearRegression(), ["n", "g"], "y", interval="sampling")  # (n, g) measured
         b3.mean("y", where={"n": 3, "g": 1}, interval="sampling")  # a subgroup: its columns' own pair unasked
+    assert kept.table.measured.all() and "†" not in str(kept)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UnmeasuredWarning)
         b.mean("x", where={"g": 1}, interval="sampling")  # measured (by the weights' three-way marginal)

@@ -348,10 +348,13 @@ class Bundle:
         said = ([f"{column!r} together with {' or '.join(map(repr, missing))}"] if missing else []) + (
             [", ".join(f"{a!r} with {b!r}" for a, b in apart) + " (each coefficient is adjusted for the other "
              "features through their relation)"] if apart else [])
+        which = (f"; the coefficients of {', '.join(map(repr, missing))} and the intercept are those whose feature was "
+                 "not measured with the target (False in the fit's table.measured, † when printed)") if (
+            among and missing) else ""
         if said:
             warnings.warn(f"{call}: no marginal of the release measured {'; nor '.join(said)} (b.measured_pairs): "
                           "the estimate shows the generator's model of that relation, not the table's, and its "
-                          "interval does not cover that", UnmeasuredWarning, stacklevel=stacklevel)
+                          f"interval does not cover that{which}", UnmeasuredWarning, stacklevel=stacklevel)
 
     @property
     def noise_aware(self) -> bool:
@@ -1049,7 +1052,9 @@ class Bundle:
             rows fall short of a published marginal on the target within a feature's subgroups, or on two
             features' relation to each other, a ``MeasurementWarning`` says so, ``table.measured_gap`` marks
             those features' coefficients and every interval reaches over the fit on the rows moved to the
-            marginal's readings (``table.measured_reach``).
+            marginal's readings (``table.measured_reach``). ``table.measured`` (where the bundle publishes its
+            marginals) is False for the coefficients of a feature no marginal measured with the target, and for
+            the intercept when any is: those are the generator's model of the relation, which no interval covers.
         """
         from dpiw.analysis.fit import fit_with_intervals
 

@@ -77,6 +77,7 @@ class Fit:
         if self.table is None:
             return f"{self.estimator!r} (no coefficients: no interval)"
         gap = self.table["measured_gap"] if "measured_gap" in self.table else pd.Series(False, self.table.index)
+        unmeasured = ~self.table["measured"].astype(bool) if "measured" in self.table else gap & False
         classes = [str(c) for c in getattr(self.estimator, "classes_", [])]
         logistic = "Logistic" in type(self.estimator).__name__  # LogisticRegression(CV): log-odds; others: scores
         lines = [f"(the {'log-odds' if logistic else 'coefficients'} of {classes[1]!r} against {classes[0]!r})"] \
@@ -85,10 +86,14 @@ class Fit:
         for name, r in self.table.iterrows():  # each row to its own interval's precision, as an Estimate prints
             d = interval_digits(r.lo, r.hi)
             lines.append(f"{name[:28]:<28} {fixed(r.value, d):>11}   {fixed(r.lo, d):>11} to {fixed(r.hi, d):<11}"
-                         + (" *" if gap[name] else ""))
+                         + (" *" if gap[name] else "") + (" †" if unmeasured[name] else ""))
         note = ("\n* the rows fall short of what a published marginal measured of the target within this feature, or "
                 "of this feature with another (MeasurementWarning): the intervals reach over the fit on the rows "
                 "moved to those readings") if gap.any() else ""
+        if unmeasured.any():
+            note += ("\n† no published marginal measured this feature with the target (for the intercept: some "
+                     "feature): the estimate is the generator's model of that relation, which the interval does not "
+                     "cover (table.measured)")
         return "\n".join(lines) + f"\n(intervals cover {self.covers})" + note
 
 
@@ -183,6 +188,8 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
     if covers == NOISE_AWARE_FIT:
         table = _reach_gaps(bundle, table, model, features, target,
                             lambda data, w: coefficients(fit_on(data, w), names))
+    if bundle.measured_pairs is not None:  # a bundle without marginals says nothing of what was measured
+        table["measured"] = measured_with_target(bundle, list(table.index), features, target)
     absent = _absent_levels(bundle, features, target, refs)
     if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
         rows = [r for r in table.index if r in absent]
@@ -254,6 +261,20 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
                                                             if unfitted else ""), _measurement_warning(),
                   stacklevel=5)
     return table
+
+
+def measured_with_target(bundle, names: list[str], features: list[str], target: str) -> list[bool]:
+    """Per coefficient (``names``: a fit table's index), whether some published marginal holds its feature together
+    with the target (:attr:`dpiw.analysis.bundle.Bundle.measured_pairs`); the intercept's, whether every feature's
+    does. A coefficient whose feature no marginal measured with the target is the generator's model of that
+    relation: in user trials on 15 real tables (ε = 1, MST with or without weights) such coefficients' 95% intervals
+    held the table's value 63 times in 123, the others 123 in 144 (bench/README.md, 2026-11-29)."""
+    pairs = bundle.measured_pairs or set()
+    of = bundle._indicator_of
+    base = of.get(target, target)
+    with_target = {f: of.get(f, f) == base or frozenset((of.get(f, f), base)) in pairs for f in features}
+    everyone = all(with_target.values())
+    return [with_target[f] if (f := _feature_of(name, features)) is not None else everyone for name in names]
 
 
 def _measurement_warning():

@@ -70,6 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the DP weight method; auto (default): the budget advisor picks marginal_match where its "
                         "measurements are expected to see past their noise (from the row count, the schema's cells "
                         "and epsilon), else none, giving the whole epsilon to the generator")
+    p.add_argument("--tree", default="chosen", choices=registry.MST_TREES,
+                   help="MST's tree of measured pairs: chosen (default: MST picks them from the rows, by the "
+                        "exponential mechanism) or target (every column measured with the schema's target, no "
+                        "other pair: for analyses of the target; nothing is spent on the choice)")
     p.add_argument("--post", default="none",
                    help="the post-processing chain, steps joined with '+' (default none; e.g. psis for the logistic "
                         "weights, temper+psis); steps: " + ", ".join(registry.POST_STEPS))
@@ -160,6 +164,12 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
     if args.dataset_epsilon is not None and not (0 < args.dataset_epsilon < float("inf")):
         raise DpiwError(f"--dataset-epsilon must be a positive number, got {args.dataset_epsilon}")
     schema = load_schema(schema_path)
+    if args.tree != "chosen" and args.sdgp != "mst":
+        raise DpiwError(f"--tree {args.tree} is MST's; --sdgp {args.sdgp} chooses its marginals its own way: leave "
+                        "--tree out, or use --sdgp mst")
+    if args.tree == "target" and schema.target not in schema.names:
+        raise DpiwError(f"--tree target joins every column to the schema's target, and {schema_path} names none among "
+                        "its columns: name one (target: COLUMN), or leave --tree out")
     if registry.sdgp(args.sdgp).zcdp:  # the marginal SDGPs' domain guard, before any row is read
         from dpiw.planning.config import load_yaml
         from dpiw.sdgp import make_sdgp
@@ -371,6 +381,8 @@ def release_name(args, table_key: str, schema=None, *, as_given: bool = False) -
     choices = {"epsilon": eps_str(args.epsilon), "delta": str(args.delta), "sdgp": args.sdgp,
                "weights": args.weights, "post": args.post, "neighbours": args.neighbours,
                "out_of_bounds": args.out_of_bounds if as_given else "clip"}
+    if getattr(args, "tree", "chosen") != "chosen":  # only then: the releases made before --tree keep their names
+        choices["tree"] = args.tree
     if schema is not None:
         choices["schema"] = schema.public_dict()
     digest = hashlib.sha256((table_key + json.dumps(choices, sort_keys=True, default=str)).encode()).hexdigest()[:10]
@@ -472,6 +484,8 @@ def _config(args, name: str, delta, url: str) -> dict:
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
               "scale": {"public_fraction": 0, "out_of_bounds": args.out_of_bounds},
               "privacy": privacy}
+    if args.tree != "chosen":
+        config["sdgp"] = {"mst": {"tree": args.tree}}
     if args.weights == "marginal_match":
         from dpiw.weights.advisor import WEIGHTS_FRACTION
 

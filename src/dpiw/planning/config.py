@@ -51,7 +51,7 @@ def _schema_error(err, params_name: str) -> DpiwError:
 
 
 def with_registry(schema: dict) -> dict:
-    """The schema with the enums of grid.sdgps, grid.weights and the post steps filled in from
+    """The schema with the enums of grid.sdgps, grid.weights, the post steps and MST's trees filled in from
     dpiw.registry (the schema file leaves them empty: one list, not two)."""
     import copy
 
@@ -64,6 +64,7 @@ def with_registry(schema: dict) -> dict:
     first = "|".join(s for s in registry.POST_STEPS)
     rest = "|".join(s for s in registry.POST_STEPS if s not in ("none", "calibrate"))
     grid["posts"]["items"]["pattern"] = f"^({first})(\\+({rest}))*$"
+    schema["properties"]["sdgp"]["properties"]["mst"]["properties"]["tree"]["enum"] = list(registry.MST_TREES)
     return schema
 
 

@@ -306,7 +306,7 @@ MARGINAL_MATCH_KEYS = ("bins", "degree", "max_marginals", "max_cells")
 #: sdgp.privbayes keys, each passed to the synthesize stage as --privbayes-<key>
 PRIVBAYES_KEYS = ("bins", "degree", "structure_epsilon_fraction", "max_cells", "root")
 #: sdgp.mst keys, each passed to the synthesize stage as --mst-<key>
-MST_KEYS = ("bins", "iters", "max_cells", "fine_cells", "fine_fraction", "max_bins")
+MST_KEYS = ("bins", "iters", "max_cells", "fine_cells", "fine_fraction", "max_bins", "tree")
 #: sdgp.aim keys, each passed to the synthesize stage as --aim-<key>
 AIM_KEYS = ("bins", "iters", "rounds", "max_model_size", "max_cells", "target_triples", "fine_cells",
             "fine_fraction")

@@ -43,6 +43,7 @@ from dpiw.data.schema import Schema
 from dpiw.privacy.accounting import zcdp_rho, zcdp_to_dp
 from dpiw.privacy.neighbours import RowCount, count_l1, count_l2
 from dpiw.privacy.spend import PrivacySpend
+from dpiw.registry import MST_TREES as TREES
 from dpiw.sdgp.binning import (
     Binning,
     check_fine,
@@ -83,6 +84,37 @@ def public_edges(schema: Schema) -> list[tuple[int, int]]:
     return [(index[c.indicator_of], j) for j, c in enumerate(schema.columns) if c.indicator_of]
 
 
+def star_edges(schema: Schema, fixed: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``fixed`` (:func:`public_edges`) and every other column joined to the schema's target, as far as no cycle
+    forms (a `missing: indicator` column already tied to its numeric column is reached through it): a spanning
+    tree chosen from the schema alone.
+
+    >>> from dpiw.data.schema import parse_schema
+    >>> schema = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+    ...     {"name": "x", "type": "numeric", "lower": 0, "upper": 1, "missing": "indicator"},
+    ...     {"name": "y", "type": "numeric", "lower": 0, "upper": 1},
+    ...     {"name": "g", "type": "categorical", "categories": ["a", "b"]}]})
+    >>> schema.names, star_edges(schema, public_edges(schema))
+    (['x', 'x_missing', 'y', 'g'], [(0, 1), (0, 2), (2, 3)])
+    """
+    t = schema.names.index(schema.target)
+    component = list(range(len(schema.columns)))
+
+    def root(a):
+        while component[a] != a:
+            a = component[a]
+        return a
+
+    out = list(fixed)
+    for a, b in fixed:
+        component[root(a)] = root(b)
+    for j in range(len(schema.columns)):
+        if j != t and root(j) != root(t):
+            out.append((min(j, t), max(j, t)))
+            component[root(j)] = root(t)
+    return out
+
+
 #: the cells of all pairs of columns MST scores, at most this many times sdgp.mst.max_cells (a domain guard)
 PAIR_CELLS_PER_MAX = 200
 
@@ -115,12 +147,18 @@ class MST:
     sized_scores : bool
         Score each pair as AIM does (McKenna et al. 2022): its L1 error less the noise's expected L1 on its
         cells, sqrt(2 / pi) * sigma * cells (public), so the tree prefers pairs whose cells stand above the noise.
+    tree : str
+        ``"chosen"``: MST's own, d - 1 pairs chosen by the exponential mechanism. ``"target"``: a public star,
+        every column joined to the schema's target (:func:`star_edges`): nothing is spent on the choice (its
+        share of ``split`` goes to the one-way and two-way marginals), every relation with the target is
+        measured, and none between two other columns.
     """
 
     def __init__(self, *, bins: int = 8, iters: int = 1000, max_cells: int = 100_000, fine_cells: int = 0,
                  fine_fraction: float = 0.2, max_bins: int | None = None, split=(1.0, 1.0, 1.0),
-                 sized_scores: bool = False):
+                 sized_scores: bool = False, tree: str = "chosen"):
         self.bins, self.iters, self.max_cells = bins, iters, max_cells
+        self.tree = tree
         self.max_bins = bins if max_bins is None else max_bins
         self.fine_cells, self.fine_fraction = fine_cells, fine_fraction
         self.split, self.sized_scores = tuple(split), sized_scores
@@ -132,6 +170,7 @@ class MST:
         bits as rho / 3 (the noise of a benchmark's runs is keyed by its measurements' bytes)."""
         w1, ws, w2 = (float(x) for x in self.split)
         w1 = w1 if one_way else 0.0
+        ws = 0.0 if self.tree == "target" else ws  # a public star: the choice's share goes to the measurements
         unit = rho / (w1 + ws + w2)
         return unit * w1, (unit * ws if selection else 0.0), unit * w2, unit * (w1 + (ws if selection else 0.0) + w2)
 
@@ -166,6 +205,11 @@ class MST:
         if not (len(self.split) == 3 and all(isinstance(x, (int, float)) and x > 0 for x in self.split)):
             raise DpiwError(f"sdgp.mst.split must be three weights > 0 (one-way, selection, two-way), got "
                             f"{list(self.split)!r}")
+        if self.tree not in TREES:
+            raise DpiwError(f"sdgp.mst.tree must be one of {list(TREES)}, got {self.tree!r}")
+        if self.tree == "target" and schema.target not in schema.names:
+            raise DpiwError(f"sdgp.mst.tree: 'target' joins every column to the schema's target, and "
+                            f"'{schema.name}' names none among its columns; name one (target: ...) or use 'chosen'")
         if not (isinstance(self.iters, int) and self.iters >= 1):
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
@@ -222,6 +266,8 @@ class MST:
         # public edges first: a `missing: indicator` column and its numeric column are tied by construction (the
         # value sits at its lower bound where the flag is 1), so the tree holds that pair without spending on it
         fixed = public_edges(schema)
+        if self.tree == "target":
+            fixed = star_edges(schema, fixed)
         rounds = d - 1 - len(fixed)
         rho1, rho_sel, rho2, rho_parts = self._rhos(rho_rest, bool(measured), bool(rounds))
         sigma1 = math.sqrt(len(measured) * marginal_l2**2 / (2 * rho1)) if measured else None
@@ -242,7 +288,7 @@ class MST:
         if self.fine_:  # the numeric columns' one-way marginals: the fine histograms' sums over the bins (free)
             one_way += [((j,), *self.fine_.one_way[c.name]) for j, c in enumerate(schema.columns) if c.is_numeric]
             one_way.sort(key=lambda m: m[0])
-        scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 else {pairs[0]: 0.0}
+        scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 and rounds else {p: 0.0 for p in pairs}
         if self.sized_scores:  # AIM's penalty: the noise's expected L1 on the pair's cells (public)
             scores = {(a, b): q - math.sqrt(2 / math.pi) * sigma2 * cards[a] * cards[b] for (a, b), q in scores.items()}
         component = list(range(d))
@@ -273,13 +319,16 @@ class MST:
                    {"kind": "zcdp", "rho": (d - 1) * marginal_l2**2 / (2 * sigma2**2), "about": "two-way marginals"})
         rho_spent = rho_parts + (self.fine_.rho if self.fine_ else 0.0)  # no selection spend: a public tree
         self.privacy_ = PrivacySpend(
-            stage="synthesize", mechanism="MST: Gaussian marginals + exponential mechanism (maximum spanning tree)",
+            stage="synthesize", mechanism=("MST: Gaussian marginals of a public tree (every column with the target)"
+                                           if self.tree == "target" else
+                                           "MST: Gaussian marginals + exponential mechanism (maximum spanning tree)"),
             epsilon=float(zcdp_to_dp(rho_spent, delta)), delta=float(delta),
             sensitivity={"marginal_l2": marginal_l2, "tree_score_l1_error": score_l1}, neighbours=rows.neighbours,
             noise={**fine_noise(self.fine_),
                    "one_way": {"distribution": "gaussian", "std": sigma1, "marginals": len(measured)},
                    "selection": {"mechanism": "exponential", "epsilon_per_round": eps_em, "rounds": rounds,
-                                 "public_edges": len(fixed)},
+                                 "public_edges": len(fixed),
+                                 **({"tree": self.tree} if self.tree != "chosen" else {})},  # older records' bytes
                    "two_way": {"distribution": "gaussian", "std": sigma2, "marginals": d - 1}},
             accountant="zCDP (Gaussian: Delta^2 / (2 sigma^2); exponential: eps^2 / 8), converted to (eps, delta) "
                        "through its RDP curve", reads_private=("train",), basis="",

@@ -102,7 +102,7 @@ NEUTRAL = {"neighbours": "replace_one", "count_epsilon_fraction": None, "privbay
                                              "target_triples")},
            # the fine histograms' flags (sdgp.mst and sdgp.aim), unset for every other SDGP
            **{f"{sdgp}_{key}": None for sdgp in ("mst", "aim") for key in ("fine_cells", "fine_fraction")},
-           "mst_max_bins": None, "release_round": None}
+           "mst_max_bins": None, "mst_tree": "chosen", "release_round": None}
 
 
 def identity(args, *, inputs: Iterable[str], outputs: Iterable[str]) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from dpiw.stages._cli import (
 
 #: the sdgp.<name> keys that are not integers
 SDGP_KEY_TYPES = {"structure_epsilon_fraction": float, "fine_fraction": float,
-                  "root": str, "max_model_size": float, "target_triples": boolean}
+                  "root": str, "tree": str, "max_model_size": float, "target_triples": boolean}
 
 
 def parse_args(argv):
