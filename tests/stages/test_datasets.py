@@ -261,6 +261,9 @@ def test_an_integer_column_is_checked_as_it_is_rounded():
     with pytest.raises(DpiwError, match=r"'age' has 1 value\(s\) outside its public bounds \[18, 90\]"):
         checks.finish()
     assert check_clipping(pd.DataFrame({"age": [90.3, 90.6, 18.0, 30.0]}), schema, max_fraction=1)["age"] == 0.25
+    checks = RowChecks(schema, out_of_bounds="clip")  # the curator is told which side and how many (a trial's bmi)
+    checks.add(pd.DataFrame({"age": [95.0, 40.0, 17.0, 12.0], "y": y}))
+    assert checks.sides("age") == "2 below 18, 1 above 90"
     checks = RowChecks(schema, out_of_bounds="clip")
     checks.add(pd.DataFrame({"age": [45.2, 45.4, 45.2, 45.4], "y": y}))
     with pytest.raises(DpiwError, match=r"column\(s\) \['age'\] hold one value in every row"):

@@ -614,6 +614,10 @@ def test_schema_infer_drafts_a_flag_as_a_category_a_top_code_as_a_spike_and_no_l
     lines = {ln.split(",")[0].split()[-1]: ln for ln in text.splitlines() if "{name" in ln}
     assert "type: categorical, categories: [FILL IN]}" in lines["married"] and "0/1 flag" in lines["married"]
     assert "spikes: [that bound]" in lines["visib"] and "largest value" in lines["visib"], lines["visib"]
+    # only a bound the codebook gives: a trial's curator read "with the public lower bound at it" as advice to set
+    # the bound at the rows' smallest value
+    assert "if the codebook puts the scale's upper end there" in lines["visib"]
+    assert "never set a bound from the rows" in lines["visib"], lines["visib"]
     assert "integer: true" not in lines["visib"]
     assert "scale: log" not in lines["wind"], lines["wind"]
     assert "10" not in lines["visib"].split("#")[1] and "1048" not in text

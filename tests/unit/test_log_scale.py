@@ -239,7 +239,7 @@ def test_piles_of_one_column_are_one_line_and_a_cell_without_a_whole_number_is_n
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "column 'x': 2 fine cells hold piles of its rows" in out, out
     assert "10.25 to 10.35: 26%" in out and "13.18 to 13.28: 26%" in out, out
-    assert "it is lost unless the column is declared a category" in out and "integer: true" not in out, out
+    assert "it is lost unless its values are public" in out and "integer: true" not in out, out
 
 
 
@@ -249,8 +249,9 @@ def test_piles_with_different_fixes_keep_each_its_own():
     s, _ = schooling()
     text = piles_text([("x", 0.3, 11.9140625, 12.01171875), ("x", 0.2, 10.25390625, 10.3515625)], s.column("x"), 256)
     assert "`integer: true` in the schema keeps it, if it is a whole number (11.91 to 12.01: 30%)" in text, text
-    assert "it is lost unless the column is declared a category, its values listed (a band's midpoints, a code's " \
-           "values) in the schema (10.25 to 10.35: 20%)" in text, text
+    lost = ("it is lost unless its values are public (a codebook's band midpoints or codes) and the column is "
+            "declared a category listing them; values read off the rows are not public (10.25 to 10.35: 20%)")
+    assert lost in text, text
 
 
 def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():

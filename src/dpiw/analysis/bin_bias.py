@@ -519,8 +519,8 @@ def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
 #: a pile no schema change of the column's bounds, scale or whole numbers keeps: a value between whole numbers (a band's
 #: midpoint, a trial's ages of 0.19, 0.32...); only a category keeps it (it was "it is lost" until a trial's curator
 #: found no fix in the message)
-LOST = ("it is lost unless the column is declared a category, its values listed (a band's midpoints, a code's values)"
-        " in the schema")
+LOST = ("it is lost unless its values are public (a codebook's band midpoints or codes) and the column is declared a "
+        "category listing them; values read off the rows are not public")
 
 
 def piles_text(found: list[tuple], column, cells: int) -> str:

@@ -290,10 +290,12 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
     for what, shares in (("clipped to their public bounds", clipped),
                          ("rounded to whole numbers (integer: true in the schema)", checks.rounded())):
         shares = {name: share for name, share in shares.items() if share > 0}
-        if shares:  # said to the curator only (shares of the private rows: never into an artifact)
-            print(f"dpiw release: {what}: " + ", ".join(f"{name} {share_text(share)} of its values"
-                                                       for name, share in shares.items())
-                  + (f" ({CODES_FIX})" if what.startswith("clipped") else ""))
+        if shares:  # said to the curator only (shares and counts of the private rows: never into an artifact)
+            clip = what.startswith("clipped")
+            print(f"dpiw release: {what}: " + ", ".join(
+                f"{name} {share_text(share)} of its values" + (f" ({checks.sides(name)})" if clip else "")
+                for name, share in shares.items())
+                + (f" ({CODES_FIX})" if clip and any(checks.above[name] for name in shares) else ""))
     cells = int((load_yaml(root / "params.yaml")["sdgp"].get(args.sdgp) or {}).get("fine_cells") or 0)
     from dpiw.sdgp.binning import FineGrid
 

@@ -296,13 +296,17 @@ def _pile_note(values) -> str | None:
     whole = float((values == values.round()).mean())
     end = "largest" if top == values.max() else "smallest" if top == values.min() else None
     bound = "upper" if end == "largest" else "lower"
+    # a bound is public or it is not there: the draft never offers a value it read (a trial's curator took "with the
+    # public lower bound at it" for advice to set the bound at the rows' smallest tuition, 620 rows at 0.2575)
     if end:
-        fix = (f"it is the column's {end} value (a code at the end of the scale): with the public {bound} bound at "
-               "it, `spikes: [that bound]` keeps it")
+        fix = (f"it is the column's {end} value: if the codebook puts the scale's {bound} end there (a top code, a "
+               f"floor), the schema's {bound} bound at that public value with `spikes: [that bound]` keeps it; never "
+               "set a bound from the rows")
     elif top == round(top) and whole >= 0.9:
         fix = "`integer: true` keeps whole numbers, on bounds that span at most 256 of them (it rounds the few others)"
     else:
-        fix = "declared a category, the column keeps it (or, at a bound, `spikes`)"
+        fix = ("if the column's values are public (a codebook's list of codes or band midpoints), declared a category "
+               "listing them, it keeps it; never list values read off the rows")
     # no value or share of the rows in the draft: a schema is published with every bundle
     return f"many rows hold one value, which a release spreads across a fine cell: {fix}"
 

@@ -762,6 +762,13 @@ class RowChecks:
         return [c.name for c in self.schema.columns if c.is_numeric and "upper" not in c.spikes
                 and self.above[c.name] >= share * max(self.present[c.name], 1)]
 
+    def sides(self, name: str) -> str:
+        """Where a numeric column's values outside its bounds lay, for the curator: "3 below 10, 5 above 80"."""
+        c = self.schema.column(name)
+        below, above = self.outside[name] - self.above[name], self.above[name]
+        return ", ".join(f"{n:,} {side} {bound:g}" for n, side, bound in ((below, "below", c.lower),
+                                                                           (above, "above", c.upper)) if n)
+
     def clipped(self, *, max_fraction: float) -> dict[str, float]:
         from dpiw.scale import clip_verdict
 

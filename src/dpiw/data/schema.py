@@ -231,7 +231,8 @@ def _parse_column(i: int, c: Any, seen: set) -> Column:
         if flags:  # YAML 1.1 reads unquoted yes/no/on/off/true/false as booleans: the labels are gone
             raise DpiwError(f"column '{name}': categories {flags} were read as true/false: YAML takes an unquoted "
                             "Yes, No, On, Off, True or False for a boolean; quote each label as the data writes it, "
-                            "e.g. categories: [\"No\", \"Yes\"]")
+                            "in its case: categories: [\"no\", \"yes\"] for a file of no and yes, [\"No\", \"Yes\"] "
+                            "for No and Yes")
         numbers = all(isinstance(x, int | float) for x in cats if not (missing and x == MISSING_LABEL))
         labels = tuple(str(x) for x in cats)
         if missing and MISSING_LABEL not in labels:
