@@ -391,6 +391,13 @@ def test_a_share_within_a_subgroup_is_read_off_the_marginal_too():
         est = bundle.share("x", ">", 4, {"y": "yes"})
     lo, hi = est.ci()
     assert est.measured is not None and lo <= h[sub].mean() <= hi
+    # a quantile's interval is its share's carried back, checked as b.share checks it (a trial's 90th percentile,
+    # unwarned where the share at it warned): the share at the quantile reaches the same marginal's reading
+    p = float((bundle.data.x[(bundle.data.y == "yes").to_numpy()] <= 4).mean())
+    with pytest.warns(MeasurementWarning, match=r"quantile\('x', [0-9.]+, where=\{'y': 'yes'\}\), through "
+                                                r"share\('x', '<=', 3\.99\d*\): the weights' noisy"):
+        q = bundle.quantile("x", p, {"y": "yes"})
+    assert q.share.measured is not None and q.ci()[1] > bundle.quantile("x", p, {"y": "yes"}, interval="sampling").ci()[1]
 
 
 def test_the_check_spreads_the_difference_over_replicates_fitted_to_their_own_measurements(monkeypatch):
