@@ -292,7 +292,13 @@ def synthesize_args(config: dict, lookup: Lookup, *, sdgp: str, eps, seed, share
     for name, keys in SDGP_KEYS.items():
         if sdgp == name:
             for key in keys:
-                args += [f"--{name}-{key.replace('_', '-')}", str(lookup(f"sdgp.{name}.{key}"))]
+                try:
+                    value = lookup(f"sdgp.{name}.{key}")
+                except KeyError:  # a key added since the project's params.yaml was copied: the behaviour before it
+                    if f"{name}.{key}" not in SDGP_KEY_DEFAULTS:
+                        raise
+                    value = SDGP_KEY_DEFAULTS[f"{name}.{key}"]
+                args += [f"--{name}-{key.replace('_', '-')}", str(value)]
     if sdgp in GAN_SDGPS:
         for key in GAN_KEYS:
             args += [f"--gan-{key.replace('_', '-')}", str(lookup(f"sdgp.gan.{key}"))]
@@ -310,6 +316,9 @@ MST_KEYS = ("bins", "iters", "max_cells", "fine_cells", "fine_fraction", "max_bi
 #: sdgp.aim keys, each passed to the synthesize stage as --aim-<key>
 AIM_KEYS = ("bins", "iters", "rounds", "max_model_size", "max_cells", "target_triples", "fine_cells",
             "fine_fraction")
+#: sdgp.<name>.<key>s a project's params.yaml, copied before they were added, may lack, and the value they then take
+#: (the behaviour before them)
+SDGP_KEY_DEFAULTS = {"mst.tree": "chosen"}
 #: the SDGPs whose sdgp.<name> keys are passed as --<name>-<key> (integers but those in synthesize's SDGP_KEY_TYPES)
 SDGP_KEYS = {"privbayes": PRIVBAYES_KEYS, "mst": MST_KEYS, "aim": AIM_KEYS}
 #: sdgp.gan keys, each passed to the synthesize stage as --gan-<key>
