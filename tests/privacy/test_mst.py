@@ -144,3 +144,18 @@ def test_fit_and_sample_on_scaled_rows(breast_like):
     state = np.random.get_state()[1].copy()  # noqa: NPY002 - sampling leaves numpy's global generator as it was
     m.sample(10, rng=np.random.default_rng(4))
     assert (np.random.get_state()[1] == state).all()  # noqa: NPY002
+
+
+def test_the_tree_keys_the_noise_only_when_it_is_the_star():
+    """A flag added later keys a stage's noise only away from the behaviour before it (stages/_cli.py NEUTRAL): a
+    PrivBayes or AIM run never passes --mst-tree and an MST run passes 'chosen', and neither identity holds it (a
+    review found every other SDGP's noise redrawn by an mst_tree of None); the star's does."""
+    from dpiw.stages._cli import identity
+    from dpiw.stages.synthesize import parse_args
+
+    base = ["--train", "t", "--schema", "s", "--epsilon", "1", "--delta", "1e-6", "--share", "full", "--seed", "0",
+            "--out", "o", "--privacy-out", "p"]
+    for extra in (["--sdgp", "privbayes"], ["--sdgp", "aim"], ["--sdgp", "mst", "--mst-tree", "chosen"]):
+        assert "mst_tree" not in identity(parse_args([*base, *extra]), inputs=[], outputs=[])
+    star = identity(parse_args([*base, "--sdgp", "mst", "--mst-tree", "target"]), inputs=[], outputs=[])
+    assert star["mst_tree"] == "target"

@@ -252,7 +252,7 @@ def test_an_estimate_on_a_relation_no_marginal_measured_says_so(tmp_path):
         fit = b.fit(LinearRegression(), ["x", "n", "g"], "y", interval="sampling")  # every pair of features measured
     assert len(said) == 1 and "; nor" not in str(said[0].message)
     # the coefficients of the features measured with the target, and those not (the intercept with the latter)
-    assert "the coefficients of 'n', 'g' and the intercept are those whose feature was not measured" in str(
+    assert "the coefficients of 'n', 'g' and the intercept(s) are those whose feature was not measured" in str(
         said[0].message)
     assert fit.table.measured.to_dict() == {"(intercept)": False, "x": True, "n": False, "g=1": False}
     printed = {line.split()[0]: line.rstrip().endswith("†") for line in str(fit).splitlines()[1:5]}
@@ -414,3 +414,37 @@ def test_a_first_category_no_released_row_holds_is_not_the_reference(tmp_path):
     assert fit.table.loc["g=0", "value"] != fit.table.loc["g=0", "value"]
     assert abs(fit.table.loc["x", "value"] - 2) < 0.1 and fit.table.loc["(intercept)", "se"] < 0.5  # estimable
     assert list(b.design(["g"]).columns) == ["g=1"]  # the bundle's design itself keeps the schema's reference
+
+
+def test_a_coefficient_is_not_measured_by_its_columns_emptiness_alone(tmp_path):
+    """A marginal of (x_missing, y) measures whether x is empty with y, not how x's values go with y: x's
+    coefficient is not marked measured by it (a review: MST's tree may pick that pair, tied publicly to x), and
+    the fit's warning names x; with (x, y) measured it is marked."""
+    from dpiw.analysis import UnmeasuredWarning
+    from dpiw.analysis.bundle import Bundle
+    from dpiw.data.schema import parse_schema
+
+    schema = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 10, "missing": "indicator"},
+        {"name": "g", "type": "categorical", "categories": ["a", "b"]},
+        {"name": "y", "type": "numeric", "lower": 0, "upper": 10}]})
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 10, 300)
+    x[:30] = np.nan
+    data = pd.DataFrame({"x": x, "x_missing": pd.Categorical(np.isnan(x).astype(int), categories=[0, 1]),
+                         "g": pd.Categorical(rng.choice(["a", "b"], 300), categories=["a", "b"]),
+                         "y": rng.uniform(0, 10, 300)})
+    names = schema.names  # x, x_missing, g, y
+
+    def bundle(cliques):
+        return Bundle(data, np.ones(300), {}, None, schema, {"generator": {"columns": names, "measurements": [
+            {"clique": [names.index(c) for c in clique]} for clique in cliques]}})
+
+    only_empty = bundle([("x", "x_missing"), ("x_missing", "y"), ("g", "y")])
+    with pytest.warns(UnmeasuredWarning, match=r"'y' together with 'x'.*coefficients of 'x' and the intercept\(s\)"):
+        fit = only_empty.fit(LinearRegression(), ["x", "g"], "y", interval="sampling")
+    assert fit.table.measured.to_dict() == {"(intercept)": False, "x": False, "g=b": True}
+    assert only_empty.measured_with_target("x_missing", "y") and not only_empty.measured_with_target("x", "y")
+    both = bundle([("x", "x_missing"), ("x", "y"), ("g", "y")])
+    assert both.measured_with_target("x", "y") and both.measured_with_target("x_missing", "y")
+    assert both.fit(LinearRegression(), ["x", "g"], "y", interval="sampling").table.measured.all()

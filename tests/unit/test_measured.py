@@ -551,5 +551,9 @@ def test_a_subgroup_only_the_weights_measured_warns_where_their_marginal_cannot_
     noisy = replace(bundle, measurements={**bundle.measurements, "weights": loud})
     with pytest.warns(UnmeasuredWarning, match=rf"rate\('y', 'yes', where=\{{'{c}': '{label}'\}}\): only the "
                                                rf"weights' noisy marginals measured 'y' together with '{c}', and "
-                                               r"none reads this subgroup's estimate"):
+                                               r"none reads this subgroup's estimate .*too few of its rows"):
         noisy.rate("y", "yes", {c: label})
+    # a subgroup of two columns that no marginal holds with y together: said so, not that it is too thin
+    with pytest.warns(UnmeasuredWarning, match=rf"only the weights' noisy marginals measured 'y' together with '{c}'"
+                                               r".*no marginal holds 'y' with all of the subgroup's columns"):
+        bundle.rate("y", "yes", lambda d: (d[c] == label) & (d.x > 4))  # x > 4: a bin edge of x

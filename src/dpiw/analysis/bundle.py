@@ -185,9 +185,10 @@ class Bundle:
         return self._pairs({k: v for k, v in self.measurements.items() if k == "generator"}) if (
             self.measurements) else None
 
-    def _pairs(self, measurements: dict) -> set[frozenset]:
-        """The pairs of columns the marginals of ``measurements`` (parts as in measurements.json) hold together."""
-        of = self._indicator_of
+    def _pairs(self, measurements: dict, *, raw: bool = False) -> set[frozenset]:
+        """The pairs of columns the marginals of ``measurements`` (parts as in measurements.json) hold together (a
+        `missing: indicator` 0/1 column as its numeric column, but ``raw``)."""
+        of = {} if raw else self._indicator_of
         pairs = set()
         for part in measurements.values():
             names = part.get("columns", [])
@@ -195,6 +196,19 @@ class Bundle:
                 cols = {of.get(names[j], names[j]) for j in m["clique"]}
                 pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
         return pairs
+
+    def measured_with_target(self, feature: str, target: str) -> bool:
+        """Whether a published marginal holds ``feature``'s values together with ``target`` (a fit's
+        coefficient: ``fit.table.measured``). Unlike :attr:`measured_pairs`, a numeric column's 0/1 `missing:
+        indicator` column does not stand for it here: a marginal of (x_missing, y) measures whether x is empty,
+        not how its values go with y; the 0/1 column itself counts either (its empty rows sit in x's lowest bin)."""
+        if self.measurements is None:
+            return False
+        raw = self._pairs(self.measurements, raw=True)
+        if frozenset((feature, target)) in raw:
+            return True
+        of = self._indicator_of
+        return feature in of and frozenset((of[feature], target)) in raw
 
     def _where_columns(self, where) -> list[str]:
         """The columns a subgroup reads: a dict's keys, or the columns a function of the rows looks up (``d.age``,
@@ -342,15 +356,16 @@ class Bundle:
             return
         of = self._indicator_of
         base = of.get(column, column)
-        missing = [o for o in others if of.get(o, o) != base and frozenset((of.get(o, o), base)) not in pairs]
+        missing = [o for o in others if of.get(o, o) != base and (not self.measured_with_target(o, column) if among
+                                                                 else frozenset((of.get(o, o), base)) not in pairs)]
         apart = [(a, b) for i, a in enumerate(others) for b in others[i + 1:] if among
                  and of.get(a, a) != of.get(b, b) and frozenset((of.get(a, a), of.get(b, b))) not in pairs]
         said = ([f"{column!r} together with {' or '.join(map(repr, missing))}"] if missing else []) + (
             [", ".join(f"{a!r} with {b!r}" for a, b in apart) + " (each coefficient is adjusted for the other "
              "features through their relation)"] if apart else [])
-        which = (f"; the coefficients of {', '.join(map(repr, missing))} and the intercept are those whose feature was "
-                 "not measured with the target (False in the fit's table.measured, † when printed)") if (
-            among and missing) else ""
+        which = (f"; for a linear model, the coefficients of {', '.join(map(repr, missing))} and the intercept(s) are "
+                 "those whose feature was not measured with the target (False in the fit's table.measured, † when "
+                 "printed)") if among and missing else ""
         if said:
             warnings.warn(f"{call}: no marginal of the release measured {'; nor '.join(said)} (b.measured_pairs): "
                           "the estimate shows the generator's model of that relation, not the table's, and its "
@@ -503,11 +518,18 @@ class Bundle:
                 and frozenset((of.get(c, c), base)) in self.measured_pairs
                 and frozenset((of.get(c, c), base)) not in generator]
         if only:
+            wanted = {of.get(c, c) for c in (column, *where_columns)}
+            held = any(wanted <= {of.get(names[j], names[j]) for j in m["clique"]}
+                       for part in self.measurements.values() if (names := part.get("columns"))
+                       for m in part.get("measurements", []))
+            why = ("too few of its rows over the noise of the marginal that holds its columns, or a subgroup cut "
+                   "inside that marginal's cells" if held else
+                   f"no marginal holds {column!r} with all of the subgroup's columns")
             warnings.warn(f"{call}: only the weights' noisy marginals measured {column!r} together with "
                           f"{' or '.join(map(repr, only))}, and none reads this subgroup's estimate to check the rows "
-                          "against (too few of its rows over that marginal's noise, or a subgroup cut inside its "
-                          "cells): the estimate is the generator's model of that relation, moved only as far as the "
-                          "weights' fit goes, and its interval does not cover that", UnmeasuredWarning, stacklevel=4)
+                          f"against ({why}): the estimate is the generator's model of that relation, moved only as "
+                          "far as the weights' fit goes, and its interval does not cover that", UnmeasuredWarning,
+                          stacklevel=4)
 
     def _quantity(self, column: str, label=None):
         """What ``b.mean(column)`` (``label`` None) or ``b.rate(column, label)`` averages, as a function of the rows,

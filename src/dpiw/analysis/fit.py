@@ -264,15 +264,13 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
 
 
 def measured_with_target(bundle, names: list[str], features: list[str], target: str) -> list[bool]:
-    """Per coefficient (``names``: a fit table's index), whether some published marginal holds its feature together
-    with the target (:attr:`dpiw.analysis.bundle.Bundle.measured_pairs`); the intercept's, whether every feature's
-    does. A coefficient whose feature no marginal measured with the target is the generator's model of that
-    relation: in user trials on 15 real tables (ε = 1, MST with or without weights) such coefficients' 95% intervals
-    held the table's value 63 times in 123, the others 123 in 144 (bench/README.md, 2026-11-29)."""
-    pairs = bundle.measured_pairs or set()
-    of = bundle._indicator_of
-    base = of.get(target, target)
-    with_target = {f: of.get(f, f) == base or frozenset((of.get(f, f), base)) in pairs for f in features}
+    """Per coefficient (``names``: a fit table's index), whether some published marginal holds its feature's values
+    together with the target (:meth:`dpiw.analysis.bundle.Bundle.measured_with_target`); the intercept's, whether
+    every feature's does. A coefficient whose feature no marginal measured with the target is the generator's
+    model of that relation: in user trials on 15 real tables (ε = 1, one release at 3; MST with or without
+    weights) such coefficients' 95% intervals held the table's value 63 times in 123, the others 123 in 144
+    (bench/README.md, 2026-11-29)."""
+    with_target = {f: bundle.measured_with_target(f, target) for f in features}
     everyone = all(with_target.values())
     return [with_target[f] if (f := _feature_of(name, features)) is not None else everyone for name in names]
 

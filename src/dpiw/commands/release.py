@@ -295,7 +295,7 @@ def _admit_rows(args, root: Path, data: Path, schema_path: Path):
             print(f"dpiw release: {what}: " + ", ".join(
                 f"{name} {share_text(share)} of its values" + (f" ({checks.sides(name)})" if clip else "")
                 for name, share in shares.items())
-                + (f" ({CODES_FIX})" if clip and any(checks.above[name] for name in shares) else ""))
+                + (f" ({CODES_FIX})" if clip else ""))
     cells = int((load_yaml(root / "params.yaml")["sdgp"].get(args.sdgp) or {}).get("fine_cells") or 0)
     from dpiw.sdgp.binning import FineGrid
 
@@ -486,7 +486,7 @@ def _config(args, name: str, delta, url: str) -> dict:
                        "weights": [args.weights], "posts": [args.post], "exclude": []},
               "scale": {"public_fraction": 0, "out_of_bounds": args.out_of_bounds},
               "privacy": privacy}
-    if args.tree != "chosen":
+    if args.sdgp == "mst":  # the flag, not a project's params.yaml, says which tree (the release's name holds it)
         config["sdgp"] = {"mst": {"tree": args.tree}}
     if args.weights == "marginal_match":
         from dpiw.weights.advisor import WEIGHTS_FRACTION

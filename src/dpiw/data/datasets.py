@@ -649,8 +649,9 @@ def holds_value(df: pd.DataFrame, schema: Schema, name: str) -> np.ndarray:
 #: said wherever values fall outside a column's public bounds: a survey's codes for "not known" (98, 99) are no
 #: values, and clipping would release them as the bound (a trial's years of schooling: 4.6% of them 98 or 99, released
 #: as 17 years)
-CODES_FIX = ("if they are codes for a missing or unknown answer (98 or 99 in many surveys), make them empty in the "
-             "file and declare `missing: indicator` on the column instead: clipped, they are released as the bound")
+CODES_FIX = ("if they are codes for a missing or unknown answer (98 or 99, or -1 or -9, in many surveys), make them "
+             "empty in the file and declare `missing: indicator` on the column instead: clipped, they are released as "
+             "the bound")
 
 
 class RowChecks:
@@ -766,8 +767,11 @@ class RowChecks:
         """Where a numeric column's values outside its bounds lay, for the curator: "3 below 10, 5 above 80"."""
         c = self.schema.column(name)
         below, above = self.outside[name] - self.above[name], self.above[name]
-        return ", ".join(f"{n:,} {side} {bound:g}" for n, side, bound in ((below, "below", c.lower),
-                                                                           (above, "above", c.upper)) if n)
+        def text(x):  # 1,000,000 rather than 1e+06
+            return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:g}"
+
+        return ", ".join(f"{n:,} {side} {text(bound)}" for n, side, bound in ((below, "below", c.lower),
+                                                                            (above, "above", c.upper)) if n)
 
     def clipped(self, *, max_fraction: float) -> dict[str, float]:
         from dpiw.scale import clip_verdict

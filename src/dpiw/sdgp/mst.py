@@ -165,9 +165,10 @@ class MST:
 
     def _rhos(self, rho: float, one_way: bool, selection: bool = True) -> tuple[float, float, float, float]:
         """The zCDP rho of the one-way marginals, the selection and the two-way marginals out of ``rho`` (what the
-        fine histograms left), and their sum. The selection's share is kept out of the others even when the tree
-        is public (then unspent). Computed as rho / (sum of the weights) * weight, so MST's thirds give the same
-        bits as rho / 3 (the noise of a benchmark's runs is keyed by its measurements' bytes)."""
+        fine histograms left), and their sum. The selection's share is kept out of the others even when the
+        tree is public by the schema's `missing: indicator` ties alone (then unspent); a star on the target
+        (``tree="target"``) gives it to them. Computed as rho / (sum of the weights) * weight, so MST's thirds give
+        the same bits as rho / 3 (the noise of a benchmark's runs is keyed by its measurements' bytes)."""
         w1, ws, w2 = (float(x) for x in self.split)
         w1 = w1 if one_way else 0.0
         ws = 0.0 if self.tree == "target" else ws  # a public star: the choice's share goes to the measurements
@@ -275,7 +276,8 @@ class MST:
         eps_em = math.sqrt(8.0 * rho_sel / rounds) if rounds else 0.0
 
         pairs = list(itertools.combinations(range(d), 2))
-        table = counter.counts([*((j,) for j in range(d)), *pairs])
+        # every pair is scored for the choice; a public tree needs only its own counted
+        table = counter.counts([*((j,) for j in range(d)), *(pairs if rounds else sorted(set(map(tuple, fixed))))])
 
         def measure(cliques, sigma):
             out = []

@@ -15,7 +15,7 @@ from dataclasses import replace
 from dpiw import DpiwError, registry
 from dpiw.data import load_schema
 from dpiw.io import read_parquet, write_parquet
-from dpiw.planning.grid import GAN_KEYS, SDGP_KEYS
+from dpiw.planning.grid import GAN_KEYS, SDGP_KEY_DEFAULTS, SDGP_KEYS
 from dpiw.privacy.spend import ACCOUNTINGS, dpsgd_neighbours, paper_ablation, run_delta, split_budget, with_row_count
 from dpiw.sdgp import GAN_SDGPS, make_sdgp
 from dpiw.stages._cli import (
@@ -64,8 +64,11 @@ def parse_args(argv):
                        help=f"sdgp.gan.{key} (the GAN SDGPs)")
     for name, keys in SDGP_KEYS.items():
         for key in keys:
+            # a key added later defaults to the behaviour before it, which the noise's identity leaves out
+            # (stages/_cli.py: NEUTRAL), so a run of another SDGP, which never passes it, keys its noise as before
             p.add_argument(f"--{name}-{key.replace('_', '-')}", dest=f"{name}_{key}",
-                           type=SDGP_KEY_TYPES.get(key, int), help=f"sdgp.{name}.{key}")
+                           type=SDGP_KEY_TYPES.get(key, int), default=SDGP_KEY_DEFAULTS.get(f"{name}.{key}"),
+                           help=f"sdgp.{name}.{key}")
     p.add_argument("--out", required=True)
     p.add_argument("--privacy-out", required=True)
     p.add_argument("--models-out", help="GAN SDGPs: where the kept generators and discriminators go")
