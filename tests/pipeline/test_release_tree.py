@@ -23,6 +23,6 @@ def test_a_release_measures_every_column_with_the_target(tmp_path, root):
     assert b.measured_pairs == b.generator_pairs  # no weights at 400 rows: the tree is all there is
     text = manifest.read_text()
     assert "every column with the target" in text and json.loads(text)  # the mechanism says which tree
-    # MST's own tree is another release: a new folder, and the lifetime budget counts both
+    # MST's own tree is another release: a new folder
     sh(args, tmp_path, env=env)
     assert len(list((tmp_path / "p").rglob("release/manifest.json"))) == 2
