@@ -167,9 +167,6 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
     if args.tree != "chosen" and args.sdgp != "mst":
         raise DpiwError(f"--tree {args.tree} is MST's; --sdgp {args.sdgp} chooses its marginals its own way: leave "
                         "--tree out, or use --sdgp mst")
-    if args.tree == "target" and schema.target not in schema.names:
-        raise DpiwError(f"--tree target joins every column to the schema's target, and {schema_path} names none among "
-                        "its columns: name one (target: COLUMN), or leave --tree out")
     if registry.sdgp(args.sdgp).zcdp:  # the marginal SDGPs' domain guard, before any row is read
         from dpiw.planning.config import load_yaml
         from dpiw.sdgp import make_sdgp
