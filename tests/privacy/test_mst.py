@@ -159,3 +159,19 @@ def test_the_tree_keys_the_noise_only_when_it_is_the_star():
         assert "mst_tree" not in identity(parse_args([*base, *extra]), inputs=[], outputs=[])
     star = identity(parse_args([*base, "--sdgp", "mst", "--mst-tree", "target"]), inputs=[], outputs=[])
     assert star["mst_tree"] == "target"
+
+
+def test_a_star_is_checked_for_the_pairs_it_counts_not_every_pair():
+    """The domain guard counts the pairs MST counts: every pair for its own tree (it scores them all), the star's
+    for a star on the target, so a table of many wide columns that MST's scoring would not fit is released with
+    the star (a review: the star still passed the all-pairs guard)."""
+    from dpiw.data.schema import parse_schema
+
+    wide = [{"name": f"c{k}", "type": "categorical", "categories": [str(v) for v in range(300)]} for k in range(12)]
+    schema = parse_schema({"name": "wide", "task": "classification", "target": "y", "columns": [
+        *wide, {"name": "y", "type": "categorical", "categories": ["no", "yes"]}]})
+    with pytest.raises(DpiwError, match="pairs holding"):
+        MST(bins=4, max_cells=1000).check_domain(schema)
+    MST(bins=4, max_cells=1000, tree="target").check_domain(schema)  # 12 pairs of 600 cells
+    assert MST(bins=4, max_cells=1000, tree="target").fits_domain(schema, 4)
+    assert not MST(bins=4, max_cells=1000).fits_domain(schema, 4)

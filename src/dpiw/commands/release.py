@@ -171,7 +171,8 @@ def _preflight(args, data: Path, schema_path: Path, delta, params: Path) -> int 
         from dpiw.planning.config import load_yaml
         from dpiw.sdgp import make_sdgp
 
-        make_sdgp(args.sdgp, **load_yaml(params)["sdgp"][args.sdgp]).check_domain(schema)
+        settings = {**load_yaml(params)["sdgp"][args.sdgp], **({"tree": args.tree} if args.sdgp == "mst" else {})}
+        make_sdgp(args.sdgp, **settings).check_domain(schema)  # the star counts its own pairs only
     if args.neighbours != "replace_one":
         return None
     left_out: list[str] = []

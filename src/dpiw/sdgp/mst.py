@@ -175,22 +175,28 @@ class MST:
         unit = rho / (w1 + ws + w2)
         return unit * w1, (unit * ws if selection else 0.0), unit * w2, unit * (w1 + (ws if selection else 0.0) + w2)
 
-    def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int]:
+    def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int, int]:
+        """The columns' cells, and of the pairs MST counts (every pair, which it scores; a public star's own):
+        their cells together, how many, and the largest one's cells."""
         cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
+        if self.tree == "target":
+            sizes = [cards[a] * cards[b] for a, b in star_edges(schema, public_edges(schema))]
+            return cards, sum(sizes), len(sizes), max(sizes, default=0)
         total, squares = sum(cards), sum(c * c for c in cards)
-        return cards, (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2
+        big = sorted(cards)[-2:]
+        return cards, (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2, big[0] * big[-1]
 
     def fits_domain(self, schema: Schema, bins: int) -> bool:
         """Whether ``bins`` bins per numeric column pass :meth:`check_domain` and ``max_cells``."""
-        cards, pair_cells, _ = self._pair_cells(schema, bins)
-        big = sorted(cards)[-2:]
-        return pair_cells <= PAIR_CELLS_PER_MAX * self.max_cells and big[0] * big[-1] <= self.max_cells
+        _, pair_cells, _, largest = self._pair_cells(schema, bins)
+        return pair_cells <= PAIR_CELLS_PER_MAX * self.max_cells and largest <= self.max_cells
 
     def check_domain(self, schema: Schema) -> None:
         """Refuse, before any row is read, a table whose marginals would not fit (public quantities only: the
         schema's categories and the bins). MST scores every pair of columns: the cells of all pairs together
-        are capped at :data:`PAIR_CELLS_PER_MAX` times ``max_cells``."""
-        cards, pair_cells, pairs = self._pair_cells(schema, self.bins)
+        are capped at :data:`PAIR_CELLS_PER_MAX` times ``max_cells`` (a public star's pairs only, with
+        ``tree="target"``)."""
+        cards, pair_cells, pairs, _ = self._pair_cells(schema, self.bins)
         limit = PAIR_CELLS_PER_MAX * self.max_cells
         if pair_cells > limit:
             raise DpiwError(f"MST on '{schema.name}': its {len(cards)} columns make {pairs} pairs holding "
@@ -215,9 +221,11 @@ class MST:
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
             raise DpiwError(f"MST on '{schema.name}' needs at least 2 columns")
-        big = sorted(cards)[-2:]
-        if big[0] * big[1] > self.max_cells:
-            raise DpiwError(f"MST on '{schema.name}': a two-way marginal can hold {big[0] * big[1]} cells > "
+        counted = (star_edges(schema, public_edges(schema)) if self.tree == "target"
+                   else itertools.combinations(range(len(cards)), 2))
+        largest = max(cards[a] * cards[b] for a, b in counted)
+        if largest > self.max_cells:
+            raise DpiwError(f"MST on '{schema.name}': a two-way marginal can hold {largest} cells > "
                             f"max_cells={self.max_cells}; lower sdgp.mst.bins")
         if not (epsilon > 0 and math.isfinite(epsilon)):
             raise DpiwError(f"MST needs a positive finite epsilon, got {epsilon}")
