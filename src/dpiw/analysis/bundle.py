@@ -188,14 +188,19 @@ class Bundle:
     def _pairs(self, measurements: dict, *, raw: bool = False) -> set[frozenset]:
         """The pairs of columns the marginals of ``measurements`` (parts as in measurements.json) hold together (a
         `missing: indicator` 0/1 column as its numeric column, but ``raw``)."""
-        of = {} if raw else self._indicator_of
         pairs = set()
+        for cols in self._cliques(measurements, raw=raw):
+            pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
+        return pairs
+
+    def _cliques(self, measurements: dict, *, raw: bool = False):
+        """The set of columns of each marginal of ``measurements`` (a `missing: indicator` 0/1 column as its
+        numeric column, but ``raw``)."""
+        of = {} if raw else self._indicator_of
         for part in measurements.values():
             names = part.get("columns", [])
             for m in part.get("measurements", []):
-                cols = {of.get(names[j], names[j]) for j in m["clique"]}
-                pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
-        return pairs
+                yield {of.get(names[j], names[j]) for j in m["clique"]}
 
     def measured_with_target(self, feature: str, target: str) -> bool:
         """Whether a published marginal holds ``feature``'s values together with ``target`` (a fit's
@@ -519,9 +524,7 @@ class Bundle:
                 and frozenset((of.get(c, c), base)) not in generator]
         if only:
             wanted = {of.get(c, c) for c in (column, *where_columns)}
-            held = any(wanted <= {of.get(names[j], names[j]) for j in m["clique"]}
-                       for part in self.measurements.values() if (names := part.get("columns"))
-                       for m in part.get("measurements", []))
+            held = any(wanted <= cols for cols in self._cliques(self.measurements))
             why = ("too few of its rows over the noise of the marginal that holds its columns, or a subgroup cut "
                    "inside that marginal's cells" if held else
                    f"no marginal holds {column!r} with all of the subgroup's columns")

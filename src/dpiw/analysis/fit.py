@@ -189,7 +189,7 @@ def _fit_with_intervals(bundle, estimator, features: list[str], target: str, *, 
         table = _reach_gaps(bundle, table, model, features, target,
                             lambda data, w: coefficients(fit_on(data, w), names))
     if bundle.measured_pairs is not None:  # a bundle without marginals says nothing of what was measured
-        table["measured"] = measured_with_target(bundle, list(table.index), features, target)
+        table["measured"] = measured_coefficients(bundle, list(table.index), features, target)
     absent = _absent_levels(bundle, features, target, refs)
     if absent:  # a level no released row holds: the fit gives it whatever its penalty or solver leaves (0), no estimate
         rows = [r for r in table.index if r in absent]
@@ -263,7 +263,7 @@ def _reach_gaps(bundle, table: pd.DataFrame, model, features: list[str], target:
     return table
 
 
-def measured_with_target(bundle, names: list[str], features: list[str], target: str) -> list[bool]:
+def measured_coefficients(bundle, names: list[str], features: list[str], target: str) -> list[bool]:
     """Per coefficient (``names``: a fit table's index), whether some published marginal holds its feature's values
     together with the target (:meth:`dpiw.analysis.bundle.Bundle.measured_with_target`); the intercept's, whether
     every feature's does. A coefficient whose feature no marginal measured with the target is the generator's

@@ -98,21 +98,34 @@ def star_edges(schema: Schema, fixed: list[tuple[int, int]]) -> list[tuple[int, 
     (['x', 'x_missing', 'y', 'g'], [(0, 1), (0, 2), (2, 3)])
     """
     t = schema.names.index(schema.target)
-    component = list(range(len(schema.columns)))
+    forest = Forest(len(schema.columns), fixed)
+    out = list(fixed)
+    for j in range(len(schema.columns)):
+        if j != t and forest.apart(j, t):
+            out.append((min(j, t), max(j, t)))
+            forest.join(j, t)
+    return out
 
-    def root(a):
-        while component[a] != a:
-            a = component[a]
+
+class Forest:
+    """The components of a forest over ``d`` columns as its edges are added (Kruskal's check), from ``edges``."""
+
+    def __init__(self, d: int, edges=()):
+        self.parent = list(range(d))
+        for a, b in edges:
+            self.join(a, b)
+
+    def root(self, a: int) -> int:
+        while self.parent[a] != a:
+            a = self.parent[a]
         return a
 
-    out = list(fixed)
-    for a, b in fixed:
-        component[root(a)] = root(b)
-    for j in range(len(schema.columns)):
-        if j != t and root(j) != root(t):
-            out.append((min(j, t), max(j, t)))
-            component[root(j)] = root(t)
-    return out
+    def apart(self, a: int, b: int) -> bool:
+        """Whether an edge (a, b) joins two components (adds no cycle)."""
+        return self.root(a) != self.root(b)
+
+    def join(self, a: int, b: int) -> None:
+        self.parent[self.root(a)] = self.root(b)
 
 
 #: the cells of all pairs of columns MST scores, at most this many times sdgp.mst.max_cells (a domain guard)
@@ -175,20 +188,23 @@ class MST:
         unit = rho / (w1 + ws + w2)
         return unit * w1, (unit * ws if selection else 0.0), unit * w2, unit * (w1 + (ws if selection else 0.0) + w2)
 
-    def _pair_cells(self, schema: Schema, bins: int) -> tuple[list[int], int, int, int]:
-        """The columns' cells, and of the pairs MST counts (every pair, which it scores; a public star's own):
-        their cells together, how many, and the largest one's cells."""
-        cards = [bins if c.is_numeric else len(c.categories) for c in schema.columns]
+    def _pair_cells(self, schema: Schema, cards: list[int]) -> tuple[int, int, int]:
+        """Of the pairs MST counts (every pair, which it scores; a public star's own), with ``cards`` cells per
+        column: their cells together, how many, and the largest one's cells."""
         if self.tree == "target":
             sizes = [cards[a] * cards[b] for a, b in star_edges(schema, public_edges(schema))]
-            return cards, sum(sizes), len(sizes), max(sizes, default=0)
+            return sum(sizes), len(sizes), max(sizes, default=0)
         total, squares = sum(cards), sum(c * c for c in cards)
         big = sorted(cards)[-2:]
-        return cards, (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2, big[0] * big[-1]
+        return (total * total - squares) // 2, len(cards) * (len(cards) - 1) // 2, big[0] * big[-1]
+
+    @staticmethod
+    def _cards(schema: Schema, bins: int) -> list[int]:
+        return [bins if c.is_numeric else len(c.categories) for c in schema.columns]
 
     def fits_domain(self, schema: Schema, bins: int) -> bool:
         """Whether ``bins`` bins per numeric column pass :meth:`check_domain` and ``max_cells``."""
-        _, pair_cells, _, largest = self._pair_cells(schema, bins)
+        pair_cells, _, largest = self._pair_cells(schema, self._cards(schema, bins))
         return pair_cells <= PAIR_CELLS_PER_MAX * self.max_cells and largest <= self.max_cells
 
     def check_domain(self, schema: Schema) -> None:
@@ -196,7 +212,8 @@ class MST:
         schema's categories and the bins). MST scores every pair of columns: the cells of all pairs together
         are capped at :data:`PAIR_CELLS_PER_MAX` times ``max_cells`` (a public star's pairs only, with
         ``tree="target"``)."""
-        cards, pair_cells, pairs, _ = self._pair_cells(schema, self.bins)
+        cards = self._cards(schema, self.bins)
+        pair_cells, pairs, _ = self._pair_cells(schema, cards)
         limit = PAIR_CELLS_PER_MAX * self.max_cells
         if pair_cells > limit:
             raise DpiwError(f"MST on '{schema.name}': its {len(cards)} columns make {pairs} pairs holding "
@@ -221,9 +238,7 @@ class MST:
             raise DpiwError(f"sdgp.mst.iters must be an integer >= 1, got {self.iters!r}")
         if len(cards) < 2:
             raise DpiwError(f"MST on '{schema.name}' needs at least 2 columns")
-        counted = (star_edges(schema, public_edges(schema)) if self.tree == "target"
-                   else itertools.combinations(range(len(cards)), 2))
-        largest = max(cards[a] * cards[b] for a, b in counted)
+        largest = self._pair_cells(schema, cards)[2]
         if largest > self.max_cells:
             raise DpiwError(f"MST on '{schema.name}': a two-way marginal can hold {largest} cells > "
                             f"max_cells={self.max_cells}; lower sdgp.mst.bins")
@@ -301,25 +316,15 @@ class MST:
         scores = self._tree_scores(table, one_way, pairs) if len(pairs) > 1 and rounds else {p: 0.0 for p in pairs}
         if self.sized_scores:  # AIM's penalty: the noise's expected L1 on the pair's cells (public)
             scores = {(a, b): q - math.sqrt(2 / math.pi) * sigma2 * cards[a] * cards[b] for (a, b), q in scores.items()}
-        component = list(range(d))
-
-        def root(a):
-            while component[a] != a:
-                a = component[a]
-            return a
-
-        tree = []
-        for a, b in fixed:
-            tree.append((a, b))
-            component[root(a)] = root(b)
+        forest, tree = Forest(d, fixed), list(fixed)
         for _ in range(rounds):
-            cand = [e for e in pairs if root(e[0]) != root(e[1])]
+            cand = [e for e in pairs if forest.apart(*e)]
             q = np.array([scores[e] for e in cand])
             logits = eps_em * q / (2.0 * score_l1)
             p = np.exp(logits - logits.max())
             a, b = cand[int(rng.choice(len(cand), p=p / p.sum()))]
             tree.append((a, b))
-            component[root(a)] = root(b)
+            forest.join(a, b)
         self.tree_ = tree
         self.measurements_ = one_way + measure(tree, sigma2)
         names = schema.names
