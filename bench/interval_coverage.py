@@ -15,8 +15,11 @@ integer age, a sex and an outcome that depends on both; its values known by a Mo
 ``--estimands quantiles`` asks for medians, a 90th percentile and shares above a threshold instead
 (``b.quantile``: Woodruff's interval from the share at or below the estimate; ``b.share``).
 
+``--total``: marginal_match's discrepancy principle on the total chi^2 alone, as before 2026-11-29 (each marginal
+within its noise too since: dpiw.weights.marginal_match.PER_MARGINAL), for a paired run.
+
     python bench/interval_coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
-                                      [--estimands means|quantiles]
+                                      [--estimands means|quantiles] [--total]
 """
 
 from __future__ import annotations
@@ -218,6 +221,10 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
                   measured), advice.method
 
 
+#: the environment variable that carries --total to the spawned workers
+TOTAL = "DPIW_BENCH_TOTAL_CHI2"
+
+
 def one(job: tuple[str, int, int, float, str]) -> list[dict]:
     pop, n, r, epsilon, which = job
     import os
@@ -227,6 +234,10 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
     import warnings
 
     from dpiw.analysis import UnmeasuredWarning
+    from dpiw.weights import marginal_match
+
+    if os.environ.get(TOTAL) == "1":  # --total (a spawned worker reads it)
+        marginal_match.PER_MARGINAL = False
 
     schema, draw_rows, _, estimands = population(pop, which)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
@@ -264,7 +275,12 @@ def main() -> None:
     p.add_argument("--csv", help="write every interval here")
     p.add_argument("--from-csv", nargs="+", help="summarise (and plot) the intervals of earlier runs instead")
     p.add_argument("--plot", help="a PNG of the coverage per estimand, interval and N")
+    p.add_argument("--total", action="store_true", help="marginal_match's discrepancy principle on the total "
+                   "chi^2 alone, as before 2026-11-29 (dpiw.weights.marginal_match.PER_MARGINAL off)")
     args = p.parse_args()
+    import os
+
+    os.environ[TOTAL] = "1" if args.total else "0"
     t0 = time.perf_counter()
     if args.from_csv:
         df = pd.concat([pd.read_csv(f) for f in args.from_csv], ignore_index=True)

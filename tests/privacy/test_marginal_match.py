@@ -230,3 +230,53 @@ def test_a_search_from_any_start_tau_picks_what_the_full_scan_picks():
             assert again.tau_ == tau
             np.testing.assert_allclose(again.log_ratio_, lr, rtol=2e-3, atol=2e-3)  # L-BFGS from elsewhere
     assert len(picks) == 2 and any(min(TAUS) < t < max(TAUS) for t in picks)  # a middle pick is among them
+
+
+def test_each_marginal_within_its_noise_not_only_the_total(monkeypatch):
+    """A relation in one corner of one marginal (y's rate 0.9 where x0 and x1 both exceed 7/8, 0.3 elsewhere; the
+    synthetic rows know nothing of it) adds little to the total chi^2 of 2,016 cells: on the total alone the
+    discrepancy principle stops at tau = 1 with that marginal far past its noise and the corner's rate at 0.43. With
+    each marginal held within its noise too (PER_MARGINAL, family-wise) it takes a smaller tau, every marginal's
+    chi^2 within its bound, and the corner's rate comes closer to the table's 0.91; elsewhere the rate stays 0.30."""
+    from dpiw.data.schema import parse_schema
+    from dpiw.weights import marginal_match as mm_module
+    from dpiw.weights.marginal_match import MarginalMatch, marginal_z
+
+    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(6)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = rng.uniform(size=(n, 6))
+    corner = (X[:, 0] > 0.875) & (X[:, 1] > 0.875)
+    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(6)},
+                         "y": (rng.uniform(size=n) < np.where(corner, 0.9, 0.3)).astype(int)})
+    S = rng.uniform(size=(n, 6))
+    at = (S[:, 0] > 0.875) & (S[:, 1] > 0.875)
+    synth = pd.DataFrame({**{f"x{j}": S[:, j] for j in range(6)},
+                          "y": (rng.uniform(size=n) < 0.3 + 0.6 * corner.mean()).astype(int)})
+    mm = MarginalMatch(bins=8, degree=3).measure(real, schema, epsilon=1.0, delta=1e-6, rng=rng)
+
+    def fitted(per_marginal: bool):
+        monkeypatch.setattr(mm_module, "PER_MARGINAL", per_marginal)
+        f = mm.reweight(synth)
+        w = np.exp(f.log_ratio_)
+        from dpiw.sdgp.marginals import discretise
+
+        cells, cards = discretise(synth, schema, mm.discretisation)
+        chi2 = []
+        for clique, y in mm.measurements_:
+            idx = np.ravel_multi_index(tuple(cells[:, j] for j in clique), tuple(cards[j] for j in clique))
+            mass = np.bincount(idx, weights=w * (n / len(synth)), minlength=len(y))
+            chi2.append((float(np.sum((mass - y) ** 2)) / mm.sigma_ ** 2, len(y)))
+        return f.tau_, f.chi2_, f.n_cells_, chi2, np.average(synth.y[at], weights=w[at]), \
+            np.average(synth.y[~at], weights=w[~at])
+
+    z = marginal_z(len(mm.measurements_))
+    tau, total, cells, parts, rate, rest = fitted(False)
+    assert tau == 1.0 and total <= cells and rate < 0.5
+    assert max(c - (m + z * np.sqrt(2 * m)) for c, m in parts) > 0  # a marginal past its noise
+    tau_m, total_m, _, parts_m, rate_m, rest_m = fitted(True)
+    assert tau_m < tau and total_m <= cells
+    assert all(c <= m + z * np.sqrt(2 * m) for c, m in parts_m)
+    assert rate_m > rate + 0.1 and abs(rest_m - 0.30) < 0.01 and abs(rest - 0.30) < 0.01
