@@ -498,6 +498,12 @@ def test_the_interval_reaches_the_estimate_without_rows_the_noise_may_have_put_t
     with warnings.catch_warnings():
         warnings.simplefilter("error", MeasurementWarning)
         assert bundle._floor("mean('x')", "x", near, est).reach == pytest.approx((0.2, 0.0))
+    # a quantile's check runs through its share: the value without those rows is the share's, and says so (a trial's
+    # median vocabulary score was told "without them the estimate is 0.7046")
+    share = Estimate(0.62, 0.01, 500.0, covers=NOISE_AWARE)
+    read = measured.Direct(0.66, 0.02, "generator", ("a", "x"), floored=0.7046, floored_out=0.085)
+    with pytest.warns(MeasurementWarning, match=r"without them that share is 0\.7046, which the interval reaches"):
+        bundle._floor("quantile('x', 0.5, where=...), through share('x', '<=', 5)", "x", read, share)
 
 
 def test_a_subgroup_its_marginal_measured_within_its_noise_of_none_warns():

@@ -503,6 +503,11 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
     return _pile_fix(column, cells, lo, hi)
 
 
+#: bounds spanning more than this many times the fine cells' whole numbers: narrowing them to a whole number a cell
+#: is no fix to offer (a trial's earnings on 0 to 100,000 were told "bounds spanning at most 256 whole numbers")
+WIDE = 4
+
+
 def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
     if not column.integer and np.floor(hi) < lo:  # no whole number inside: `integer: true` has none to keep
         return ""
@@ -510,7 +515,11 @@ def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
         if hi - lo < 1 and not column.integer:
             return "`integer: true` in the schema keeps it, if it is a whole number"
         return "a category, or public bounds that give it a narrower cell, keeps it"
-    if int(round(column.upper - column.lower)) + 1 > cells:
+    span = int(round(column.upper - column.lower)) + 1
+    if span > WIDE * cells:  # earnings on 0 to 100,000: bounds of 256 dollars are no fix
+        return ("it is kept only where its value is public: a codebook's top code as the upper bound, with `spikes: "
+                "[that value]`; values read off the rows are not public")
+    if span > cells:
         return (f"public bounds spanning at most {cells} whole numbers (with `integer: true`) give each one a cell, "
                 "or a category keeps it")
     return "" if column.integer else "`integer: true` in the schema keeps it, if it is a whole number"

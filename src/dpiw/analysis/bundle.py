@@ -623,8 +623,9 @@ class Bundle:
                 f"{WHOSE[read.part]} noisy marginal "
                 f"of {', '.join(map(repr, read.columns))} measured this subgroup within "
                 f"{FLOOR_SDS:g} noise sds of nothing: they may be the noise's (a model fitted to noisy "
-                "counts, each cell at or above zero, gives every such cell some rows), and without them the "
-                f"estimate is {read.floored:.4g}, which the interval reaches", MeasurementWarning, stacklevel=4)
+                "counts, each cell at or above zero, gives every such cell some rows), and without them "
+                f"{'that share' if ', through share(' in call else 'the estimate'} is {read.floored:.4g}, which the "
+                "interval reaches", MeasurementWarning, stacklevel=4)
         return est
 
     def _difference_variance(self, read, column: str, where, where_columns: list[str], labels, values,
@@ -961,7 +962,8 @@ class Bundle:
         else:
             then = f"the interval reaches over them{fix}"
         said = ((f"share({column!r}, {op!r}, {t:g}): {t:g} falls inside",) if quantile is None else
-                (f"quantile({column!r}, {quantile[0]!r}): the estimate {t:.4g} lies inside",)) + (then,)
+                (f"quantile({column!r}, {quantile[0]!r}): the estimate {bin_bias.value_text(t)} lies inside",)
+                ) + (then,)
         lo, hi = (bin_bias.value_text(v) for v in cell)
         warnings.warn(f"{said[0]} the fine cell {lo} to {hi}, which holds {on + off:.0%} of these rows, piled over "
                       "twice the cells around it: where they lie inside it was not measured (they are drawn evenly "
@@ -1034,7 +1036,8 @@ class Bundle:
             share, cell = bin_bias.pile_at(nb, spec, end, *rows)
             if cell is not None:
                 lo, hi = (bin_bias.value_text(v) for v in cell)
-                warnings.warn(f"quantile({column!r}, {q!r}): the {side} end of its interval, {end:.4g}, lies inside "
+                at = bin_bias.value_text(end)
+                warnings.warn(f"quantile({column!r}, {q!r}): the {side} end of its interval, {at}, lies inside "
                               f"the fine cell {lo} to {hi}, which holds {share:.0%} of these rows, piled over twice "
                               "the cells around it: where they lie inside it was not measured (they are drawn evenly "
                               "across it), so the interval reaches over the cell", CellWarning, stacklevel=3)
