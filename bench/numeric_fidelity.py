@@ -69,8 +69,8 @@ against params.yaml's, which also holds each marginal within its noise (dpiw.wei
 Named on 2026-11-29 (twenty-second session) before the run, after a trial's CPSSW8 weights stopped with one
 marginal at chi^2 213 on 128 cells: the per-marginal rule replaces the total's only if no family is worse beyond
 2 SE on either table and one is better beyond 2 SE, and bench/interval_coverage.py at 20,000 rows (50 releases)
-loses no more than 4 points on any estimand and nothing overall. (Run as ``--local``, the arm then being the
-per-marginal rule against the total's.)
+loses no more than 4 points on any estimand and nothing overall. (Run before the switch, the arm then the
+per-marginal rule against the total's: the same pairs.)
 
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
                                      [--zeros] [--shrink] [--floor 4] [--outer 2 4] [--fewer] [--star] [--total]

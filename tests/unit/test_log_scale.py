@@ -259,7 +259,7 @@ def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():
     not `integer: true` (10,001 whole numbers: 0 would get no cell of its own); at the upper bound its spike. A cell
     inside, or at a bound already spiked: on bounds of at most four times the fine cells' whole numbers (0 to 1,000),
     bounds a whole number a cell; wider (a trial's earnings on 0 to 100,000 were told "bounds spanning at most 256
-    whole numbers"), only a public top code as the upper bound keeps it."""
+    whole numbers"), only a public code as a bound, or a category, keeps it."""
     s = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
         {"name": "x", "type": "numeric", "lower": 0, "upper": 10000},
         {"name": "z", "type": "numeric", "lower": 0, "upper": 10000, "spikes": [0]},
@@ -267,7 +267,7 @@ def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():
         {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
     first = pile_fix(s.column("x"), 256, 0.0, 39.0625)
     assert first.startswith("`spikes: [0]` in the schema keeps it, if it is 0 (the lower bound); else it is kept only "
-                            "where its value is public: a codebook's top code as the upper bound"), first
+                            "where its value is public: a codebook's top or bottom code as that bound"), first
     assert pile_fix(s.column("x"), 256, 9960.9375, 10000.0).startswith("`spikes: [10000]`")
     for inside in (pile_fix(s.column("x"), 256, 39.0625, 78.125), pile_fix(s.column("z"), 256, 0.0, 39.0625)):
         assert inside.startswith("it is kept only where its value is public") and "spikes: [0]" not in inside

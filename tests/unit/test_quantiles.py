@@ -355,19 +355,14 @@ def test_a_pile_is_reached_over_on_the_side_each_comparison_puts_it():
     assert all(reach(op, 12, nb4, narrow, x4) == (0.0, 0.0) for op in C)
 
 
-def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
-    """bin_bias.pruning_reach on a hand-built count column 0-200 (a cell per whole number): its tree measured 6%
-    of the rows at each of 9 and 10 and 4% at each of 11-16 (a bin 9-16 of 36%); the pruning emptied 9 and 10
-    and drew their rows at 11 and 12, so "> 10" is 0.36 from the rows against 0.24. The interval reaches 0.12
-    lower; ">= 9" and "> 16" (the bin's edges: every row of it on one side) reach nothing; a bin whose measured
-    mass is within its noise of nothing reaches over all of its rows."""
-    from dpiw.analysis.bin_bias import pruning_reach
-    from dpiw.analysis.bundle import COMPARISONS as C
+def pruned_counts():
+    """A hand-built count column 0-200 (a cell per whole number) whose tree measured 6% of the rows at each of 9 and
+    10 and 4% at each of 11-16 (a bin 9-16 of 36%), and whose pruning emptied 9 and 10 and drew their rows at 11 and
+    12: (column, grid, measured cells, pruned cells, bins, each row's bin, 40,000 released values)."""
     from dpiw.data.schema import Column
 
     col = Column("visits", "numeric", 0.0, 200.0, integer=True)
     grid = FineGrid.of(col, 256)
-    assert grid.per_integer and grid.support == 201
     measured = np.zeros(grid.cells)
     measured[:9] = 0.44 / 9
     measured[9:11] = 0.06
@@ -380,7 +375,20 @@ def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
     nb = NumericBins(grid, np.array([0, 9, 17, grid.support]), pruned)
     rng = np.random.default_rng(1)
     cells = rng.choice(3, 40_000, p=[0.44, 0.36, 0.2])
-    x = np.rint(np.asarray(col.from_unit(nb.values(cells, rng))))
+    return col, grid, measured, pruned, nb, cells, np.rint(np.asarray(col.from_unit(nb.values(cells, rng))))
+
+
+def test_a_share_reaches_over_the_rows_the_pruning_moved_across_its_threshold():
+    """bin_bias.pruning_reach on a hand-built count column 0-200 (a cell per whole number): its tree measured 6%
+    of the rows at each of 9 and 10 and 4% at each of 11-16 (a bin 9-16 of 36%); the pruning emptied 9 and 10
+    and drew their rows at 11 and 12, so "> 10" is 0.36 from the rows against 0.24. The interval reaches 0.12
+    lower; ">= 9" and "> 16" (the bin's edges: every row of it on one side) reach nothing; a bin whose measured
+    mass is within its noise of nothing reaches over all of its rows."""
+    from dpiw.analysis.bin_bias import pruning_reach
+    from dpiw.analysis.bundle import COMPARISONS as C
+
+    col, grid, measured, pruned, nb, cells, x = pruned_counts()
+    assert grid.per_integer and grid.support == 201
     w, everyone = np.ones(x.size), np.ones(x.size, bool)
     assert np.mean(x > 10) == pytest.approx(0.56, abs=0.01)  # the table's: 0.24 + 0.2 = 0.44
 
@@ -518,3 +526,47 @@ def test_a_quantile_at_the_rows_largest_value_takes_its_interval_from_the_share_
         lo, hi = q.ci()
         covered += lo <= np.quantile(rows.score, 0.995, method="inverted_cdf") <= hi
     assert at_max >= 6 and covered == 8
+
+
+def test_a_quantile_in_a_lump_the_pruning_made_reaches_where_the_tree_measured_its_rows():
+    """The count column of the test above: the pruning emptied 9 and 10 (6% of the rows each, measured) and drew
+    their rows at 11 and 12, so the released distribution function jumps from 0.44 to 0.54 at 11 where the table's
+    rises through 9 and 10. The 47th percentile comes back 11, and Woodruff's interval through the rows stays on 11
+    however the share moves; carried back through the bin as the tree measured it (bin_bias.measured_shape: the
+    bin's rows spread over 9-16 by the measured cells) it reaches 9, the table's, and Quantile.pruned holds that."""
+    from dpiw.analysis.bin_bias import measured_shape
+    from dpiw.analysis.estimates import Estimate
+
+    col, grid, measured, pruned, nb, _, x = pruned_counts()
+    w = np.ones(x.size)
+    value = weighted_quantile(x, w, 0.47)
+    assert value == 11
+    share = Estimate(float(np.mean(x <= value)), 0.005, float(x.size), covers=NOISE_AWARE)
+    est = Quantile(value, 0.47, share, (0.0, 200.0), x, w)
+    assert est.ci()[0] == 11  # the lump: every share the interval allows falls inside its jump
+    values, weights = measured_shape(nb, col, value, x, w, (measured, 0.001))
+    assert weights.sum() == pytest.approx(w.sum())
+    inside = (values >= 9) & (values <= 16)
+    by_value = pd.Series(weights[inside]).groupby(values[inside]).sum() / weights.sum()
+    assert by_value.loc[9.0] == pytest.approx(0.06 / 0.36 * np.mean((x >= 9) & (x <= 16)), rel=1e-9)
+    through = replace(est, _values=values, _weights=weights).ci()
+    assert through[0] == 9
+    held = replace(est, pruned=(values, weights))
+    assert held.ci() == (9, max(through[1], est.ci()[1]))
+    half = held.ci(0.5)  # at the level asked for, not the 95% interval's reach
+    assert half == (min(est.ci(0.5)[0], replace(est, _values=values, _weights=weights).ci(0.5)[0]),
+                    max(est.ci(0.5)[1], replace(est, _values=values, _weights=weights).ci(0.5)[1]))
+    # a wide top bin (40-200) whose rows the tree measured at its first whole number, every cell past it noise about
+    # nothing: the measured running sum keeps the bin's rows at 40 (within the noise of its first steps), where each
+    # cell's count clipped at zero would have spread over half of them past 41 (0.4 sd a cell, 160 cells); a bin
+    # measured within one noise sd of nothing is spread evenly (its measured shape says nothing)
+    noisy = measured.copy()
+    noisy[40], noisy[17:40] = 0.2, 0.0
+    noisy[41:201] = np.random.default_rng(3).normal(0, 0.002, 160)
+    top = NumericBins(grid, np.array([0, 9, 17, 40, grid.support]), pruned)
+    at40 = np.full(1000, 40.0)
+    values, weights = measured_shape(top, col, 40.0, at40, np.ones(1000), (noisy, 0.002))
+    assert weights[values > 41].sum() / weights.sum() < 0.1
+    noisy[40] = 0.001
+    values, weights = measured_shape(top, col, 40.0, at40, np.ones(1000), (noisy, 0.002))
+    assert np.allclose(pd.Series(weights).groupby(values).sum().to_numpy(), 1000 / 161)

@@ -489,7 +489,8 @@ def pile_fix(column, cells: int, lo: float, hi: float) -> str:
     """What keeps a column's pile of rows on one value in the cell ``lo`` to ``hi``: in a cell at a bound no spike
     keeps, `spikes: [that bound]` (no debt, a top code), then as elsewhere: `integer: true` where that gives the
     value a cell of its own (bounds spanning at most ``cells`` whole numbers; on a log scale, a cell narrower than
-    1, whose values round to one whole number), else narrower bounds or a category."""
+    1, whose values round to one whole number), else narrower bounds or a category; on bounds of more than
+    :data:`WIDE` times ``cells`` whole numbers, only a public code as a bound or a category."""
     # a trial's card balances on 0 to 10,000, 5% of them exactly 0: told `integer: true`, which gives 0 no cell of its
     # own on bounds of 10,001 whole numbers; a spike at the bound does
     ends = [(bound, value) for bound, value, at in (("lower", column.lower, lo <= column.lower),
@@ -517,8 +518,8 @@ def _pile_fix(column, cells: int, lo: float, hi: float) -> str:
         return "a category, or public bounds that give it a narrower cell, keeps it"
     span = int(round(column.upper - column.lower)) + 1
     if span > WIDE * cells:  # earnings on 0 to 100,000: bounds of 256 dollars are no fix
-        return ("it is kept only where its value is public: a codebook's top code as the upper bound, with `spikes: "
-                "[that value]`; values read off the rows are not public")
+        return ("it is kept only where its value is public: a codebook's top or bottom code as that bound, with "
+                "`spikes:` there, or a category listing the column's values; values read off the rows are not public")
     if span > cells:
         return (f"public bounds spanning at most {cells} whole numbers (with `integer: true`) give each one a cell, "
                 "or a category keeps it")
@@ -639,6 +640,37 @@ def pruning_reach(nb, spec, threshold: float, compare, x: np.ndarray, weights: n
         return p_bin * g_pruned, p_bin * (1.0 - g_pruned)
     d = p_bin * (g_pruned - min(max(float(measured @ frac) / total, 0.0), 1.0))
     return max(d, 0.0), max(-d, 0.0)
+
+
+def measured_shape(nb, spec, threshold: float, x: np.ndarray, weights: np.ndarray,
+                   leaves: tuple[np.ndarray, float]) -> tuple[np.ndarray, np.ndarray]:
+    """A subgroup's values (``x``, ``weights``: its rows with a value) with those in the coarse bin holding
+    ``threshold`` given the shape the tree measured there before the pruning: the bin's weight spread over its fine
+    cells by the distribution function their measured counts give (:func:`leaf_estimates`: the running sum of the
+    cells, unbiased, kept within 0 and the bin's measured total and never falling; evenly where that total is within
+    one noise sd of nothing), each cell's over its points as :func:`_points` places them (a whole-number column's
+    whole numbers). The running sum, not each cell's count clipped at zero: in a wide bin of many empty cells, the
+    clipped noise of each would add up to a mass far out that the table does not hold. Where the pruning emptied a
+    sparse stretch and gave its rows to one cell, the released rows there are a lump whose distribution function
+    jumps where the table's rises slowly; a quantile's interval carried back through this one as well holds where
+    the table's may lie (Bundle.quantile)."""
+    b, lo, hi, _ = _threshold_bin(nb, spec, threshold, np.less_equal)
+    inside = nb.cells(spec.to_unit(x)) == b
+    pos, _, cell = _points(nb)
+    keep = (cell >= lo) & (cell < hi)
+    pos, cell = pos[keep], cell[keep]
+    measured = np.asarray(leaves[0], float)[lo:hi]
+    total = float(measured.sum())
+    if total > leaves[1]:  # within one noise sd of nothing (pruning_reach's test) the measured shape says nothing
+        rising = np.maximum.accumulate(np.clip(np.cumsum(measured), 0.0, total))
+        m = np.diff(np.concatenate([[0.0], rising]))
+    else:
+        m = np.ones(hi - lo)
+    per = np.bincount(cell - lo, minlength=hi - lo)
+    mass = m[cell - lo] / np.maximum(per[cell - lo], 1) / m.sum() * float(weights[inside].sum())
+    value = np.asarray(spec.from_unit(pos), float)
+    value = np.rint(value) if spec.integer else value
+    return np.concatenate([x[~inside], value]), np.concatenate([weights[~inside], mass])
 
 
 def pruning_variance(nb, spec, threshold: float, compare, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,

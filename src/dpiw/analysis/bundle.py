@@ -975,7 +975,9 @@ class Bundle:
         with Woodruff's interval (:class:`dpiw.analysis.estimates.Quantile`): the interval of
         ``share(column, "<=", estimate)`` carried back to the column's units, so it covers what that share's
         interval covers (noise-aware where the bundle allows it). ``where`` and ``interval`` as for :meth:`mean`.
-        For a skewed column the median is the estimate to trust: a mean rests on a tail that few rows hold."""
+        For a skewed column the median is the estimate to trust: a mean rests on a tail that few rows hold. Where
+        the pruning of the column's fine histogram moved rows across the estimate, the interval also holds
+        Woodruff's interval through the estimate's bin as the tree measured it (:meth:`_through_measured`)."""
         col = self._numeric(f"quantile({column!r})", column)
         if isinstance(q, bool | np.bool_) or not isinstance(q, int | float | np.number) or not 0 < q < 1:
             raise DpiwError(f"quantile: q must be a probability strictly between 0 and 1 (0.5: the median), "
@@ -1010,6 +1012,8 @@ class Bundle:
         est = Quantile(value, float(q), share, limits, x[mask], self.weights[mask], cell)
         if cell is None and share.covers == NOISE_AWARE:
             est = self._end_in_pile(column, q, where, est)
+        if share.covers == NOISE_AWARE:
+            est = self._through_measured(column, where, op, est)
         found = self._far_rows(column, where) if share.covers == NOISE_AWARE else None
         if found is None:
             return est
@@ -1020,6 +1024,24 @@ class Bundle:
             self._far_warning(f"quantile({column!r}, {q!r}, where={_said(where)})", column, found, f"{also:.4g}", True,
                               2)
         return replace(est, also=also)
+
+    def _through_measured(self, column: str, where, op: str, est: Quantile) -> Quantile:
+        """Where the pruning of the column's fine histogram moved rows across the estimate (the share's
+        :func:`~dpiw.analysis.bin_bias.pruning_reach`), the interval also holds Woodruff's interval carried back
+        through the estimate's bin as the tree measured it (:func:`~dpiw.analysis.bin_bias.measured_shape`): a
+        trial's 10th percentile of a log wage came back 1.142 (1.134 to 1.146) against 1.072, every released row of
+        its bin (0.94 to 1.25) in one fine cell the pruning had given the rest of the bin's rows to, so the released
+        distribution function jumped 10% within 0.01 and any share the interval allowed fell inside the jump."""
+        spec, nb = self._spec(column), self._bins(column)
+        if spec is None or not spec.is_numeric or nb is None:
+            return est
+        from dpiw.analysis import bin_bias
+
+        x, w, mask, leaves = self._column_rows(column, where)
+        if leaves is None or bin_bias.depends_on(where, self.data, column, nb, spec) or not any(
+                bin_bias.pruning_reach(nb, spec, est.value, COMPARISONS[op], x, w, mask, leaves)):
+            return est  # a subgroup of the column's own values (x >= 12): its rows cannot be spread over the bin
+        return replace(est, pruned=bin_bias.measured_shape(nb, spec, est.value, x[mask], w[mask], leaves))
 
     def _end_in_pile(self, column: str, q: float, where, est: Quantile) -> Quantile:
         """Where an end of a quantile's interval (not its estimate: :meth:`_pile`) lies inside a fine cell where

@@ -251,6 +251,10 @@ class Quantile:
     cell: tuple[float, float] | None = None
     #: the quantile of the rows without those far out that may be the noise's (Bundle.quantile): the interval holds it
     also: float | None = None
+    #: the values and weights of the rows with the estimate's bin as the tree measured it before the pruning, where
+    #: the pruning moved rows across the estimate (Bundle.quantile, bin_bias.measured_shape): the interval also
+    #: holds Woodruff's interval carried back through them, at the same level
+    pruned: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     @property
     def covers(self) -> str:
@@ -283,6 +287,9 @@ class Quantile:
             lo, hi = min(lo, self.cell[0]), max(hi, self.cell[1])
         if self.also is not None:
             lo, hi = min(lo, self.also), max(hi, self.also)
+        if self.pruned is not None:
+            a, b = replace(self, _values=self.pruned[0], _weights=self.pruned[1], pruned=None).ci(level)
+            lo, hi = min(lo, a), max(hi, b)
         return lo, hi
 
     def __str__(self) -> str:

@@ -84,8 +84,9 @@ def grid_names(params: Path) -> list[str]:
 
 
 def new_project_line(path: Path) -> str:
-    return (f"dpiw: a new project in {path} (params.yaml and the schemas of its grid, "
-            f"{', '.join(grid_names(path / 'params.yaml'))}, copied from {repository()})")
+    return (f"dpiw: a new project in {path}: its settings (params.yaml) copied from {repository()}, with the "
+            f"schemas of the example tables its settings' grid runs ({', '.join(grid_names(path / 'params.yaml'))}); "
+            "a release of your own table goes under releases/")
 
 
 def discard_new_project(made: list[Path], origin: Path) -> None:

@@ -404,10 +404,12 @@ class MarginalMatch:
             return bool(np.all(parts <= limits))
 
         # the discrepancy principle: the largest tau of the grid whose fit is within the noise (the last one if
-        # none is). The fit's chi^2 does not decrease with tau (a penalised fit's misfit grows with its penalty),
-        # so a search from ``start_tau`` (a like problem's pick: the bootstrap's previous replicate) finds the
-        # same tau as the scan from the largest, in fewer fits
-        pick = grid.index(start_tau) if start_tau in grid else 0
+        # none is). The fit's total chi^2 does not decrease with tau (a penalised fit's misfit grows with its
+        # penalty), so on the total alone a search from ``start_tau`` (a like problem's pick: the bootstrap's
+        # previous replicate) finds the same tau as the scan from the largest, in fewer fits. One marginal's chi^2
+        # need not grow with tau (:data:`PER_MARGINAL`): then only the scan is sure to find the largest, and
+        # ``start_tau`` gives the fits their warm starts alone
+        pick = grid.index(start_tau) if start_tau in grid and not PER_MARGINAL else 0
         if pick and within(pick):
             while pick > 0 and within(pick - 1):
                 pick -= 1
