@@ -570,3 +570,40 @@ def test_a_quantile_in_a_lump_the_pruning_made_reaches_where_the_tree_measured_i
     noisy[40] = 0.001
     values, weights = measured_shape(top, col, 40.0, at40, np.ones(1000), (noisy, 0.002))
     assert np.allclose(pd.Series(weights).groupby(values).sum().to_numpy(), 1000 / 161)
+
+
+def test_a_bundles_quantile_holds_the_measured_shape_where_the_pruning_moved_rows_across_it():
+    """Bundle._through_measured on a bundle that publishes the column's tree (pruned_counts' column): over all rows or
+    a subgroup of another column, where the pruning moved rows across the 47th percentile (11), the interval reaches
+    9; over a subgroup of the column's own values (visits >= 11) the bin's measured shape is not that subgroup's,
+    and the interval is left as it was; nor where the estimate's bin lies wholly on one side (the 40th
+    percentile, 8)."""
+    from dpiw.analysis.estimates import Estimate
+    from dpiw.sdgp.binning import Binning, tree_levels
+
+    col, grid, measured, pruned, nb, _, x = pruned_counts()
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        {"name": "visits", "type": "numeric", "lower": 0, "upper": 200, "integer": True},
+        {"name": "y", "type": "categorical", "categories": ["a", "b"]}]})
+    n = float(x.size)
+    published = {"generator": {"bins": 3, "total": n, "fine": {
+        "binning": Binning(schema, {"visits": nb}).to_dict(),
+        "levels": {"visits": [lv.tolist() for lv in tree_levels(measured * n)[1:]]}, "std": {"visits": 1.0}}}}
+    y = np.random.default_rng(4).choice(["a", "b"], x.size)
+    data = pd.DataFrame({"visits": x, "y": pd.Categorical(y, categories=["a", "b"])})
+    b = Bundle(data, np.ones(x.size), {}, None, schema, published)
+
+    def quantile(q, where):
+        mask = b._subgroup(where)
+        value = weighted_quantile(x[mask], np.ones(mask.sum()), q)
+        share = Estimate(float(np.mean(x[mask] <= value)), 0.005, float(mask.sum()), covers=NOISE_AWARE)
+        est = Quantile(value, q, share, (0.0, 200.0), x[mask], np.ones(mask.sum()))
+        return est, b._through_measured("visits", where, "<=", est)
+
+    for where in (None, {"y": "a"}):
+        est, got = quantile(0.47, where)
+        assert est.value == 11 and est.ci()[0] == 11 and got.pruned is not None and got.ci()[0] == 9
+    est, got = quantile(0.05, lambda d: d.visits >= 11)
+    assert got.pruned is None and got.ci() == est.ci()
+    est, got = quantile(0.40, None)
+    assert est.value == 8 and got.pruned is None
