@@ -280,3 +280,33 @@ def test_each_marginal_within_its_noise_not_only_the_total(monkeypatch):
     assert tau_m < tau and total_m <= cells
     assert all(c <= m + z * np.sqrt(2 * m) for c, m in parts_m)
     assert rate_m > rate + 0.1 and abs(rest_m - 0.30) < 0.01 and abs(rest - 0.30) < 0.01
+
+
+def test_a_marginal_no_tau_can_meet_leaves_the_pick_to_the_total(monkeypatch):
+    """300 rows in a corner cell (x0 and x1 above 7/8, y = 1) where the synthetic rows hold none: no weight reaches
+    that cell, so its marginal stays past its noise at every tau. Held marginal by marginal the fit would go down to
+    the smallest tau (0.01, chi^2 715 on 2,016 cells: fitting the noise everywhere else); it takes the total's pick
+    instead, as before."""
+    from dpiw.data.schema import parse_schema
+    from dpiw.weights import marginal_match as mm_module
+    from dpiw.weights.marginal_match import TAUS, MarginalMatch
+
+    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(6)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
+    rng = np.random.default_rng(0)
+    n = 20_000
+    X = rng.uniform(size=(n, 6))
+    y = (rng.uniform(size=n) < 0.3).astype(int)
+    X[:300, 0], X[:300, 1], y[:300] = rng.uniform(0.875, 1, 300), rng.uniform(0.875, 1, 300), 1
+    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(6)}, "y": y})
+    S = rng.uniform(size=(n, 6))
+    ys = (rng.uniform(size=n) < 0.3).astype(int)
+    keep = ~((S[:, 0] > 0.875) & (S[:, 1] > 0.875) & (ys == 1))
+    synth = pd.DataFrame({**{f"x{j}": S[keep, j] for j in range(6)}, "y": ys[keep]})
+    mm = MarginalMatch(bins=8, degree=3).measure(real, schema, epsilon=1.0, delta=1e-6, rng=rng)
+    picks = {}
+    for per_marginal in (False, True):
+        monkeypatch.setattr(mm_module, "PER_MARGINAL", per_marginal)
+        picks[per_marginal] = mm.reweight(synth).tau_
+    assert picks[True] == picks[False] > min(TAUS)

@@ -70,7 +70,8 @@ KHAT_TAU_MAX = 100.0
 #: releases of 3). Adopted 2026-11-29 by a rule named before the runs (bench/README.md): on CPS1988 and Fertility no
 #: family worse, six better beyond 2 SE (CPS1988's within-class numeric means, subgroups, 3-way cells, regression;
 #: Fertility's subgroups and regression, 0.77 of the error); the simulated populations' coverage the same (99.6% of
-#: 700 intervals at 20,000 rows). False: the total alone (bench arms ``--total``)
+#: 700 intervals at 20,000 rows). Where no tau holds every marginal, the total's rule alone picks it. False: the
+#: total alone (bench arms ``--total``)
 PER_MARGINAL = True
 
 
@@ -416,6 +417,9 @@ class MarginalMatch:
         else:
             while not within(pick) and pick < len(grid) - 1:
                 pick += 1
+        if PER_MARGINAL and not within(pick):  # no tau holds every marginal (one with rows where the synthetic rows
+            # have none cannot be met at any): the total's rule alone, as before, not the smallest tau
+            pick = next((i for i in range(len(grid)) if get(i)[1] <= n_cells), pick)
         # the release gate (PSIS k-hat of the per-row weights, post-processing): a fit whose weights would be
         # refused gives way to the next smoother one, then to larger taus, then to unit weights
         gate = None
