@@ -356,6 +356,10 @@ class MarginalMatch:
             return self
         from dpiw.postprocess.psis import diagnose
 
+        sizes = np.array([y.size for y in ys], float)
+        starts = np.concatenate([[0], np.cumsum([y.size for y in ys])[:-1]]).astype(int)
+        limits = sizes + marginal_z(len(ys)) * np.sqrt(2.0 * sizes)
+
         def fit(tau, lam):
             # one BLAS thread: L-BFGS-B's small vector products gain nothing from threads, and on a busy machine
             # its threaded BLAS waits (scipy >= 1.15: 7 ms an evaluation at 2,667 cells against 0.3 ms)
@@ -364,7 +368,8 @@ class MarginalMatch:
                                options={"maxiter": 5000, "gtol": 1e-8 * max(1.0, float(np.abs(y_all).max()))}).x
             u = weights_at(lam, tau)
             r = marginals(c * np.exp(u)) - y_all
-            return tau, float(r @ (r / s2)), u, lam, dual(lam, tau)[0]
+            parts = np.add.reduceat(r * r / s2, starts)  # each marginal's chi^2 (PER_MARGINAL)
+            return tau, float(r @ (r / s2)), u, lam, dual(lam, tau)[0], parts
 
         def start(tau, default):  # a dual point of a like problem (the noise-aware bootstrap's previous replicate)
             prior = (warm or {}).get(tau)
@@ -391,18 +396,9 @@ class MarginalMatch:
                 fitted[tau] = f
             return fitted[tau]
 
-        sizes = np.array([y.size for y in ys], float)
-        limits = sizes + marginal_z(len(ys)) * np.sqrt(2.0 * sizes)
-
         def within(i):
             f = get(i)
-            if not f[1] <= n_cells:
-                return False
-            if not PER_MARGINAL:
-                return True
-            r = marginals(c * np.exp(f[2])) - y_all
-            parts = np.add.reduceat(r * r / s2, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int))
-            return bool(np.all(parts <= limits))
+            return f[1] <= n_cells and (not PER_MARGINAL or bool(np.all(f[5] <= limits)))
 
         # the discrepancy principle: the largest tau of the grid whose fit is within the noise (the last one if
         # none is). The fit's total chi^2 does not decrease with tau (a penalised fit's misfit grows with its
@@ -425,7 +421,7 @@ class MarginalMatch:
         gate = None
         while True:
             f = get(pick)
-            tau, chi2, u, lam, _ = f
+            tau, chi2, u, lam = f[:4]
             if failed(f):  # not even from zero: no weights rather than wild ones
                 u, gate, tau = np.zeros(len(c)), diagnose(np.zeros(len(inverse.ravel()))), None
                 break
