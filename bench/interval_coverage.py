@@ -16,10 +16,11 @@ integer age, a sex and an outcome that depends on both; its values known by a Mo
 (``b.quantile``: Woodruff's interval from the share at or below the estimate; ``b.share``).
 
 ``--total``: marginal_match's discrepancy principle on the total chi^2 alone, as before 2026-11-29 (each marginal
-within its noise too since: dpiw.weights.marginal_match.PER_MARGINAL), for a paired run.
+within its noise too since: dpiw.weights.marginal_match.PER_MARGINAL), for a paired run. ``--signal-total``: the
+weights' do-no-harm test on the totals alone, as before 2026-11-29's twenty-third session (SIGNAL_EACH off).
 
     python bench/interval_coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
-                                      [--estimands means|quantiles] [--total]
+                                      [--estimands means|quantiles] [--total] [--signal-total]
 """
 
 from __future__ import annotations
@@ -223,6 +224,8 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
 
 #: the environment variable that carries --total to the spawned workers
 TOTAL = "DPIW_BENCH_TOTAL_CHI2"
+#: and --signal-total
+SIGNAL_TOTAL = "DPIW_BENCH_SIGNAL_TOTAL"
 
 
 def one(job: tuple[str, int, int, float, str]) -> list[dict]:
@@ -238,6 +241,8 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
 
     if os.environ.get(TOTAL) == "1":  # --total (a spawned worker reads it)
         marginal_match.PER_MARGINAL = False
+    if os.environ.get(SIGNAL_TOTAL) == "1":  # --signal-total
+        marginal_match.SIGNAL_EACH = False
 
     schema, draw_rows, _, estimands = population(pop, which)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
@@ -277,10 +282,13 @@ def main() -> None:
     p.add_argument("--plot", help="a PNG of the coverage per estimand, interval and N")
     p.add_argument("--total", action="store_true", help="marginal_match's discrepancy principle on the total "
                    "chi^2 alone, as before 2026-11-29 (dpiw.weights.marginal_match.PER_MARGINAL off)")
+    p.add_argument("--signal-total", action="store_true", help="marginal_match's do-no-harm test on the totals "
+                   "alone, as before 2026-11-29's twenty-third session (SIGNAL_EACH off)")
     args = p.parse_args()
     import os
 
     os.environ[TOTAL] = "1" if args.total else "0"
+    os.environ[SIGNAL_TOTAL] = "1" if args.signal_total else "0"
     t0 = time.perf_counter()
     if args.from_csv:
         df = pd.concat([pd.read_csv(f) for f in args.from_csv], ignore_index=True)

@@ -72,8 +72,16 @@ marginal at chi^2 213 on 128 cells: the per-marginal rule replaces the total's o
 loses no more than 4 points on any estimand and nothing overall. (Run before the switch, the arm then the
 per-marginal rule against the total's: the same pairs.)
 
+``--signal-total``: params.yaml's release against the same whose weights' do-no-harm test looks at the totals alone
+(arm ``signal_total``), as until 2026-11-29's twenty-third session; since then it also fires on one marginal past
+the chi^2 law's family-wise 2.5% quantile (dpiw.weights.marginal_match.SIGNAL_EACH). The rule, named before the
+run: it stays only if no family is worse beyond 2 SE on either table. (A first arm also moved the tau rule's
+per-marginal bound from cells + z sqrt(2 cells) to the chi^2 law's own quantile, looser for few cells: Fertility's
+subgroups and regression worse beyond 2 SE, not kept; bench/README.md.)
+
     python bench/numeric_fidelity.py [--seeds 3] [--jobs 2] [--csv out.csv] [--splits 1,1,3] [--sized] [--void]
                                      [--zeros] [--shrink] [--floor 4] [--outer 2 4] [--fewer] [--star] [--total]
+                                     [--signal-total]
 """
 
 from __future__ import annotations
@@ -158,6 +166,7 @@ def one(job) -> list[dict]:
     void, shape, estimate, floor, outer, fewer = ORIGINALS.setdefault(
         "all", (NumericBins.void, binning.shape, binning.estimate_fine, binning.FLOOR, binning.OUTER, binning.FEWER))
     per_marginal = ORIGINALS.setdefault("per_marginal", marginal_match.PER_MARGINAL)
+    each = ORIGINALS.setdefault("signal_each", marginal_match.SIGNAL_EACH)
     try:
         return _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fam, default_release,
                      analyst_targets, family, void, shape, estimate, floor, outer, fewer)
@@ -165,6 +174,7 @@ def one(job) -> list[dict]:
         NumericBins.void, binning.shape, binning.estimate_fine = void, shape, estimate
         binning.FLOOR, binning.OUTER, binning.FEWER = floor, outer, fewer
         marginal_match.PER_MARGINAL = per_marginal
+        marginal_match.SIGNAL_EACH = each
 
 
 #: ``--tables`` beyond the usefulness study's (whole tables only): a trial's count tables, under the schemas its
@@ -224,6 +234,7 @@ def _arms(arms, table, size, eps, seed, scaled, schema, raw, truth_num, truth_fa
         binning.OUTER = mst.pop("outer", outer)
         binning.FEWER = mst.pop("fewer", fewer)
         marginal_match.PER_MARGINAL = mst.pop("per_marginal", ORIGINALS["per_marginal"])
+        marginal_match.SIGNAL_EACH = mst.pop("signal_each", ORIGINALS["signal_each"])
         rng = np.random.default_rng([20261126, len(table), len(scaled), int(eps * 10), seed])
         bundle, method = default_release(raw, schema, eps, rng, mst=mst or None)
         num = numeric_targets(bundle.data, schema, bundle.weights)
@@ -304,6 +315,28 @@ def summarise(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width")
                   f"{verdict} |")
 
 
+def summarise_columns(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width") -> None:
+    """The numeric families column by column: a median over every column can hide one that gets worse (CPS1988's
+    experience, a smooth whole-number column on tight bounds, gains nothing from the fine histograms' shape and
+    pays their share of the budget)."""
+    print(f"\n| table | family | column | median error, {arm} | median error, {control} | ratio | paired mean "
+          f"difference ({arm} - {control}) ± SE | verdict |")
+    print("|---|---|---|---|---|---|---|---|")
+    num = df[df.family.isin(["numeric means", "within-class numeric means"])].assign(
+        column=lambda d: d.target.str.extract(r"^mean (\S+)", expand=False))
+    for (table, fam, col), g in num.groupby(["table", "family", "column"], sort=False):
+        piv = g.pivot_table(index=["rows", "eps", "seed", "target"], columns="arm", values="error")
+        if arm not in piv or control not in piv:
+            continue
+        med_f, med_e = piv[arm].median(), piv[control].median()
+        per_release = (piv[arm] - piv[control]).groupby(level=["rows", "eps", "seed"]).mean()
+        diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
+        verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
+                   else "no clear difference")
+        print(f"| {table} | {fam} | {col} | {med_f:.4g} | {med_e:.4g} | {med_f / med_e:.2f} | {diff:+.3g} ± {se:.2g} "
+              f"| {verdict} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=3)
@@ -335,6 +368,9 @@ def main() -> None:
     p.add_argument("--total", action="store_true",
                    help="also marginal_match's discrepancy principle on the total chi^2 alone, as before 2026-11-29 "
                         "(dpiw.weights.marginal_match.PER_MARGINAL off; arm total)")
+    p.add_argument("--signal-total", action="store_true",
+                   help="also marginal_match's do-no-harm test on the totals alone, as before 2026-11-29's "
+                        "twenty-third session (dpiw.weights.marginal_match.SIGNAL_EACH off; arm signal_total)")
     p.add_argument("--star", action="store_true",
                    help="also MST's tree as a public star on the target (sdgp.mst.tree: target; arm star)")
     p.add_argument("--csv", help="write every error here")
@@ -349,6 +385,8 @@ def main() -> None:
         arms["star"] = {"tree": "target"}
     if args.total:
         arms["total"] = {"per_marginal": False}
+    if args.signal_total:
+        arms["signal_total"] = {"signal_each": False}
     if args.sized:
         arms |= {"sized": {"sized_scores": True},
                  **{f"sized_split_{w}": {"split": [float(x) for x in w.split(",")], "sized_scores": True}
@@ -368,15 +406,19 @@ def main() -> None:
     for arm in sorted(set(df.arm) - {"equal_width"} if "equal_width" in set(df.arm) else ()):
         print(f"\n{arm} against equal_width:")
         summarise(df, arm)
+        if arm == "fine":
+            print("\nfine against equal_width, the numeric families by column:")
+            summarise_columns(df)
     if "no_void" in set(df.arm):
         print("\nfine (params.yaml) against no_void:")
         summarise(df, "fine", "no_void")
     for arm in sorted(a for a in set(df.arm) if a.startswith("fine_")):
         print(f"\nfine (params.yaml) against {arm}:")
         summarise(df, "fine", arm)
-    if "total" in set(df.arm):
-        print("\nfine (params.yaml) against total:")
-        summarise(df, "fine", "total")
+    for arm in ("total", "signal_total"):
+        if arm in set(df.arm):
+            print(f"\nfine (params.yaml) against {arm}:")
+            summarise(df, "fine", arm)
     for arm in ("zeros", "shrink", "outer", "fewer", *sorted(a for a in set(df.arm) if a.startswith("floor_"))):
         if arm in set(df.arm):
             print(f"\n{arm} against fine (params.yaml):")
