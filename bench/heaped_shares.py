@@ -30,7 +30,21 @@ P(x <= 30), P(x >= 50)) falls, and one of them rises by at least 10 points at on
 no estimand's mean width grows by more than 10%, nor on ``heaped`` that of a share whose threshold's cell holds
 no pile (P(x > 37.3), P(x > 44.5), P(x <= 25.5)). The quantiles are reported, not judged.
 
-    python bench/heaped_shares.py [--rows 5000 20000] [--releases 30] [--jobs 2] [--seed N] [--csv out.csv]
+``--weeks`` (2026-11-29, twenty-third session): a column where every whole number heaps, so no cell is twice its
+neighbours and the pile test of a share's own threshold never fired (a trial's weeks off work on 0-200: 15.6% of
+the rows at exactly 1.0 in the fine cell 0.78-1.56, 7-14% in the cells around it; P(weeks > 1) read 0.88-0.90 in 3
+releases of 3 against 0.77, unwarned). Populations (fixed before any run): weeks off work, lognormal with median 5
+(log sd 1.1; 0.3 more in logs for the 40% with g = yes), public bounds 0 to 200, two decimals; in
+``weeks_heaped`` 85% of the rows report whole weeks (under half a week coded 0.25), in ``weeks_smooth`` none do.
+Arms: ``now`` (the cells around only) and ``heavy`` (also a cell holding 5% of the rows, reached over:
+bin_bias.HEAVY_REACHES). The rule,
+named before the run (seed 20261130): ``heavy`` reaches and warns if (1) on ``weeks_heaped`` no estimand's coverage
+falls and one share at a whole-number threshold (P(w > 1), P(w > 2 | g), P(w <= 4), P(w > 12)) rises by 10 points
+or more at one size, and (2) on ``weeks_smooth`` no share's mean width grows by more than 25% and on the income
+populations none by more than 10%; if only (1) holds, it warns without reaching. The run (bench/README.md): (1)
+held, (2) did not (smooth widths 2.3 to 8 times): params warn without reaching (REACH_HEAVY 0.05, HEAVY_REACHES off).
+
+    python bench/heaped_shares.py [--rows 5000 20000] [--releases 30] [--jobs 2] [--seed N] [--csv out.csv] [--weeks]
 """
 
 from __future__ import annotations
@@ -61,6 +75,36 @@ ESTIMANDS = (
     ("90th pct x", "quantile", 0.9, None, False),
 )
 ARMS = ("before", "sds=3", "sds=2")
+WEEKS_SCHEMA = {"name": "weeks", "task": "classification", "target": "g", "columns": [
+    {"name": "x", "type": "numeric", "lower": 0, "upper": 200},
+    {"name": "g", "type": "categorical", "categories": ["no", "yes"]}]}
+#: --weeks (the column is still called x): (name, kind, label, subgroup, whether the threshold splits a whole week)
+WEEKS = (
+    ("P(x > 1)", "share", (">", 1), None, True),
+    ("P(x > 2 | g)", "share", (">", 2), {"g": "yes"}, True),
+    ("P(x <= 4)", "share", ("<=", 4), None, True),
+    ("P(x > 12)", "share", (">", 12), None, True),
+    ("P(x > 1.3)", "share", (">", 1.3), None, False),
+    ("median x", "quantile", 0.5, None, False),
+    ("90th pct x", "quantile", 0.9, None, False),
+)
+WEEKS_ARMS = ("now", "heavy")
+
+
+def draw_weeks(n: int, rng: np.random.Generator, heaped: bool) -> pd.DataFrame:
+    g = rng.uniform(size=n) < 0.4
+    x = np.clip(rng.lognormal(np.log(5) + 0.3 * g, 1.1, n), 0, 200).round(2)
+    if heaped:
+        r = rng.uniform(size=n) < 0.85
+        x[r] = np.where(x[r] < 0.5, 0.25, np.round(x[r]))
+    return pd.DataFrame({"x": x, "g": np.where(g, "yes", "no")})
+
+
+def population(pop: str):
+    """(schema, draw(n, rng), estimands, arms) of a population."""
+    if pop.startswith("weeks"):
+        return WEEKS_SCHEMA, lambda n, rng: draw_weeks(n, rng, pop == "weeks_heaped"), WEEKS, WEEKS_ARMS
+    return SCHEMA, lambda n, rng: draw(n, rng, pop == "heaped"), ESTIMANDS, ARMS
 
 
 def draw(n: int, rng: np.random.Generator, heaped: bool) -> pd.DataFrame:
@@ -72,20 +116,21 @@ def draw(n: int, rng: np.random.Generator, heaped: bool) -> pd.DataFrame:
     return pd.DataFrame({"x": x, "g": np.where(g, "yes", "no")})
 
 
-def truth(heaped: bool) -> dict[str, float]:
+def truth(pop: str) -> dict[str, float]:
     from dpiw.analysis.bundle import COMPARISONS
 
-    d = draw(4_000_000, np.random.default_rng(7), heaped)
+    _, drawn, estimands, _ = population(pop)
+    d = drawn(4_000_000, np.random.default_rng(7))
     out = {}
-    for name, kind, label, where, _ in ESTIMANDS:
+    for name, kind, label, where, _ in estimands:
         x = d.x.to_numpy(float)[(d.g == "yes").to_numpy() if where else slice(None)]
         out[name] = (float(np.quantile(x, label, method="inverted_cdf")) if kind == "quantile"
                      else float(COMPARISONS[label[0]](x, label[1]).mean()))
     return out
 
 
-def one(job: tuple[str, int, int, int]) -> list[dict]:
-    pop, n, r, seed = job
+def one(job: tuple) -> list[dict]:
+    pop, n, r, seed, arms = job
     import os
     import warnings
 
@@ -97,14 +142,20 @@ def one(job: tuple[str, int, int, int]) -> list[dict]:
     from dpiw.analysis import bin_bias
     from dpiw.data.schema import parse_schema
 
-    rng = np.random.default_rng([seed, n, r, int(pop == "heaped")])
+    rng = np.random.default_rng([seed, n, r, int(pop in ("heaped", "weeks_heaped"))])
+    schema, drawn, estimands, _ = population(pop)
     t0 = time.perf_counter()
-    bundle, method = default_release(draw(n, rng, pop == "heaped"), parse_schema(SCHEMA), 1.0, rng)
+    bundle, method = default_release(drawn(n, rng), parse_schema(schema), 1.0, rng)
     rows = []
-    for arm in ARMS:
-        bin_bias.REACH_NAMED, bin_bias.REACH_SDS = ((bin_bias.PILE_NAMED, bin_bias.PILE_SDS) if arm == "before"
-                                                    else (bin_bias.PILE_SHARE, float(arm.split("=")[1])))
-        for name, kind, label, where, _ in ESTIMANDS:
+    heavy, reaches = bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES
+    for arm in arms:
+        if arm in WEEKS_ARMS:
+            bin_bias.REACH_HEAVY = 0.05 if arm == "heavy" else None
+            bin_bias.HEAVY_REACHES = arm == "heavy"
+        else:  # the earlier arms, with params' REACH_HEAVY
+            bin_bias.REACH_NAMED, bin_bias.REACH_SDS = ((bin_bias.PILE_NAMED, bin_bias.PILE_SDS) if arm == "before"
+                                                        else (bin_bias.PILE_SHARE, float(arm.split("=")[1])))
+        for name, kind, label, where, _ in estimands:
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
                 est = (bundle.quantile("x", label, where) if kind == "quantile"
@@ -113,6 +164,7 @@ def one(job: tuple[str, int, int, int]) -> list[dict]:
             rows.append({"population": pop, "rows": n, "release": r, "arm": arm, "estimand": name,
                          "value": est.value, "lo": lo, "hi": hi,
                          "pile": any(w.category.__name__ == "CellWarning" for w in said)})
+    bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES = heavy, reaches
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 
@@ -125,7 +177,12 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=20261128, help="the releases' seed (20261129: the confirmatory run)")
     p.add_argument("--csv")
     p.add_argument("--from-csv")
+    p.add_argument("--weeks", action="store_true", help="the weeks populations (every whole number heaps)")
+    p.add_argument("--heavy", action="store_true", help="the arms now and heavy (REACH_HEAVY off and on), not the "
+                   "pile test's sds (--weeks always)")
     args = p.parse_args()
+    pops = ("weeks_heaped", "weeks_smooth") if args.weeks else ("heaped", "smooth")
+    arms = WEEKS_ARMS if args.weeks or args.heavy else ARMS
     sys.path.insert(0, str(ROOT.parent / "src"))
     sys.path.insert(0, str(ROOT))
     from interval_coverage import run_jobs, scored
@@ -134,18 +191,18 @@ def main() -> None:
     if args.from_csv:
         df = pd.read_csv(args.from_csv)
     else:
-        jobs = [(pop, n, r, args.seed) for pop in ("heaped", "smooth") for n in args.rows for r in range(args.releases)]
+        jobs = [(pop, n, r, args.seed, arms) for pop in pops for n in args.rows for r in range(args.releases)]
         df = run_jobs(one, jobs, args.jobs)
-    truths = {pop: truth(pop == "heaped") for pop in ("heaped", "smooth")}
+    truths = {pop: truth(pop) for pop in pops}
     df = scored(df, truths, args.csv)
     print(f"\n{df.drop_duplicates(['population', 'rows', 'release']).shape[0]} releases, epsilon 1, "
           f"{time.perf_counter() - t0:.0f} s\n")
-    print("| population | N | estimand | truth | " + " | ".join(f"{a}: coverage, width (pile named)" for a in ARMS)
+    print("| population | N | estimand | truth | " + " | ".join(f"{a}: coverage, width (pile named)" for a in arms)
           + " |")
-    print("|---|---|---|---|" + "---|" * len(ARMS))
+    print("|---|---|---|---|" + "---|" * len(arms))
     for (pop, n, name), g in df.groupby(["population", "rows", "estimand"], sort=False):
         cells = []
-        for arm in ARMS:
+        for arm in arms:
             a = g[g.arm == arm]
             cells.append(f"{a.covered.mean():.0%}, {a.width.mean():.4g} ({a.pile.sum()})")
         print(f"| {pop} | {n:,} | {name.replace('|', chr(92) + '|')} | {truths[pop][name]:.4g} | "

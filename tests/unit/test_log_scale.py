@@ -273,3 +273,30 @@ def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():
         assert inside.startswith("it is kept only where its value is public") and "spikes: [0]" not in inside
     assert pile_fix(s.column("n"), 256, 39.0625, 42.96875).startswith("public bounds spanning at most 256 whole")
 
+
+
+def test_dpiw_release_names_the_columns_no_marginal_measured_with_the_target(tmp_path, capsys):
+    """A trial's weeks off work were measured with medical costs alone, and every estimate of them within a
+    subgroup warned: the release's own output says so, and what would measure them."""
+    import json
+
+    from dpiw.commands.release import _crowded
+    from dpiw.data.schema import parse_schema
+
+    s = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+        {"name": "y", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "a", "type": "categorical", "categories": ["0", "1"]},
+        {"name": "b", "type": "categorical", "categories": ["0", "1"]},
+        {"name": "c", "type": "categorical", "categories": ["0", "1"]}]})
+    tree = {"generator": {"columns": ["y", "a", "b", "c"], "measurements": [
+        {"clique": [0, 1]}, {"clique": [1, 2]}, {"clique": [2, 3]}]}}
+    (tmp_path / "measurements.json").write_text(json.dumps(tree))
+    _crowded(tmp_path, s)
+    assert capsys.readouterr().out == (
+        "dpiw release: the target 'y' was measured together with a, not with b, c: an estimate of it within their "
+        "subgroups, or a fit of it on them, shows the generator's model of that relation, which no interval covers "
+        "(the estimate warns); MST's `--tree target` measures every column with the target\n")
+    tree["weights"] = {"columns": ["y", "a", "b", "c"], "measurements": [{"clique": [0, 2]}, {"clique": [0, 3]}]}
+    (tmp_path / "measurements.json").write_text(json.dumps(tree))
+    _crowded(tmp_path, s)
+    assert capsys.readouterr().out == ""  # the weights measured the rest

@@ -607,3 +607,32 @@ def test_a_bundles_quantile_holds_the_measured_shape_where_the_pruning_moved_row
     assert got.pruned is None and got.ci() == est.ci()
     est, got = quantile(0.40, None)
     assert est.value == 8 and got.pruned is None
+
+
+def test_a_threshold_in_a_heavy_cell_among_heavy_cells_warns_without_reaching(monkeypatch):
+    """x reported to the nearest 0.2 (every fine cell of 0-50, 0.195 wide, holds one heap): the cell 0.977-1.172
+    holds 19% of the rows, its neighbours 5-20%, so it is no pile over twice them, and the rows at exactly 1.0 come
+    back spread evenly across it: P(x > 1) reads 0.768 against 0.590. A cell of 5% of the rows or more warns
+    (bin_bias.REACH_HEAVY) and says the interval does not show it; it does not reach over the cell, which made a
+    smooth column's intervals 2-8 times wider (bench/heaped_shares.py --weeks). The quantile warns once, and holds no
+    cell."""
+    from dpiw.analysis import CellWarning, bin_bias
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    rng = np.random.default_rng(3)
+    rows = population(20000, rng)
+    rows["x"] = np.round(np.clip(rng.lognormal(np.log(1.2), 0.35, 20000), 0, 50) / 0.2) * 0.2
+    truth = float((rows.x > 1.0 + 1e-9).mean())
+    b = release(scaled(rows), 3)
+    with pytest.warns(CellWarning, match=r"1 falls inside the fine cell 0.9766 to 1.172, which holds 19% of these "
+                                         r"rows, in one cell \(over 5% of them, but not over twice the cells around "
+                                         r"it.*which this interval does not show") as said:
+        est = b.share("x", ">", 1.0)
+        q = b.quantile("x")
+    assert sum(w.category is CellWarning for w in said) == 2 and q.cell is None  # one for the share, one for q
+    assert not est.ci()[0] <= truth  # a miss, told
+    monkeypatch.setattr(bin_bias, "REACH_HEAVY", None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CellWarning)
+        before, q_before = b.share("x", ">", 1.0), b.quantile("x")
+    assert before.ci() == est.ci() and before.reach == est.reach and q_before.ci() == q.ci()

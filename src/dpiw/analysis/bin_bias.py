@@ -178,8 +178,9 @@ def far_text(name: str, share: float, lo: float, hi: float, column=None) -> str:
     bound = "" if column is None else f" than {column.lower:g} to {column.upper:g}"
     return (f"column '{name}': {share:.2%} of its rows lie at {bin_text(lo, hi)}, beyond a long stretch its fine "
             "histogram measured empty, and its measurement there is within 2 noise sds of nothing: they may be the "
-            "noise's, not the table's, and its mean, a share above a high value or a high quantile can be far off; "
-            f"if the codebook bounds the column tighter{bound}, give the schema that bound")
+            "noise's, or a few of the table's far rows put where the noise left them (the measurement cannot tell), "
+            "and its mean, a share above a high value or a high quantile can be far off; if the codebook bounds the "
+            f"column tighter{bound} (a bound no row can pass, not the rows' own largest), give the schema that bound")
 
 
 def _points(nb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -367,6 +368,28 @@ PILE_SDS = 4.0
 #: pile on the same column unrounded; the datasheet's 5% and 4 sds missed a trial's 2.1% of rows at exactly 50.0)
 REACH_NAMED = PILE_SHARE
 REACH_SDS = 2.0
+#: ... or one that holds at least REACH_HEAVY of the rows (and REACH_SDS noise sds), whatever the cells around it
+#: hold, warns (without reaching over it): where every whole number heaps, its neighbours are piles too and none is
+#: twice their median (a trial's weeks off work on 0-200, cells 0.78 wide: 15.6% of the rows at exactly 1.0 in the
+#: cell 0.78-1.56, 7-14% in the cells around it; P(weeks > 1) read 0.88-0.90 in 3 releases of 3 against 0.77,
+#: unwarned). Reaching over such a cell took a heaped column's shares from 0-53% covered to 100% but made a smooth
+#: one's intervals 2-8 times wider (bench/heaped_shares.py --weeks): the interval reaches over a pile only. None:
+#: neighbours only
+REACH_HEAVY: float | None = 0.05
+#: whether the interval reaches over such a cell too (bench/heaped_shares.py --weeks, arm ``heavy``: not adopted)
+HEAVY_REACHES = False
+
+
+def heavy_only(nb, spec, value: float, leaves: tuple[np.ndarray, float] | None) -> bool:
+    """Whether the fine cell holding ``value`` is a pile for a share's own threshold (:func:`pile_at`) only by its
+    weight (:data:`REACH_HEAVY`), not over twice the cells around it: a share or quantile there warns, and its
+    interval does not reach over the cell."""
+    if HEAVY_REACHES:
+        return False
+    grid = nb.grid
+    leaf = int(grid.leaf(spec.to_unit(np.array([float(value)])))[0])
+    return bool(leaf < grid.support and _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS, REACH_HEAVY)
+                and not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS))
 
 
 def pile_at(nb, spec, value: float, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,
@@ -380,7 +403,7 @@ def pile_at(nb, spec, value: float, x: np.ndarray, weights: np.ndarray, mask: np
     if leaf >= grid.support:
         return 0.0, None
     lo, hi, ends = cell_range(grid, spec, leaf)
-    if lo == hi or ends[0] == ends[1] or not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS):
+    if lo == hi or ends[0] == ends[1] or not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS, REACH_HEAVY):
         return 0.0, None
     share = float(weights[mask & (grid.leaf(spec.to_unit(x)) == leaf)].sum() / weights[mask].sum())
     return (share, (lo, hi)) if share >= PILE_SHARE else (0.0, None)
@@ -446,7 +469,7 @@ def leaf_estimates(measurements: dict | None, name: str) -> tuple[np.ndarray, fl
 
 
 def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int, named: float = PILE_NAMED,
-           sds: float = PILE_SDS) -> bool:
+           sds: float = PILE_SDS, heavy: float | None = None) -> bool:
     """Whether the column's measured fine cells (:func:`leaf_estimates`, before the pruning) put at least
     ``named`` of the rows in ``leaf`` (:data:`PILE_NAMED` by default; a share's threshold asks
     :data:`REACH_NAMED`), and more than :data:`PILE` times the median of the :data:`AROUND` cells on either side
@@ -454,7 +477,9 @@ def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int, named: floa
     stretch of the column).
     Measured, not pruned: the pruning gives a node's mass to the one child above the threshold, so a sparse
     stretch comes back as a comb of lumps and emptied cells (a cell released with 5% of the rows that holds
-    0.6%); and the median, not the nearest cell, since two piles may sit side by side."""
+    0.6%); and the median, not the nearest cell, since two piles may sit side by side. With ``heavy`` (a share's
+    own threshold: :data:`REACH_HEAVY`), a cell of at least that share of the rows and ``sds`` noise sds is one
+    too, whatever its neighbours hold."""
     if leaves is None:
         return False
     est, sd = leaves
@@ -463,6 +488,8 @@ def _piled(grid, leaves: tuple[np.ndarray, float] | None, leaf: int, named: floa
         {grid.support - 1} if grid.high and not grid.per_integer else set())
     around = [max(est[k], 0.0) for k in range(leaf - AROUND, leaf + AROUND + 1)
               if k != leaf and 0 <= k < grid.support and k not in spikes]
+    if heavy is not None and est[leaf] >= heavy and est[leaf] > sds * sd:
+        return True
     return bool(est[leaf] >= named and est[leaf] > PILE * (np.median(around) if around else 0.0) + sds * sd)
 
 

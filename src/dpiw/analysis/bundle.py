@@ -51,6 +51,39 @@ def _is_mask(where) -> bool:
     return where is not None and not callable(where) and not isinstance(where, dict)
 
 
+def indicator_of(schema) -> dict[str, str]:
+    """Each `missing: indicator` 0/1 column's numeric column (a pair with it is a pair with that column)."""
+    return {c.name: c.indicator_of for c in getattr(schema, "columns", ()) if c.indicator_of}
+
+
+def cliques_of(measurements: dict, of: dict[str, str]):
+    """The set of columns of each marginal of ``measurements`` (parts as in measurements.json), each column named
+    as ``of`` maps it (a `missing: indicator` 0/1 column as its numeric column)."""
+    for part in measurements.values():
+        if not isinstance(part, dict):
+            continue
+        names = part.get("columns", [])
+        for m in part.get("measurements", []):
+            yield {of.get(names[j], names[j]) for j in m["clique"]}
+
+
+def pairs_of(measurements: dict, of: dict[str, str]) -> set[frozenset]:
+    """The pairs of columns the marginals of ``measurements`` hold together (:func:`cliques_of`)."""
+    pairs = set()
+    for cols in cliques_of(measurements, of):
+        pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
+    return pairs
+
+
+def measured_with(schema, measurements: dict, column: str) -> tuple[list[str], list[str]]:
+    """The schema's other columns (0/1 indicator columns left out) that some marginal of ``measurements`` holds
+    together with ``column``, and the rest."""
+    pairs = pairs_of(measurements, indicator_of(schema))
+    names = [c.name for c in schema.columns if c.indicator_of is None and c.name != column]
+    partners = [n for n in names if frozenset((n, column)) in pairs]
+    return partners, [n for n in names if n not in partners]
+
+
 class MeasurementWarning(UserWarning):
     """A subgroup's estimate from the released rows lies beyond both their noise from the same estimate read off
     a published noisy marginal that holds its columns (:mod:`dpiw.analysis.measured`)."""
@@ -156,17 +189,14 @@ class Bundle:
     @property
     def _indicator_of(self) -> dict[str, str]:
         """Each `missing: indicator` 0/1 column's numeric column (a pair with it is a pair with that column)."""
-        return {c.name: c.indicator_of for c in getattr(self.schema, "columns", ()) if c.indicator_of}
+        return indicator_of(self.schema)
 
     def measured_with(self, column: str) -> tuple[list[str], list[str]] | None:
         """The schema's other columns (0/1 indicator columns left out) that some published marginal holds
         together with ``column``, and the rest; None when the bundle publishes no measurements."""
-        pairs = self.measured_pairs
-        if pairs is None or self.schema is None:
+        if not self.measurements or self.schema is None:
             return None
-        names = [c.name for c in self.schema.columns if c.indicator_of is None and c.name != column]
-        partners = [n for n in names if frozenset((n, column)) in pairs]
-        return partners, [n for n in names if n not in partners]
+        return measured_with(self.schema, self.measurements, column)
 
     @property
     def measured_pairs(self) -> set[frozenset] | None:
@@ -188,19 +218,12 @@ class Bundle:
     def _pairs(self, measurements: dict, *, raw: bool = False) -> set[frozenset]:
         """The pairs of columns the marginals of ``measurements`` (parts as in measurements.json) hold together (a
         `missing: indicator` 0/1 column as its numeric column, but ``raw``)."""
-        pairs = set()
-        for cols in self._cliques(measurements, raw=raw):
-            pairs |= {frozenset(p) for p in itertools.combinations(sorted(cols), 2)}
-        return pairs
+        return pairs_of(measurements, {} if raw else self._indicator_of)
 
     def _cliques(self, measurements: dict, *, raw: bool = False):
         """The set of columns of each marginal of ``measurements`` (a `missing: indicator` 0/1 column as its
         numeric column, but ``raw``)."""
-        of = {} if raw else self._indicator_of
-        for part in measurements.values():
-            names = part.get("columns", [])
-            for m in part.get("measurements", []):
-                yield {of.get(names[j], names[j]) for j in m["clique"]}
+        return cliques_of(measurements, {} if raw else self._indicator_of)
 
     def measured_with_target(self, feature: str, target: str) -> bool:
         """Whether a published marginal holds ``feature``'s values together with ``target`` (a fit's
@@ -753,7 +776,8 @@ class Bundle:
         warnings.warn(
             f"{call}: {share:.2%} of these rows lie at {', '.join(bin_text(lo, hi) for lo, hi in ranges)}, past a "
             f"long stretch {column!r}'s fine histogram measured empty, where its tree's measurement is within 2 "
-            f"noise sds of nothing: they may be the noise's, not the table's, and without them the estimate is "
+            f"noise sds of nothing: they may be the noise's, or a few of the table's far rows put where the noise "
+            f"left them (the measurement cannot tell), and without them the estimate is "
             f"{without}, " + ("which the interval reaches" if reached else "which this interval does not show")
             + f"; a release whose schema bounds {column!r} tighter (if the codebook does) leaves them out",
             TailWarning, stacklevel=stacklevel + 1)
@@ -955,7 +979,13 @@ class Bundle:
             return est, None
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
         fix = f"; if many rows hold one value there, {fix}" if fix else ""
-        if not reach:
+        heavy = bin_bias.heavy_only(nb, spec, t, rows[3])
+        piled = (f"in one cell (over {bin_bias.REACH_HEAVY:.0%} of them, but not over twice the cells around it, "
+                 "where the interval would reach over them)" if heavy else "piled over twice the cells around it")
+        reach = reach and not heavy
+        if not reach and quantile is not None:
+            then = f"the table's quantile may lie anywhere in it, which this interval does not show{fix}"
+        elif not reach:
             then = f"the estimate can be {on:.3f} too high or {off:.3f} too low, which this interval does not show{fix}"
         elif quantile is None:
             then = f"the interval reaches {on:.3f} lower and {off:.3f} higher{fix}"
@@ -965,10 +995,11 @@ class Bundle:
                 (f"quantile({column!r}, {quantile[0]!r}): the estimate {bin_bias.value_text(t)} lies inside",)
                 ) + (then,)
         lo, hi = (bin_bias.value_text(v) for v in cell)
-        warnings.warn(f"{said[0]} the fine cell {lo} to {hi}, which holds {on + off:.0%} of these rows, piled over "
-                      "twice the cells around it: where they lie inside it was not measured (they are drawn evenly "
-                      f"across it), so {said[1]}", CellWarning, stacklevel=4)
-        return (replace(est, reach=(on, off)) if reach else est), cell
+        warnings.warn(f"{said[0]} the fine cell {lo} to {hi}, which holds {on + off:.0%} of these rows, {piled}: "
+                      "where they lie inside it was not measured (they are drawn evenly across it, and rows that "
+                      f"heap on one value there, a whole number say, are not), so {said[1]}", CellWarning,
+                      stacklevel=4)
+        return (replace(est, reach=(on, off)) if reach else est), None if heavy else cell
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
         """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,
@@ -1059,11 +1090,18 @@ class Bundle:
             if cell is not None:
                 lo, hi = (bin_bias.value_text(v) for v in cell)
                 at = bin_bias.value_text(end)
+                heavy = bin_bias.heavy_only(nb, spec, end, rows[3])
+                if heavy and cell[0] <= est.value <= cell[1]:
+                    return est  # the estimate's own cell: its warning said so
+                piled, then = ((f"in one cell (over {bin_bias.REACH_HEAVY:.0%} of them, but not over twice the cells "
+                                "around it)", "the table's quantile may lie anywhere in it, which this interval does "
+                                "not show") if heavy else
+                               ("piled over twice the cells around it", "the interval reaches over the cell"))
                 warnings.warn(f"quantile({column!r}, {q!r}): the {side} end of its interval, {at}, lies inside "
-                              f"the fine cell {lo} to {hi}, which holds {share:.0%} of these rows, piled over twice "
-                              "the cells around it: where they lie inside it was not measured (they are drawn evenly "
-                              "across it), so the interval reaches over the cell", CellWarning, stacklevel=3)
-                return replace(est, cell=cell)
+                              f"the fine cell {lo} to {hi}, which holds {share:.0%} of these rows, {piled}: where "
+                              f"they lie inside it was not measured (they are drawn evenly across it), so {then}",
+                              CellWarning, stacklevel=3)
+                return est if heavy else replace(est, cell=cell)
         return est
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:

@@ -858,8 +858,9 @@ def _release(args, root: Path, data: Path, schema, url: str, table, delta, n_row
 
 def _crowded(bundle: Path, schema) -> None:
     """Warn of a numeric column most of whose rows the published fine histogram puts in one cell, or many in a
-    cell over twice its neighbours, or some far out where its measurement does not tell them from noise, and of a
-    generator marginal that is mostly noise (DP outputs)."""
+    cell over twice its neighbours, or some far out where its measurement does not tell them from noise, of a
+    generator marginal that is mostly noise (DP outputs), and of the columns no marginal measured with the target
+    (a trial's weeks off work, measured with medical costs alone: every estimate of it within a subgroup warned)."""
     from dpiw.analysis.bin_bias import crowded, crowded_text, far_rows, far_text, pile_lines
 
     if (bundle / "measurements.json").is_file():
@@ -879,6 +880,16 @@ def _crowded(bundle: Path, schema) -> None:
             print("dpiw release: also under their noise: " + "; ".join(
                 f"{' with '.join(map(repr, cols))} ({cells:,} cells, {snr:.2g} sds a cell)"
                 for snr, cols, cells in noisy[1:]))
+        from dpiw.analysis.bundle import indicator_of, measured_with, pairs_of
+
+        if schema.target and pairs_of(measurements, indicator_of(schema)):  # a generator of marginals
+            partners, rest = measured_with(schema, measurements, schema.target)
+            if rest:
+                print(f"dpiw release: the target '{schema.target}' was measured together with "
+                      f"{', '.join(partners) or 'no column'}, not with {', '.join(rest)}: an estimate of it within "
+                      "their subgroups, or a fit of it on them, shows the generator's model of that relation, which "
+                      "no interval covers (the estimate warns); MST's `--tree target` measures every column with the "
+                      "target")
 
 
 def refused(manifest: dict) -> DpiwError:
