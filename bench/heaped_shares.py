@@ -36,8 +36,8 @@ the rows at exactly 1.0 in the fine cell 0.78-1.56, 7-14% in the cells around it
 releases of 3 against 0.77, unwarned). Populations (fixed before any run): weeks off work, lognormal with median 5
 (log sd 1.1; 0.3 more in logs for the 40% with g = yes), public bounds 0 to 200, two decimals; in
 ``weeks_heaped`` 85% of the rows report whole weeks (under half a week coded 0.25), in ``weeks_smooth`` none do.
-Arms: ``now`` (the cells around only) and ``heavy`` (also a cell holding 5% of the rows, reached over:
-bin_bias.HEAVY_REACHES). The rule,
+Arms: ``now`` (REACH_HEAVY off: the cells around only, as before that session) and ``heavy`` (also a cell holding
+5% of the rows, reached over: bin_bias.HEAVY_REACHES). The rule,
 named before the run (seed 20261130): ``heavy`` reaches and warns if (1) on ``weeks_heaped`` no estimand's coverage
 falls and one share at a whole-number threshold (P(w > 1), P(w > 2 | g), P(w <= 4), P(w > 12)) rises by 10 points
 or more at one size, and (2) on ``weeks_smooth`` no share's mean width grows by more than 25% and on the income
@@ -132,7 +132,6 @@ def truth(pop: str) -> dict[str, float]:
 def one(job: tuple) -> list[dict]:
     pop, n, r, seed, arms = job
     import os
-    import warnings
 
     os.environ["DPIW_CACHE"] = "off"
     sys.path.insert(0, str(ROOT.parent / "src"))
@@ -146,8 +145,22 @@ def one(job: tuple) -> list[dict]:
     schema, drawn, estimands, _ = population(pop)
     t0 = time.perf_counter()
     bundle, method = default_release(drawn(n, rng), parse_schema(schema), 1.0, rng)
+    kept = bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES, bin_bias.REACH_NAMED, bin_bias.REACH_SDS
+    try:
+        rows = _arms(bundle, pop, n, r, arms, estimands)
+    finally:  # a worker runs many jobs: no arm's patch may become the next job's params
+        bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES, bin_bias.REACH_NAMED, bin_bias.REACH_SDS = kept
+    print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
+    return rows
+
+
+def _arms(bundle, pop: str, n: int, r: int, arms, estimands) -> list[dict]:
+    """Every arm's estimates on one bundle (:func:`one`)."""
+    import warnings
+
+    from dpiw.analysis import bin_bias
+
     rows = []
-    heavy, reaches = bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES
     for arm in arms:
         if arm in WEEKS_ARMS:
             bin_bias.REACH_HEAVY = 0.05 if arm == "heavy" else None
@@ -164,8 +177,6 @@ def one(job: tuple) -> list[dict]:
             rows.append({"population": pop, "rows": n, "release": r, "arm": arm, "estimand": name,
                          "value": est.value, "lo": lo, "hi": hi,
                          "pile": any(w.category.__name__ == "CellWarning" for w in said)})
-    bin_bias.REACH_HEAVY, bin_bias.HEAVY_REACHES = heavy, reaches
-    print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 
 

@@ -306,13 +306,18 @@ def summarise(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width")
             if g.empty:
                 continue
             piv = g.pivot_table(index=["rows", "eps", "seed", "target"], columns="arm", values="error")
-            med_f, med_e = piv[arm].median(), piv[control].median()
-            per_release = (piv[arm] - piv[control]).groupby(level=["rows", "eps", "seed"]).mean()
-            diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
-            verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
-                       else "no clear difference")
-            print(f"| {table} | {fam} | {med_f:.4g} | {med_e:.4g} | {med_f / med_e:.2f} | {diff:+.3g} ± {se:.2g} | "
-                  f"{verdict} |")
+            print(f"| {table} | {fam} | {_paired(piv, arm, control)} |")
+
+
+def _paired(piv: pd.DataFrame, arm: str, control: str) -> str:
+    """Two arms' errors (one column each, indexed by release and target): their medians and ratio, and the paired
+    mean difference over the releases with its standard error and verdict, as table cells."""
+    med_f, med_e = piv[arm].median(), piv[control].median()
+    per_release = (piv[arm] - piv[control]).groupby(level=["rows", "eps", "seed"]).mean()
+    diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
+    verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
+               else "no clear difference")
+    return f"{med_f:.4g} | {med_e:.4g} | {med_f / med_e:.2f} | {diff:+.3g} ± {se:.2g} | {verdict}"
 
 
 def summarise_columns(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width") -> None:
@@ -326,15 +331,8 @@ def summarise_columns(df: pd.DataFrame, arm: str = "fine", control: str = "equal
         column=lambda d: d.target.str.extract(r"^mean (\S+)", expand=False))
     for (table, fam, col), g in num.groupby(["table", "family", "column"], sort=False):
         piv = g.pivot_table(index=["rows", "eps", "seed", "target"], columns="arm", values="error")
-        if arm not in piv or control not in piv:
-            continue
-        med_f, med_e = piv[arm].median(), piv[control].median()
-        per_release = (piv[arm] - piv[control]).groupby(level=["rows", "eps", "seed"]).mean()
-        diff, se = per_release.mean(), per_release.std(ddof=1) / np.sqrt(len(per_release))
-        verdict = ("worse beyond 2 SE" if diff > 2 * se else "better beyond 2 SE" if diff < -2 * se
-                   else "no clear difference")
-        print(f"| {table} | {fam} | {col} | {med_f:.4g} | {med_e:.4g} | {med_f / med_e:.2f} | {diff:+.3g} ± {se:.2g} "
-              f"| {verdict} |")
+        if arm in piv and control in piv:
+            print(f"| {table} | {fam} | {col} | {_paired(piv, arm, control)} |")
 
 
 def main() -> None:

@@ -274,7 +274,6 @@ def test_a_pile_at_a_bound_no_spike_keeps_is_told_the_spike():
     assert pile_fix(s.column("n"), 256, 39.0625, 42.96875).startswith("public bounds spanning at most 256 whole")
 
 
-
 def test_dpiw_release_names_the_columns_no_marginal_measured_with_the_target(tmp_path, capsys):
     """A trial's weeks off work were measured with medical costs alone, and every estimate of them within a
     subgroup warned: the release's own output says so, and what would measure them."""
@@ -300,3 +299,13 @@ def test_dpiw_release_names_the_columns_no_marginal_measured_with_the_target(tmp
     (tmp_path / "measurements.json").write_text(json.dumps(tree))
     _crowded(tmp_path, s)
     assert capsys.readouterr().out == ""  # the weights measured the rest
+    # a `missing: indicator` column's 0/1 column measured with the target says whether x is empty, not how x goes
+    # with it (b.fit marks x's coefficient †): x is named among the rest
+    s2 = parse_schema({"name": "t", "task": "regression", "target": "y", "columns": [
+        {"name": "y", "type": "numeric", "lower": 0, "upper": 1},
+        {"name": "x", "type": "numeric", "lower": 0, "upper": 1, "missing": "indicator"},
+        {"name": "a", "type": "categorical", "categories": ["0", "1"]}]})
+    (tmp_path / "measurements.json").write_text(json.dumps({"generator": {"columns": s2.names, "measurements": [
+        {"clique": [0, 2]}, {"clique": [0, 3]}, {"clique": [1, 3]}]}}))
+    _crowded(tmp_path, s2)
+    assert "measured together with a, not with x:" in capsys.readouterr().out

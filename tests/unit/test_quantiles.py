@@ -614,8 +614,9 @@ def test_a_threshold_in_a_heavy_cell_among_heavy_cells_warns_without_reaching(mo
     holds 19% of the rows, its neighbours 5-20%, so it is no pile over twice them, and the rows at exactly 1.0 come
     back spread evenly across it: P(x > 1) reads 0.768 against 0.590. A cell of 5% of the rows or more warns
     (bin_bias.REACH_HEAVY) and says the interval does not show it; it does not reach over the cell, which made a
-    smooth column's intervals 2-8 times wider (bench/heaped_shares.py --weeks). The quantile warns once, and holds no
-    cell."""
+    smooth column's intervals 2-8 times wider (bench/heaped_shares.py --weeks). The median warns once (its interval
+    lies in its own cell) and holds no cell; the 40th percentile's upper end lies in the next heavy cell, which warns
+    as well."""
     from dpiw.analysis import CellWarning, bin_bias
 
     monkeypatch.setenv("DPIW_CACHE", "off")
@@ -625,14 +626,25 @@ def test_a_threshold_in_a_heavy_cell_among_heavy_cells_warns_without_reaching(mo
     truth = float((rows.x > 1.0 + 1e-9).mean())
     b = release(scaled(rows), 3)
     with pytest.warns(CellWarning, match=r"1 falls inside the fine cell 0.9766 to 1.172, which holds 19% of these "
-                                         r"rows, in one cell \(over 5% of them, but not over twice the cells around "
-                                         r"it.*which this interval does not show") as said:
+                                         r"rows, and the column's tree measured 5% or more of all its rows there \(no "
+                                         r"pile over twice the cells around it\).*which this interval does not show"):
         est = b.share("x", ">", 1.0)
+    assert est.value > truth + 0.1  # the even spread puts most of the rows at 1.0 above it: what the warning says
+    with pytest.warns(CellWarning) as said:
         q = b.quantile("x")
-    assert sum(w.category is CellWarning for w in said) == 2 and q.cell is None  # one for the share, one for q
-    assert not est.ci()[0] <= truth  # a miss, told
+    said = [str(w.message) for w in said if w.category is CellWarning]
+    assert len(said) == 1 and "the estimate 1.281 lies inside the fine cell 1.172 to 1.367" in said[0]
+    assert q.cell is None
+    with pytest.warns(CellWarning) as said:
+        q40 = b.quantile("x", 0.4)
+    said = [str(w.message) for w in said if w.category is CellWarning]
+    assert len(said) == 2 and q40.cell is None
+    assert said[0].startswith("quantile('x', 0.4): the estimate 1.17 lies inside the fine cell 0.9766 to 1.172")
+    assert said[1].startswith("quantile('x', 0.4): the upper end of its interval, 1.179, lies inside the fine cell "
+                              "1.172 to 1.367") and "which this interval does not show" in said[1]
     monkeypatch.setattr(bin_bias, "REACH_HEAVY", None)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CellWarning)
-        before, q_before = b.share("x", ">", 1.0), b.quantile("x")
+        before, q_before, q40_before = b.share("x", ">", 1.0), b.quantile("x"), b.quantile("x", 0.4)
     assert before.ci() == est.ci() and before.reach == est.reach and q_before.ci() == q.ci()
+    assert q40_before.ci() == q40.ci()

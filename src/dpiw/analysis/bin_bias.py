@@ -372,9 +372,9 @@ REACH_SDS = 2.0
 #: hold, warns (without reaching over it): where every whole number heaps, its neighbours are piles too and none is
 #: twice their median (a trial's weeks off work on 0-200, cells 0.78 wide: 15.6% of the rows at exactly 1.0 in the
 #: cell 0.78-1.56, 7-14% in the cells around it; P(weeks > 1) read 0.88-0.90 in 3 releases of 3 against 0.77,
-#: unwarned). Reaching over such a cell took a heaped column's shares from 0-53% covered to 100% but made a smooth
-#: one's intervals 2-8 times wider (bench/heaped_shares.py --weeks): the interval reaches over a pile only. None:
-#: neighbours only
+#: unwarned). Reaching over such a cell took a heaped column's shares at thresholds in such cells from 0-53% covered
+#: to 100% (one in a lighter cell stayed at 33%) but made a smooth one's intervals 2-8 times wider
+#: (bench/heaped_shares.py --weeks): the interval reaches over a pile only. None: neighbours only
 REACH_HEAVY: float | None = 0.05
 #: whether the interval reaches over such a cell too (bench/heaped_shares.py --weeks, arm ``heavy``: not adopted)
 HEAVY_REACHES = False
@@ -383,13 +383,19 @@ HEAVY_REACHES = False
 def heavy_only(nb, spec, value: float, leaves: tuple[np.ndarray, float] | None) -> bool:
     """Whether the fine cell holding ``value`` is a pile for a share's own threshold (:func:`pile_at`) only by its
     weight (:data:`REACH_HEAVY`), not over twice the cells around it: a share or quantile there warns, and its
-    interval does not reach over the cell."""
-    if HEAVY_REACHES:
-        return False
+    interval reaches over the cell only with :data:`HEAVY_REACHES`."""
     grid = nb.grid
     leaf = int(grid.leaf(spec.to_unit(np.array([float(value)])))[0])
     return bool(leaf < grid.support and _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS, REACH_HEAVY)
                 and not _piled(grid, leaves, leaf, REACH_NAMED, REACH_SDS))
+
+
+def pile_words(heavy: bool) -> str:
+    """Why a cell is a pile for a share's own threshold, for a warning (``heavy``: :func:`heavy_only`)."""
+    if not heavy:
+        return "piled over twice the cells around it"
+    return (f"and the column's tree measured {REACH_HEAVY:.0%} or more of all its rows there (no pile over twice "
+            "the cells around it)")
 
 
 def pile_at(nb, spec, value: float, x: np.ndarray, weights: np.ndarray, mask: np.ndarray,

@@ -75,10 +75,11 @@ def pairs_of(measurements: dict, of: dict[str, str]) -> set[frozenset]:
     return pairs
 
 
-def measured_with(schema, measurements: dict, column: str) -> tuple[list[str], list[str]]:
+def measured_with(schema, measurements: dict, column: str, raw: bool = False) -> tuple[list[str], list[str]]:
     """The schema's other columns (0/1 indicator columns left out) that some marginal of ``measurements`` holds
-    together with ``column``, and the rest."""
-    pairs = pairs_of(measurements, indicator_of(schema))
+    together with ``column``, and the rest; with ``raw``, a numeric column's `missing: indicator` 0/1 column does not
+    stand for it (a marginal of (x_missing, y) measures whether x is empty, not how its values go with y)."""
+    pairs = pairs_of(measurements, {} if raw else indicator_of(schema))
     names = [c.name for c in schema.columns if c.indicator_of is None and c.name != column]
     partners = [n for n in names if frozenset((n, column)) in pairs]
     return partners, [n for n in names if n not in partners]
@@ -188,7 +189,7 @@ class Bundle:
 
     @property
     def _indicator_of(self) -> dict[str, str]:
-        """Each `missing: indicator` 0/1 column's numeric column (a pair with it is a pair with that column)."""
+        """:func:`indicator_of` of the bundle's schema."""
         return indicator_of(self.schema)
 
     def measured_with(self, column: str) -> tuple[list[str], list[str]] | None:
@@ -980,9 +981,8 @@ class Bundle:
         fix = bin_bias.pile_fix(spec, nb.grid.cells, *cell)
         fix = f"; if many rows hold one value there, {fix}" if fix else ""
         heavy = bin_bias.heavy_only(nb, spec, t, rows[3])
-        piled = (f"in one cell (over {bin_bias.REACH_HEAVY:.0%} of them, but not over twice the cells around it, "
-                 "where the interval would reach over them)" if heavy else "piled over twice the cells around it")
-        reach = reach and not heavy
+        piled = bin_bias.pile_words(heavy)
+        reach = reach and (bin_bias.HEAVY_REACHES or not heavy)
         if not reach and quantile is not None:
             then = f"the table's quantile may lie anywhere in it, which this interval does not show{fix}"
         elif not reach:
@@ -999,7 +999,7 @@ class Bundle:
                       "where they lie inside it was not measured (they are drawn evenly across it, and rows that "
                       f"heap on one value there, a whole number say, are not), so {said[1]}", CellWarning,
                       stacklevel=4)
-        return (replace(est, reach=(on, off)) if reach else est), None if heavy else cell
+        return (replace(est, reach=(on, off)) if reach else est), cell if reach or not heavy else None
 
     def quantile(self, column: str, q: float = 0.5, where=None, *, interval: str = "auto") -> Quantile:
         """The weighted ``q``-quantile of a numeric column (the median by default), over a subgroup or all rows,
@@ -1085,23 +1085,24 @@ class Bundle:
         from dpiw.analysis import bin_bias
 
         rows = self._column_rows(column, where)
+        leaf = nb.grid.leaf(spec.to_unit(np.array([est.value])))[0]
         for end, side in zip(est.ci(), ("lower", "upper"), strict=True):
             share, cell = bin_bias.pile_at(nb, spec, end, *rows)
-            if cell is not None:
-                lo, hi = (bin_bias.value_text(v) for v in cell)
-                at = bin_bias.value_text(end)
-                heavy = bin_bias.heavy_only(nb, spec, end, rows[3])
-                if heavy and cell[0] <= est.value <= cell[1]:
-                    return est  # the estimate's own cell: its warning said so
-                piled, then = ((f"in one cell (over {bin_bias.REACH_HEAVY:.0%} of them, but not over twice the cells "
-                                "around it)", "the table's quantile may lie anywhere in it, which this interval does "
-                                "not show") if heavy else
-                               ("piled over twice the cells around it", "the interval reaches over the cell"))
-                warnings.warn(f"quantile({column!r}, {q!r}): the {side} end of its interval, {at}, lies inside "
-                              f"the fine cell {lo} to {hi}, which holds {share:.0%} of these rows, {piled}: where "
-                              f"they lie inside it was not measured (they are drawn evenly across it), so {then}",
-                              CellWarning, stacklevel=3)
-                return est if heavy else replace(est, cell=cell)
+            if cell is None:
+                continue
+            heavy = bin_bias.heavy_only(nb, spec, end, rows[3])
+            reaches = bin_bias.HEAVY_REACHES or not heavy
+            if not reaches and nb.grid.leaf(spec.to_unit(np.array([end])))[0] == leaf:
+                continue  # the estimate's own cell, no pile: the estimate's warning said it
+            lo, hi = (bin_bias.value_text(v) for v in cell)
+            then = ("the interval reaches over the cell" if reaches else
+                    "the table's quantile may lie anywhere in it, which this interval does not show")
+            warnings.warn(f"quantile({column!r}, {q!r}): the {side} end of its interval, {bin_bias.value_text(end)}, "
+                          f"lies inside the fine cell {lo} to {hi}, which holds {share:.0%} of these rows, "
+                          f"{bin_bias.pile_words(heavy)}: where they lie inside it was not measured (they are drawn "
+                          f"evenly across it), so {then}", CellWarning, stacklevel=3)
+            if reaches:
+                return replace(est, cell=cell)
         return est
 
     def rate(self, column: str, label, where=None, *, interval: str = "auto") -> Estimate:

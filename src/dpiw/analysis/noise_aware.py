@@ -62,7 +62,7 @@ BIAS_REPLICATES = 10
 #: replicates, so a machine's cores do not change them)
 CHAINS = 2
 #: the version of the cached replicates' format and of the bootstrap that made them (a change makes new ones)
-CACHE_FORMAT = 9
+CACHE_FORMAT = 10
 
 
 @dataclass

@@ -882,8 +882,9 @@ def _crowded(bundle: Path, schema) -> None:
                 for snr, cols, cells in noisy[1:]))
         from dpiw.analysis.bundle import indicator_of, measured_with, pairs_of
 
-        if schema.target and pairs_of(measurements, indicator_of(schema)):  # a generator of marginals
-            partners, rest = measured_with(schema, measurements, schema.target)
+        if schema.target and pairs_of(measurements, indicator_of(schema)):  # marginals published (not a GAN's)
+            # raw: a marginal of (x_missing, y) measures whether x is empty, not how x goes with y (b.fit's † too)
+            partners, rest = measured_with(schema, measurements, schema.target, raw=True)
             if rest:
                 print(f"dpiw release: the target '{schema.target}' was measured together with "
                       f"{', '.join(partners) or 'no column'}, not with {', '.join(rest)}: an estimate of it within "
