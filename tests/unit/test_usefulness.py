@@ -169,3 +169,24 @@ def test_the_headline_gives_each_family_over_the_cells_the_advisor_picks():
     assert "In the 3 cells" in text and "means and shares 1.20 (1.10 to 1.30)" in text
     assert "subgroups 0.30 (0.20 to 0.40)" in text and "For means and shares it is worse at the median" in text
     assert headline({k: v for k, v in table.items() if k[2] == 100}, 0.3) == []
+
+
+def test_a_page_of_some_of_the_configs_sdgps_says_which_it_leaves_out(tmp_path, root):
+    """`--sdgps` renders the page of some SDGPs (the others' releases not rerun at this code): its first lines say
+    which it leaves out; an SDGP the config does not hold is refused before anything runs."""
+    from dataclasses import replace
+
+    from dpiw.studies.usefulness import main, render
+
+    study = load_study(root / "configs/usefulness.yaml")
+    base = np.linspace(1.0, 2.0, 40)
+    units = [dict(u, sdgp="mst", seconds=2.0) for u in _units(
+        {"none": base, "none_split": base, "marginal_match": 0.5 * base, "fed_to_generator": 2 * base,
+         "advisor": 0.5 * base})]
+    page = render(replace(study, sdgps=("mst",)), cells(units), seconds=60.0, figure=None, units=units,
+                  left_out=("privbayes", "aim"))
+    assert "**This page leaves out the config's privbayes, aim**" in page.splitlines()[2]
+    assert "**This page leaves out" not in render(study, cells(units), seconds=60.0, figure=None, units=units)
+    with pytest.raises(DpiwError, match=r"--sdgps: choose from the config's \['mst', 'privbayes', 'aim'\]"):
+        main(["--config", str(root / "configs/usefulness.yaml"), "--sdgps", "gan", "--render-only",
+              "--units", str(tmp_path / "none.pkl")])
