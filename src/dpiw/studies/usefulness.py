@@ -440,7 +440,8 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
                          f"of {len(keys)} cells (lower relmed).")
     if "aim" in study.sdgps and "mst" in study.sdgps:
         lines += _render_versus(versus(units))
-    lines += [f"- Not studied here: DPCGAN's rows, {'' if 'aim' in study.sdgps else 'AIM, '}and tables other than "
+    aim = "" if "aim" in study.sdgps or "aim" in left_out else "AIM, "
+    lines += [f"- Not studied here: DPCGAN's rows, {aim}and tables other than "
               "these two.", ""]
     return "\n".join(lines)
 
