@@ -233,25 +233,33 @@ def test_a_search_from_any_start_tau_picks_what_the_full_scan_picks():
     assert len(picks) == 2 and any(min(TAUS) < t < max(TAUS) for t in picks)  # a middle pick is among them
 
 
+def _corner_table(seed: int, rate: float, n: int = 20_000):
+    """Six uniform columns and y, whose rate is ``rate`` where x0 and x1 both exceed 7/8 and 0.3 elsewhere: the
+    schema, the generator (drawn on from here), the rows and the corner's mask."""
+    from dpiw.data.schema import parse_schema
+
+    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(6)]
+    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
+        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, 6))
+    corner = (X[:, 0] > 0.875) & (X[:, 1] > 0.875)
+    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(6)},
+                         "y": (rng.uniform(size=n) < np.where(corner, rate, 0.3)).astype(int)})
+    return schema, rng, real, corner
+
+
 def test_each_marginal_within_its_noise_not_only_the_total(monkeypatch):
     """A relation in one corner of one marginal (y's rate 0.9 where x0 and x1 both exceed 7/8, 0.3 elsewhere; the
     synthetic rows know nothing of it) adds little to the total chi^2 of 2,016 cells: on the total alone the
     discrepancy principle stops at tau = 1 with that marginal far past its noise and the corner's rate at 0.43. With
     each marginal held within its noise too (PER_MARGINAL, family-wise) it takes a smaller tau, every marginal's
     chi^2 within its bound, and the corner's rate comes closer to the table's 0.91; elsewhere the rate stays 0.30."""
-    from dpiw.data.schema import parse_schema
     from dpiw.weights import marginal_match as mm_module
     from dpiw.weights.marginal_match import MarginalMatch, marginal_z
 
-    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(6)]
-    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
-        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
-    rng = np.random.default_rng(0)
-    n = 20_000
-    X = rng.uniform(size=(n, 6))
-    corner = (X[:, 0] > 0.875) & (X[:, 1] > 0.875)
-    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(6)},
-                         "y": (rng.uniform(size=n) < np.where(corner, 0.9, 0.3)).astype(int)})
+    schema, rng, real, corner = _corner_table(0, 0.9)
+    n = len(real)
     S = rng.uniform(size=(n, 6))
     at = (S[:, 0] > 0.875) & (S[:, 1] > 0.875)
     synth = pd.DataFrame({**{f"x{j}": S[:, j] for j in range(6)},
@@ -319,19 +327,10 @@ def test_the_signal_test_sees_a_marginal_that_the_total_hides(monkeypatch):
     the weights stayed at 1; (x1, y) alone is 8.4 sds of its chi^2 past its cells, (x0, y) 5.3, beyond the chi^2
     law's family-wise 2.5% (SIGNAL_EACH), so the weights are fitted: the corner's rate moves from 0.29 to 0.40
     (the discrepancy principle stops within the noise) and the rest's by under 0.005."""
-    from dpiw.data.schema import parse_schema
     from dpiw.weights import marginal_match as mm_module
     from dpiw.weights.marginal_match import MarginalMatch
 
-    cols = [{"name": f"x{j}", "type": "numeric", "lower": 0, "upper": 1} for j in range(6)]
-    schema = parse_schema({"name": "t", "task": "classification", "target": "y", "columns": [
-        *cols, {"name": "y", "type": "categorical", "categories": ["0", "1"]}]})
-    rng = np.random.default_rng(4)
-    n = 20_000
-    X = rng.uniform(size=(n, 6))
-    corner = (X[:, 0] > 0.875) & (X[:, 1] > 0.875)
-    real = pd.DataFrame({**{f"x{j}": X[:, j] for j in range(6)},
-                         "y": (rng.uniform(size=n) < np.where(corner, 0.7, 0.3)).astype(int)})
+    schema, rng, real, corner = _corner_table(4, 0.7)
     synth = real.copy()
     synth.loc[corner, "y"] = (rng.uniform(size=corner.sum()) < 0.3).astype(int)
     mm = MarginalMatch(bins=8, degree=3).measure(real, schema, epsilon=1.0, delta=1e-6, rng=rng)
