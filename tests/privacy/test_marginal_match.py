@@ -348,3 +348,5 @@ def test_the_signal_test_sees_a_marginal_that_the_total_hides(monkeypatch):
     each, rate_e, rest_e = fitted(True)
     assert each["signal"] and each["fired"] == ["a marginal"] and each["marginals_beyond"]["x1, y"] > 4
     assert real.y[corner].mean() > rate_e > rate + 0.05 and abs(rest_e - rest) < 0.005
+    monkeypatch.setattr(mm_module, "PER_MARGINAL", False)  # the total's tau rule: the totals' test alone, as it was
+    assert not fitted(True)[0]["signal"]
