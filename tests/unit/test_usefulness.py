@@ -190,3 +190,24 @@ def test_a_page_of_some_of_the_configs_sdgps_says_which_it_leaves_out(tmp_path, 
     with pytest.raises(DpiwError, match=r"--sdgps: choose from the config's \['mst', 'privbayes', 'aim'\]"):
         main(["--config", str(root / "configs/usefulness.yaml"), "--sdgps", "gan", "--render-only",
               "--units", str(tmp_path / "none.pkl")])
+
+
+def test_a_run_of_some_sdgps_keeps_the_others_releases(tmp_path, root, monkeypatch):
+    """`--sdgps mst` (not --render-only) saves the units it ran and, beside them, the other SDGPs' releases the
+    pickle held: a partial rerun loses nothing of the rest."""
+    from dpiw.studies import usefulness
+
+    base = np.linspace(1.0, 2.0, 40)
+    arms = {"none": base, "none_split": base, "marginal_match": 0.5 * base, "fed_to_generator": 2 * base,
+            "advisor": 0.5 * base}
+    mst = [dict(u, sdgp="mst", seconds=2.0) for u in _units(arms)]
+    aim = [dict(u, sdgp="aim", seconds=9.0) for u in _units({k: v for k, v in arms.items() if k != "fed_to_generator"})]
+    pd.to_pickle((mst + aim, 100.0), tmp_path / "units.pkl")
+    ran = []
+    monkeypatch.setattr(usefulness, "run_study", lambda study, done, save: ran.append(study.sdgps) or [
+        u for u in done if u["sdgp"] in study.sdgps])  # as run_study keeps what the study asks for
+    usefulness.main(["--config", str(root / "configs/usefulness.yaml"), "--sdgps", "mst", "--units",
+                     str(tmp_path / "units.pkl"), "--out", str(tmp_path / "u.md"), "--figure", str(tmp_path / "u.png")])
+    kept, _ = pd.read_pickle(tmp_path / "units.pkl")
+    assert ran == [("mst",)] and sorted(u["sdgp"] for u in kept) == ["aim"] * 6 + ["mst"] * 6
+    assert "leaves out the config's privbayes, aim" in (tmp_path / "u.md").read_text()
