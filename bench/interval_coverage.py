@@ -15,12 +15,15 @@ integer age, a sex and an outcome that depends on both; its values known by a Mo
 ``--estimands quantiles`` asks for medians, a 90th percentile and shares above a threshold instead
 (``b.quantile``: Woodruff's interval from the share at or below the estimate; ``b.share``).
 
+``--inverted``: a quantile's interval also by test inversion (dpiw.analysis.bundle.INVERT, off by default since
+2026-11-29's twenty-fourth session); the CSV keeps Woodruff's alone beside it (lo_woodruff, hi_woodruff), paired.
+
 ``--total``: marginal_match's discrepancy principle on the total chi^2 alone, as before 2026-11-29 (each marginal
 within its noise too since: dpiw.weights.marginal_match.PER_MARGINAL), for a paired run. ``--signal-total``: the
 weights' do-no-harm test on the totals alone, as before 2026-11-29's twenty-third session (SIGNAL_EACH off).
 
     python bench/interval_coverage.py [--populations clinic skewed] [--rows 1000 20000] [--releases 50] [--jobs 2]
-                                      [--estimands means|quantiles] [--total] [--signal-total]
+                                      [--estimands means|quantiles] [--total] [--signal-total] [--inverted]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import argparse
 import multiprocessing as mp
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -226,6 +230,8 @@ def default_release(table: pd.DataFrame, schema, epsilon: float, rng: np.random.
 TOTAL = "DPIW_BENCH_TOTAL_CHI2"
 #: and --signal-total
 SIGNAL_TOTAL = "DPIW_BENCH_SIGNAL_TOTAL"
+#: and --inverted
+INVERTED = "DPIW_BENCH_INVERTED"
 
 
 def one(job: tuple[str, int, int, float, str]) -> list[dict]:
@@ -237,12 +243,14 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
     import warnings
 
     from dpiw.analysis import UnmeasuredWarning
+    from dpiw.analysis import bundle as bundle_module
     from dpiw.weights import marginal_match
 
     if os.environ.get(TOTAL) == "1":  # --total (a spawned worker reads it)
         marginal_match.PER_MARGINAL = False
     if os.environ.get(SIGNAL_TOTAL) == "1":  # --signal-total
         marginal_match.SIGNAL_EACH = False
+    bundle_module.INVERT = os.environ.get(INVERTED) == "1"  # --inverted
 
     schema, draw_rows, _, estimands = population(pop, which)
     rng = np.random.default_rng([20261125, n, r] if pop == "clinic" else [20261126, n, r])
@@ -256,6 +264,8 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
                 est = estimate(bundle, kind, column, label, where, interval)
             warned = any(issubclass(w.category, UnmeasuredWarning) for w in said)
             lo, hi = est.ci(0.95)
+            # a quantile's interval without the shares near it (Woodruff's alone, as before 2026-11-29), paired
+            lo_w, hi_w = replace(est, tests=None).ci(0.95) if kind == "quantile" else (lo, hi)
             of = est.share if kind == "quantile" else est  # a quantile's parts: its share's
             parts = {**{f"var_{k}": v for k, v in (of.parts or {}).items()},
                      **{f"bias_{k}": v for k, v in (of.biases or {}).items()}}
@@ -263,7 +273,7 @@ def one(job: tuple[str, int, int, float, str]) -> list[dict]:
                          "interval": interval, "unmeasured": warned,
                          "marginal": getattr(of, "measured", None) is not None,
                          "reach": float(sum(getattr(of, "reach", (0, 0)))),
-                         "value": est.value, "lo": lo, "hi": hi, **parts})
+                         "value": est.value, "lo": lo, "hi": hi, "lo_woodruff": lo_w, "hi_woodruff": hi_w, **parts})
     print(f"  {pop} N={n:,} release {r}: weights {method}, {time.perf_counter() - t0:.1f} s", flush=True)
     return rows
 
@@ -284,11 +294,14 @@ def main() -> None:
                    "chi^2 alone, as before 2026-11-29 (dpiw.weights.marginal_match.PER_MARGINAL off)")
     p.add_argument("--signal-total", action="store_true", help="marginal_match's do-no-harm test on the totals "
                    "alone, as before 2026-11-29's twenty-third session (SIGNAL_EACH off)")
+    p.add_argument("--inverted", action="store_true", help="quantile intervals by test inversion as well "
+                   "(dpiw.analysis.bundle.INVERT); Woodruff's alone kept beside them in the CSV")
     args = p.parse_args()
     import os
 
     os.environ[TOTAL] = "1" if args.total else "0"
     os.environ[SIGNAL_TOTAL] = "1" if args.signal_total else "0"
+    os.environ[INVERTED] = "1" if args.inverted else "0"
     t0 = time.perf_counter()
     if args.from_csv:
         df = pd.concat([pd.read_csv(f) for f in args.from_csv], ignore_index=True)
@@ -325,6 +338,7 @@ def main() -> None:
     for interval in ("noise", "sampling"):
         g = df[df.interval == interval]
         print(f"\nall estimands, {interval}: coverage {g.covered.mean():.1%} of {len(g)} intervals")
+    _paired_inversion(df)
     if args.plot:
         plot(df, args.plot)
 
@@ -351,6 +365,26 @@ def _warned(a: pd.DataFrame, flag: str = "unmeasured") -> str:
     published marginal read it beyond both their noise, dpiw.analysis.measured), and its coverage there."""
     w = a[a[flag].astype(bool)] if flag in a else a.iloc[:0]
     return f"{len(w)} of {len(a)}" + (f" ({w.covered.mean():.0%})" if len(w) else "")
+
+
+def _paired_inversion(df: pd.DataFrame) -> None:
+    """Where the run inverted quantiles' intervals (--inverted): per estimand, noise-aware coverage with Woodruff's
+    interval alone and with the inversion, and the width ratio (median, 90th percentile), paired."""
+    if "lo_woodruff" not in df:
+        return
+    q = df[(df.interval == "noise") & ((df.lo != df.lo_woodruff) | (df.hi != df.hi_woodruff))]
+    if q.empty:
+        return
+    a = df[(df.interval == "noise") & df.estimand.isin(q.estimand.unique())].copy()
+    a["woodruff"] = (a.lo_woodruff <= a.truth) & (a.truth <= a.hi_woodruff)
+    a["ratio"] = (a.hi - a.lo) / (a.hi_woodruff - a.lo_woodruff).where(a.hi_woodruff > a.lo_woodruff)
+    print("\n| population | N | quantile | Woodruff's coverage | inverted | moved | width ratio: median | 90th pct |")
+    print("|---|---|---|---|---|---|---|---|")
+    for (pop, n, name), g in a.groupby(["population", "rows", "estimand"], sort=False):
+        print(f"| {pop} | {n:,} | {name} | {g.woodruff.mean():.0%} | {g.covered.mean():.0%} | "
+              f"{int((g.ratio > 1.0001).sum())} of {len(g)} | {g.ratio.median():.2f} | {g.ratio.quantile(0.9):.2f} |")
+    print(f"all: median ratio {a.ratio.median():.3f}, 90th percentile {a.ratio.quantile(0.9):.3f}; coverage "
+          f"{a.woodruff.mean():.1%} -> {a.covered.mean():.1%} of {len(a)}")
 
 
 def plot(df: pd.DataFrame, path: str) -> None:

@@ -563,3 +563,39 @@ def test_a_subgroup_only_the_weights_measured_warns_where_their_marginal_cannot_
     with pytest.warns(UnmeasuredWarning, match=rf"only the weights' noisy marginals measured 'y' together with '{c}'"
                                                r".*no marginal holds 'y' with all of the subgroup's columns"):
         bundle.rate("y", "yes", lambda d: (d[c] == label) & (d.x > 4))  # x > 4: a bin edge of x
+
+
+def test_a_relation_its_marginal_measured_under_its_noise_warns(monkeypatch):
+    """40 rows of a = r: the one-way marginal of a (noise sd 5) measures them well, so the subgroup is no thin one,
+    but the only marginal that holds x with a, (a, x) at noise sd 30 a cell, measured them at about 40 over four
+    cells (sd 60 for that sum), under MIN_SIGNAL sds: the mean of x among them warns that how x lies within the
+    subgroup was measured under its noise (Bundle._weak); a = p (about 2,000 rows) says nothing; nor with the flag
+    off."""
+    from dpiw.analysis import bundle as bundle_module
+
+    rows = table(4000, 9)
+    rare = np.flatnonzero(rows.a == 2)
+    rows.loc[rare[40:], "a"] = 0  # 40 rows of a = r left
+    m = published(rows, [[0]], std=5.0, rng=np.random.default_rng(2))
+    m["weights"]["measurements"] += published(rows, [[0, 1]], std=30.0, rng=np.random.default_rng(3))["weights"][
+        "measurements"]
+    data = decode_frame(rows, SCHEMA)
+    cells = measured.cells_of(SCHEMA, m, rows)
+    labels = {"a": np.array([False, False, True])}
+    in_r = (data.a == "r").to_numpy()
+    count, sd, part, columns = measured.subgroup_size(SCHEMA, m, cells, ["a"], in_r, labels, with_column="x")
+    two_way = np.asarray(m["weights"]["measurements"][1]["counts"]).reshape(3, BINS)
+    assert (part, columns, sd) == ("weights", ("a", "x"), 60.0) and count == pytest.approx(two_way[2].sum())
+    assert measured.subgroup_size(SCHEMA, m, cells, ["a"], in_r, labels)[1] == 5.0  # no thin subgroup
+    assert measured.subgroup_size(SCHEMA, m, cells, ["a"], in_r, labels, with_column="b") is None
+    bundle = Bundle(data, np.ones(len(data)), {}, rows, SCHEMA, m)
+    bundle._cells["rows"] = cells
+    with pytest.warns(MeasurementWarning, match=r"mean\('x'\): the weights' noisy marginal of 'a', 'x', the best "
+                                                r"that holds 'x' with the subgroup, measured its rows at -?\d+ in all "
+                                                r"\(noise sd 60 for that sum, under 4 sds\)"):
+        bundle._weak("mean('x')", "x", {"a": "r"}, ["a"], labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MeasurementWarning)
+        bundle._weak("mean('x')", "x", {"a": "p"}, ["a"], {"a": np.array([True, False, False])})
+        monkeypatch.setattr(bundle_module, "WEAK_WARNS", False)
+        bundle._weak("mean('x')", "x", {"a": "r"}, ["a"], labels)

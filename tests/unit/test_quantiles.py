@@ -648,3 +648,64 @@ def test_a_threshold_in_a_heavy_cell_among_heavy_cells_warns_without_reaching(mo
         before, q_before, q40_before = b.share("x", ">", 1.0), b.quantile("x"), b.quantile("x", 0.4)
     assert before.ci() == est.ci() and before.reach == est.reach and q_before.ci() == q.ci()
     assert q40_before.ci() == q40.ci()
+
+
+def test_a_quantiles_interval_holds_every_value_whose_share_interval_holds_q():
+    """Test inversion (Quantile.inverted): the released distribution function is lumpy below the 90th percentile
+    (3% of the rows on 85) and the share at the estimate (89) is measured more tightly than the shares near it (se
+    0.03, a bin's inside). Woodruff's interval carries the estimate's error to every value and stops at 91; a table
+    whose 90th percentile is 93 (its share at or below 93, 0.90, inside the released share's interval there, 0.94 +-
+    0.059) lies in the set of values whose share's interval holds q, which runs from the first tested value whose
+    upper end reaches 0.9 to the first whose lower end passes it, at any level; the interval is the union of
+    both."""
+    from dpiw.analysis.estimates import Estimate
+
+    x = np.concatenate([np.repeat(np.arange(100.0), 10), np.full(20, 85.0)])
+    w = np.ones(x.size)
+    value = weighted_quantile(x, w, 0.9)
+    assert value == 89
+
+    def share(t, se):
+        return Estimate(float(np.mean(x <= t)), se, float(x.size), covers=NOISE_AWARE)
+
+    woodruff = Quantile(value, 0.9, share(value, 0.003), (0.0, 100.0), x, w)
+    assert woodruff.ci() == (87, 91)
+    tests = tuple((float(t), share(t, 0.003 if t == value else 0.03)) for t in (80, 84, 86, 88, 89, 90, 93, 95, 97))
+    est = replace(woodruff, tests=tests, window=(80.0, 97.0))
+    for level in (0.5, 0.95, 0.99):
+        ends = [s.ci(level) for _, s in tests]
+        first = min(i for i, (_, hi) in enumerate(ends) if hi >= 0.9)
+        past = min(i for i, (lo, _) in enumerate(ends) if lo > 0.9)
+        assert est.inverted(level) == (tests[first][0], tests[past][0])
+        assert est.ci(level) == (min(woodruff.ci(level)[0], tests[first][0]),
+                                 max(woodruff.ci(level)[1], tests[past][0]))
+    assert est.ci() == (86, 95)  # 84's share reaches 0.892 at most, 95's 0.902 at least
+    # no tested share reaches q: the quantile lies above them all, up to the public bound
+    low = tuple((t, replace(s, value=0.5, se=0.01)) for t, s in tests)
+    assert replace(est, tests=low).inverted() == (97.0, 100.0)
+
+
+def test_a_bundles_quantile_inverts_the_shares_b_share_gives(monkeypatch):
+    """With bundle.INVERT on (off by default), in a release (noise-aware), a quantile's tested shares are b.share's at or below each tested value (before
+    b.share's check against a published marginal; with Woodruff's binomial floor on the standard error), the tested
+    values are released values in the window, and its interval holds Woodruff's."""
+    from dpiw.analysis import bundle as bundle_module
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    b = release(scaled(population(3000, np.random.default_rng(11))), 2)
+    for column, q, where in (("x", 0.9, None), ("x", 0.5, {"y": "yes"}), ("n", 0.25, None)):
+        assert b.quantile(column, q, where).tests is None  # off by default (bundle.INVERT)
+        monkeypatch.setattr(bundle_module, "INVERT", True)
+        est = b.quantile(column, q, where)
+        assert est.tests and est.window[0] <= est.value <= est.window[1]
+        floor = sqrt(q * (1 - q) / est.share.ess)
+        released = set(b.data[column].to_numpy(float))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for t, s in est.tests:
+                assert t in released and est.window[0] <= t <= est.window[1]
+                direct = b._share(column, "<=", t, where, "auto")[0]
+                assert s.value == pytest.approx(direct.value) and s.se == pytest.approx(max(direct.se, floor))
+        lo, hi = replace(est, tests=None).ci()
+        assert est.ci()[0] <= lo and est.ci()[1] >= hi
+        monkeypatch.setattr(bundle_module, "INVERT", False)

@@ -255,6 +255,10 @@ class Quantile:
     #: the pruning moved rows across the estimate (Bundle.quantile, bin_bias.measured_shape): the interval also
     #: holds Woodruff's interval carried back through them, at the same level
     pruned: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
+    #: noise-aware: (t, share of rows at or below t) at released values near the estimate (Bundle._inverted), and the
+    #: values the window of them ran from and to: the interval also holds every value whose share's interval holds q
+    tests: tuple[tuple[float, Estimate], ...] | None = field(default=None, repr=False, compare=False)
+    window: tuple[float, float] | None = field(default=None, repr=False, compare=False)
 
     @property
     def covers(self) -> str:
@@ -288,8 +292,27 @@ class Quantile:
         if self.also is not None:
             lo, hi = min(lo, self.also), max(hi, self.also)
         if self.pruned is not None:
-            a, b = replace(self, _values=self.pruned[0], _weights=self.pruned[1], pruned=None).ci(level)
+            a, b = replace(self, _values=self.pruned[0], _weights=self.pruned[1], pruned=None, tests=None).ci(level)
             lo, hi = min(lo, a), max(hi, b)
+        if self.tests:
+            a, b = self.inverted(level)
+            lo, hi = min(lo, a), max(hi, b)
+        return lo, hi
+
+    def inverted(self, level: float = 0.95) -> tuple[float, float]:
+        """The values t whose share at or below t has an interval at ``level`` that holds q, from :attr:`tests`
+        (sorted by t): from the first whose interval's upper end reaches q to the first whose lower end passes q.
+        Between two released values the share, and so the test, is the lower one's: the set runs from a released
+        value up to the next one not in it. Where the first tested value already reaches q or none passes it, the
+        window's end (the public bound where the window runs past the rows)."""
+        ts = [t for t, _ in self.tests]
+        ends = [s.ci(level) for _, s in self.tests]
+        reach = [i for i, (_, b) in enumerate(ends) if b >= self.q]
+        past = [i for i, (a, _) in enumerate(ends) if a > self.q]
+        if not reach:  # every tested share's interval lies below q: the quantile lies above them
+            return ts[-1], float(self.limits[1])
+        lo = ts[reach[0]] if reach[0] > 0 else min(self.window[0], ts[0])
+        hi = ts[past[0]] if past else max(self.window[1], ts[-1])
         return lo, hi
 
     def __str__(self) -> str:

@@ -203,15 +203,19 @@ def _member(rows, js: list[int], cards, in_subgroup, checked, known=None) -> np.
 
 
 def subgroup_size(schema, measurements: dict, cells: dict, where_columns: list[str], in_subgroup: np.ndarray,
-                  labels=None) -> tuple[float, float, str, tuple[str, ...]] | None:
+                  labels=None, with_column: str | None = None) -> tuple[float, float, str, tuple[str, ...]] | None:
     """The subgroup's count of the table's rows read off the published marginal that holds its columns with the
     least noise: (count, its sd, whose marginal, its columns); None where no marginal holds them, the subgroup cuts
-    inside a cell or reads a `missing: indicator` column. ``cells``, ``labels``: as for :func:`direct`."""
+    inside a cell or reads a `missing: indicator` column. ``cells``, ``labels``: as for :func:`direct`.
+    ``with_column``: only the marginals that hold that column as well (the count summed over its cells)."""
     names = list(schema.names)
     if not where_columns or any(c not in names or schema.column(c).indicator_of
                                 or schema.column(c).missing == "indicator" for c in where_columns):
         return None
+    if with_column is not None and (with_column not in names or with_column in where_columns):
+        return None
     js = [names.index(c) for c in where_columns]
+    also = set() if with_column is None else {names.index(with_column)}
     best = None
     for name, (rows, cards, _) in cells.items():
         member = _member(rows, js, cards, in_subgroup, np.ones(len(rows), bool),
@@ -221,7 +225,7 @@ def subgroup_size(schema, measurements: dict, cells: dict, where_columns: list[s
         for m in measurements[name]["measurements"]:
             clique, std = list(m["clique"]), float(m.get("std") or 0.0)
             shape = [cards[j] for j in clique]
-            if not std > 0 or not set(js) <= set(clique) or len(m["counts"]) != math.prod(shape):
+            if not std > 0 or not {*js, *also} <= set(clique) or len(m["counts"]) != math.prod(shape):
                 continue
             y = np.asarray(m["counts"], float).reshape(shape)
             other = tuple(a for a, j in enumerate(clique) if j not in js)

@@ -551,8 +551,10 @@ def noise_variance(boot: NoiseBootstrap, statistic) -> tuple[float, int]:
     values = []
     for rep in boot.made():
         h, mask = statistic(rep.data, rep.weights)
-        if mask.any() and rep.weights[mask].sum() > 0:
-            values.append(weighted_parts(h[mask], rep.weights[mask])[0])
+        w, h = (rep.weights, h) if mask.all() else (rep.weights[mask], h[mask])
+        total = w.sum()
+        if total > 0:  # the weighted mean alone (weighted_parts' first): tens of these per quantile
+            values.append(float(w @ h) / float(total))
     if len(values) < 2:
         raise DpiwError("where: the subgroup is empty in the bootstrap's rows; widen it")
     return float(np.var(values, ddof=1)), len(values)
