@@ -686,9 +686,10 @@ def test_a_quantiles_interval_holds_every_value_whose_share_interval_holds_q():
 
 
 def test_a_bundles_quantile_inverts_the_shares_b_share_gives(monkeypatch):
-    """With bundle.INVERT on (off by default), in a release (noise-aware), a quantile's tested shares are b.share's at or below each tested value (before
-    b.share's check against a published marginal; with Woodruff's binomial floor on the standard error), the tested
-    values are released values in the window, and its interval holds Woodruff's."""
+    """With bundle.INVERT on (off by default), in a release (noise-aware), a quantile's tested shares are b.share's
+    at or below each tested value (before b.share's check against a published marginal; with Woodruff's binomial
+    floor on the standard error), the tested values are released values in the window, and its interval holds
+    Woodruff's."""
     from dpiw.analysis import bundle as bundle_module
 
     monkeypatch.setenv("DPIW_CACHE", "off")
