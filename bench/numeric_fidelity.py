@@ -295,8 +295,9 @@ def shrunk(estimate):
 
 
 def summarise(df: pd.DataFrame, arm: str = "fine", control: str = "equal_width") -> None:
-    order = ["numeric means", "within-class numeric means", "means and shares", "subgroups", "3-way cells",
-             "regression"]
+    from dpiw.studies.usefulness import FAMILIES
+
+    order = ["numeric means", "within-class numeric means", *FAMILIES]
     print(f"\n| table | family | median error, {arm} | median error, {control} | ratio | paired mean difference "
           f"({arm} - {control}) ± SE | verdict |")
     print("|---|---|---|---|---|---|---|")

@@ -46,7 +46,15 @@ def test_targets_against_pandas(cps):
                                                           "parttime": str}), drop_first=True).astype(float)
     coef = np.linalg.lstsq(np.column_stack([np.ones(len(X)), X]), frame["wage"], rcond=None)[0]
     assert t["coef wage ~ education"] == pytest.approx(coef[1])
-    assert {family(k) for k in t} == {"means and shares", "subgroups", "3-way cells", "regression"}
+    assert {family(k) for k in t} == {"means and shares", "subgroups", "3-way cells", "regression",
+                                      "pairs without the target"}
+    # relations without the target: a column's mean or a category's rate within a subgroup of another
+    assert t["pair education | region=west"] == pytest.approx(frame[frame.region == 3]["education"].mean())
+    assert t["pair region=south | smsa=yes"] == pytest.approx((frame[frame.smsa == 1]["region"] == 2).mean())
+    low = frame["experience"] < 0.25  # the first of a numeric column's 4 public bins of its scaled range
+    assert t["pair parttime=yes | experience=[0,0.25)"] == pytest.approx((frame[low]["parttime"] == 1).mean())
+    assert not any(k.startswith("pair wage") or "| wage=" in k for k in t)  # the target is in no pair
+    assert "pair region=south | region=west" not in t
 
 
 def _units(errors_by_arm: dict, seeds: int = 6) -> list[dict]:

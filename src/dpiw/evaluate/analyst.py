@@ -9,7 +9,10 @@ table. The targets, on the scaled columns (every name says what it is):
 - ``y | a=i, b=j``: the same in every cell of the cross-tab of every pair (a, b) of other columns, so the cells
   of every 3-way cross-tab with the target;
 - ``coef y ~ c[=k]``: the coefficients of the (weighted) least-squares regression of the target (or of each
-  class indicator but the first) on every other column, categoricals one-hot without their first category.
+  class indicator but the first) on every other column, categoricals one-hot without their first category;
+- ``pair b | a=g``: relations without the target: every other column b's mean (numeric) or the rate of each of
+  its categories but the first, in every subgroup g of every third column a (a != b; the weights are fitted on
+  marginals that hold the target, and an analyst asks of these relations too).
 
 Subgroups of a numeric column are ``SUBGROUP_BINS`` public equal-width bins of its scaled range [0, 1]. An
 estimate with no (weighted) rows behind it is NaN; a comparison drops a target that is NaN in any release.
@@ -44,13 +47,15 @@ def _codes(frame: pd.DataFrame, schema: Schema) -> dict[str, tuple[np.ndarray, l
     return out
 
 
-def _responses(frame: pd.DataFrame, schema: Schema) -> dict[str, np.ndarray]:
-    """The target as one or more responses: its value (numeric) or the indicator of each class but the first."""
-    col = schema.column(schema.target)
-    y = frame[schema.target].to_numpy()
+def _responses(frame: pd.DataFrame, schema: Schema, name: str | None = None) -> dict[str, np.ndarray]:
+    """A column (the target by default) as one or more responses: its value (numeric) or the indicator of each
+    class but the first."""
+    name = schema.target if name is None else name
+    col = schema.column(name)
+    y = frame[name].to_numpy()
     if col.is_numeric:
-        return {schema.target: y.astype(float)}
-    return {f"{schema.target}={label}": (y == k).astype(float) for k, label in enumerate(col.categories) if k > 0}
+        return {name: y.astype(float)}
+    return {f"{name}={label}": (y == k).astype(float) for k, label in enumerate(col.categories) if k > 0}
 
 
 def _design(frame: pd.DataFrame, schema: Schema) -> tuple[np.ndarray, list[str]]:
@@ -93,17 +98,21 @@ def analyst_targets(frame: pd.DataFrame, schema: Schema, w: np.ndarray | None = 
                 out[f"share {c.name}={label}"] = float(w[v == k].sum() / total)
     responses, codes = _responses(frame, schema), _codes(frame, schema)
 
-    def cell_means(prefix: str, code: np.ndarray, labels: list[str]) -> None:
+    def cell_means(prefix: str, code: np.ndarray, labels: list[str], of: dict = responses, lead: str = "") -> None:
         mass = np.bincount(code, weights=w, minlength=len(labels))
-        for rname, r in responses.items():
+        for rname, r in of.items():
             s = np.bincount(code, weights=w * r, minlength=len(labels))
             with np.errstate(invalid="ignore", divide="ignore"):
                 m = np.where(mass > 0, s / mass, np.nan)
             for k, label in enumerate(labels):
-                out[f"{rname} | {prefix.format(label)}"] = float(m[k])
+                out[f"{lead}{rname} | {prefix.format(label)}"] = float(m[k])
 
     for name, (code, labels) in codes.items():
         cell_means(f"{name}={{}}", code, labels)
+    for a, (code, labels) in codes.items():  # relations without the target
+        for b in codes:
+            if b != a:
+                cell_means(f"{a}={{}}", code, labels, _responses(frame, schema, b), "pair ")
     for (a, (ca, la)), (b, (cb, lb)) in itertools.combinations(codes.items(), 2):
         labels = [f"{a}={i}, {b}={j}" for i in la for j in lb]
         cell_means("{}", ca * len(lb) + cb, labels)

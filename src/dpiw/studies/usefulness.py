@@ -51,7 +51,8 @@ VERSUS_ARMS = ("none", "advisor")
 AIM_DEFAULT_SHARE = 2 / 3
 ARMS = ARMS_BY_SDGP["mst"]
 #: target families, by the start of their names (dpiw.evaluate.analyst)
-FAMILIES = {"means and shares": ("mean ", "share "), "subgroups": (), "3-way cells": (), "regression": ("coef ",)}
+FAMILIES = {"means and shares": ("mean ", "share "), "subgroups": (), "3-way cells": (), "regression": ("coef ",),
+            "pairs without the target": ("pair ",)}
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,8 @@ def family(target: str) -> str:
         return "means and shares"
     if target.startswith("coef "):
         return "regression"
+    if target.startswith("pair "):
+        return "pairs without the target"
     return "3-way cells" if ", " in target.split(" | ", 1)[-1] else "subgroups"
 
 
