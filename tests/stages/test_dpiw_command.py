@@ -88,6 +88,9 @@ def test_schema_infer_drafts_a_spike_at_zero_where_many_values_are_zero(tmp_path
     text = draft(data, target="y")
     spiked = [line.split(",")[0] for line in text.splitlines() if "spikes: [0]" in line and "{name" in line]
     assert spiked == ["  - {name: debt", "  - {name: kids"], text
+    notes = {line.split(",")[0]: line for line in text.splitlines() if "{name" in line}
+    assert "a coarse bin of their own" in notes["  - {name: kids"] and "256 by default" in notes["  - {name: kids"]
+    assert "keeps them (with lower: 0)" in notes["  - {name: debt"]  # continuous: its zeros come back as zeros
     logged = [line.split(",")[0] for line in text.splitlines() if "scale: log}" in line]
     assert logged == ["  - {name: cost"], text
     filled = yaml.safe_load(text.replace(f"lower: {FILL}", "lower: 0").replace(f"upper: {FILL}", "upper: 1000")

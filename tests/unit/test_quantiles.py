@@ -656,8 +656,8 @@ def test_a_quantiles_interval_holds_every_value_whose_share_interval_holds_q():
     0.03, a bin's inside). Woodruff's interval carries the estimate's error to every value and stops at 91; a table
     whose 90th percentile is 93 (its share at or below 93, 0.90, inside the released share's interval there, 0.94 +-
     0.059) lies in the set of values whose share's interval holds q, which runs from the first tested value whose
-    upper end reaches 0.9 to the first whose lower end passes it, at any level; the interval is the union of
-    both."""
+    upper end reaches 0.9 to the first whose lower end passes it; the interval is the union of both, at the level
+    the values were tested at (Woodruff's alone at another)."""
     from dpiw.analysis.estimates import Estimate
 
     x = np.concatenate([np.repeat(np.arange(100.0), 10), np.full(20, 85.0)])
@@ -671,18 +671,20 @@ def test_a_quantiles_interval_holds_every_value_whose_share_interval_holds_q():
     woodruff = Quantile(value, 0.9, share(value, 0.003), (0.0, 100.0), x, w)
     assert woodruff.ci() == (87, 91)
     tests = tuple((float(t), share(t, 0.003 if t == value else 0.03)) for t in (80, 84, 86, 88, 89, 90, 93, 95, 97))
-    est = replace(woodruff, tests=tests, window=(80.0, 97.0))
-    for level in (0.5, 0.95, 0.99):
-        ends = [s.ci(level) for _, s in tests]
-        first = min(i for i, (_, hi) in enumerate(ends) if hi >= 0.9)
-        past = min(i for i, (lo, _) in enumerate(ends) if lo > 0.9)
-        assert est.inverted(level) == (tests[first][0], tests[past][0])
-        assert est.ci(level) == (min(woodruff.ci(level)[0], tests[first][0]),
-                                 max(woodruff.ci(level)[1], tests[past][0]))
-    assert est.ci() == (86, 95)  # 84's share reaches 0.892 at most, 95's 0.902 at least
-    # no tested share reaches q: the quantile lies above them all, up to the public bound
+    est = replace(woodruff, tests=tests, window=(80.0, 97.0), tested_at=0.95)
+    ends = [s.ci() for _, s in tests]
+    first = min(i for i, (_, hi) in enumerate(ends) if hi >= 0.9)
+    past = min(i for i, (lo, _) in enumerate(ends) if lo > 0.9)
+    assert est.inverted() == (tests[first][0], tests[past][0]) == (86, 95)  # 84's reaches 0.892, 95's 0.902 at least
+    assert est.ci() == (min(woodruff.ci()[0], 86), max(woodruff.ci()[1], 95)) == (86, 95)
+    for level in (0.5, 0.99):  # the values were tested at 0.95 only: another level's interval is Woodruff's
+        assert est.ci(level) == woodruff.ci(level)
+    # no tested share reaches q: the quantile lies above them all, up to the public bound; every one passes q:
+    # below them all, down to the lower bound
     low = tuple((t, replace(s, value=0.5, se=0.01)) for t, s in tests)
     assert replace(est, tests=low).inverted() == (97.0, 100.0)
+    high = tuple((t, replace(s, value=0.99, se=0.01)) for t, s in tests)
+    assert replace(est, tests=high).inverted() == (0.0, 80.0)
 
 
 def test_a_bundles_quantile_inverts_the_shares_b_share_gives(monkeypatch):
@@ -709,4 +711,12 @@ def test_a_bundles_quantile_inverts_the_shares_b_share_gives(monkeypatch):
                 assert s.value == pytest.approx(direct.value) and s.se == pytest.approx(max(direct.se, floor))
         lo, hi = replace(est, tests=None).ci()
         assert est.ci()[0] <= lo and est.ci()[1] >= hi
+        if where is None:  # the bisection's ends are those of testing every released value in the window
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                window = sorted({v for v in released if est.window[0] <= v <= est.window[1]})
+                every = tuple((t, replace(b._share(column, "<=", t, where, "auto")[0],
+                                          se=max(b._share(column, "<=", t, where, "auto")[0].se, floor),
+                                          limits=None)) for t in window)
+            assert len(every) >= len(est.tests) and replace(est, tests=every).inverted() == est.inverted()
         monkeypatch.setattr(bundle_module, "INVERT", False)

@@ -88,7 +88,9 @@ def measured_with(schema, measurements: dict, column: str, raw: bool = False) ->
 
 class MeasurementWarning(UserWarning):
     """A subgroup's estimate from the released rows lies beyond both their noise from the same estimate read off
-    a published noisy marginal that holds its columns (:mod:`dpiw.analysis.measured`)."""
+    a published noisy marginal that holds its columns (:mod:`dpiw.analysis.measured`); or a published marginal
+    measured the subgroup, or the column within it, under its noise (the table may hold no such row; how the
+    column lies within it is the model's guess)."""
 
 
 #: the released rows' estimate and a published marginal's reading of it disagree where they lie more than this
@@ -102,14 +104,16 @@ DISAGREE_Z = 1.96
 #: the sum of the two variances, as before)
 MIN_JOINT = 10
 
-#: a noise-aware estimate over a subgroup warns where every published marginal that holds the estimated column with
-#: the subgroup's columns measured the subgroup under MIN_SIGNAL noise sds (Bundle._weak); False: as before
-#: 2026-11-29's twenty-fourth session (a paired arm)
+#: a noise-aware estimate over a subgroup that no published marginal gave a reading of warns where the least noisy
+#: marginal that holds the estimated column with the subgroup's columns measured the subgroup under MIN_SIGNAL noise
+#: sds (Bundle._weak); False: as before 2026-11-29's twenty-fourth session (a paired arm)
 WEAK_WARNS = True
 
 #: a noise-aware quantile's interval is inverted from the shares at the released values in the window of probabilities
 #: q +- INVERT_WINDOW half-widths of its share's interval (:meth:`Bundle._inverted`); set before it was scored
 INVERT_WINDOW = 3.0
+#: the level the inversion's values are found at: Quantile.ci at another level is Woodruff's alone
+INVERT_LEVEL = 0.95
 #: True: a noise-aware quantile's interval also holds every value whose share's interval holds q (Bundle._inverted).
 #: Off: it failed the rule named before it was scored (bench/README.md, 2026-11-29's twenty-fourth session): no miss
 #: of a fresh trial's 231 quantiles or of 75 more on a second table to cover, though the simulated populations' 800
@@ -191,6 +195,7 @@ class Bundle:
     measurements: dict | None = None
     _bootstrap: dict = field(default_factory=dict, repr=False, compare=False)
     _cells: dict = field(default_factory=dict, repr=False, compare=False)
+    #: a replicate's subgroup masks, kept only within one quantile's inversion (Bundle._inverted; "on" while it runs)
     _masks: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -482,19 +487,20 @@ class Bundle:
                         biases={"weights": bias})
 
     def _replicate_subgroup(self, data: pd.DataFrame, where) -> np.ndarray:
-        """The subgroup ``where`` of a replicate's rows (:func:`~dpiw.analysis.noise_aware.subgroup`), remembered
-        for that replicate and that ``where`` (the same objects, held so their ids stay theirs): a quantile's
-        interval asks for the shares at tens of values over the same subgroup of every replicate."""
+        """The subgroup ``where`` of a replicate's rows (:func:`~dpiw.analysis.noise_aware.subgroup`); within one
+        quantile's inversion (:meth:`_inverted`, which asks for the shares at tens of values over the same subgroup
+        of every replicate) remembered for that replicate and that ``where`` (the same objects, held so their ids
+        stay theirs), and never across calls: a ``where`` the user changes between two is asked again."""
         from dpiw.analysis import noise_aware
 
+        if not self._masks.get("on"):
+            return noise_aware.subgroup(data, where)
         key = (id(data), id(where))
         held = self._masks.get(key)
         if held is not None and held[0] is data and held[1] is where:
             return held[2]
-        if len(self._masks) >= 1024:
-            self._masks.clear()
-        mask = noise_aware.subgroup(data, where)
-        mask.flags.writeable = False  # shared by every estimate that asks again
+        mask = np.array(noise_aware.subgroup(data, where), dtype=bool)  # a copy: never the user's own array
+        mask.flags.writeable = False  # shared by the inversion's tests
         self._masks[key] = (data, where, mask)
         return mask
 
@@ -636,7 +642,8 @@ class Bundle:
         return abs(value - read.value) / np.sqrt(synthetic) if synthetic > 0 else np.inf
 
     def _weak(self, call: str, column: str, where, where_columns: list[str], labels) -> None:
-        """Warn (:class:`MeasurementWarning`) where every published marginal that holds ``column`` with the subgroup's
+        """Warn (:class:`MeasurementWarning`), where no published marginal gave a reading of the estimate
+        (:func:`~dpiw.analysis.measured.direct`), if the least noisy one that holds ``column`` with the subgroup's
         columns measured the subgroup's rows, summed over the column's cells, under
         :data:`~dpiw.analysis.measured.MIN_SIGNAL` noise sds of that sum (:data:`WEAK_WARNS`): how the column lies
         within the subgroup was measured under its noise, so the released rows show what the model fitted to noisy
@@ -1118,11 +1125,13 @@ class Bundle:
 
     def _inverted(self, column: str, q: float, where, interval: str, est: Quantile) -> Quantile:
         """The shares a noise-aware quantile's interval is inverted from (:attr:`Quantile.tests`): the share of rows
-        at or below a released value t (as :meth:`share` gives it, with Woodruff's floor on its standard error; not
-        checked against a published marginal, as the estimate's own share is, which Woodruff's interval carries), at
-        the values a bisection visits among the subgroup's distinct released values in the window of probabilities
-        q +- :data:`INVERT_WINDOW` half-widths of the estimate's share interval, for each end of the set of values
-        whose share interval holds q (:attr:`INVERT`; off by default: bench/README.md). Woodruff's method carries
+        at or below a released value t (as the quantile's own share is computed, with Woodruff's floor on its
+        standard error; not checked against a published marginal, as the estimate's own share is, which Woodruff's
+        interval carries), at the values a bisection visits among the subgroup's distinct released values in the
+        window of probabilities q +- :data:`INVERT_WINDOW` half-widths of the estimate's share interval, for each
+        end of the set of values whose share interval at :data:`INVERT_LEVEL` holds q. The bisection takes each
+        end of the shares' intervals to rise with t, which their reach over piles and pruned rows need not do
+        exactly (:data:`INVERT`; off by default: bench/README.md). Woodruff's method carries
         the error of the released distribution function at the estimate to every value near it; where that
         function is lumpy (a trial's 90th percentile of medical costs, 2,744 (2,299 to 2,902) against 3,004: 2% of
         the released rows in one cell that holds 0.8% of the table's, none from 3,021 to 3,408), the error at
@@ -1131,13 +1140,14 @@ class Bundle:
             return est
         x = est._values
         floor = math.sqrt(q * (1 - q) / est.share.ess)
-        lo, hi = replace(est.share, se=max(est.share.se, floor), limits=None).ci(0.95)
+        lo, hi = replace(est.share, se=max(est.share.se, floor), limits=None).ci(INVERT_LEVEL)
         half = max((hi - lo) / 2, floor)
         window = (est.at(q - INVERT_WINDOW * half), est.at(q + INVERT_WINDOW * half))
         values = np.unique(x[(x >= window[0]) & (x <= window[1])])
         if values.size == 0:
             return est
         tests: dict[int, Estimate] = {}
+        self._masks.update(on=True)  # the replicates' subgroup masks, for this inversion only
 
         def test(i: int) -> Estimate:
             if i not in tests:
@@ -1148,18 +1158,22 @@ class Bundle:
                 tests[i] = replace(share, se=max(share.se, floor), limits=None)
             return tests[i]
 
-        for side in (1, 0):  # the first value whose interval's upper end reaches q, the first whose lower end passes it
-            a, b = 0, values.size  # the answer lies in [a, b]; b: none in the window
-            while a < b:
-                m = (a + b) // 2
-                if (test(m).ci(0.95)[side] >= q) if side else (test(m).ci(0.95)[side] > q):
-                    b = m
-                else:
-                    a = m + 1
-            for i in (a - 1, a):  # the boundary's both sides, whatever the bisection visited
-                if 0 <= i < values.size:
-                    test(i)
-        return replace(est, tests=tuple((float(values[i]), tests[i]) for i in sorted(tests)), window=window)
+        try:
+            for side in (1, 0):  # the first value whose interval's upper end reaches q, the first whose lower end
+                a, b = 0, values.size  # passes it (taken to rise with t); it lies in [a, b], b: none in the window
+                while a < b:
+                    m = (a + b) // 2
+                    if (test(m).ci(INVERT_LEVEL)[side] >= q) if side else (test(m).ci(INVERT_LEVEL)[side] > q):
+                        b = m
+                    else:
+                        a = m + 1
+                for i in (a - 1, a):  # the boundary's both sides, whatever the bisection visited
+                    if 0 <= i < values.size:
+                        test(i)
+        finally:
+            self._masks.clear()
+        return replace(est, tests=tuple((float(values[i]), tests[i]) for i in sorted(tests)), window=window,
+                       tested_at=INVERT_LEVEL)
 
     def _through_measured(self, column: str, where, op: str, est: Quantile) -> Quantile:
         """Where the pruning of the column's fine histogram moved rows across the estimate (the share's

@@ -255,10 +255,13 @@ class Quantile:
     #: the pruning moved rows across the estimate (Bundle.quantile, bin_bias.measured_shape): the interval also
     #: holds Woodruff's interval carried back through them, at the same level
     pruned: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
-    #: noise-aware: (t, share of rows at or below t) at released values near the estimate (Bundle._inverted), and the
-    #: values the window of them ran from and to: the interval also holds every value whose share's interval holds q
+    #: noise-aware, with bundle.INVERT: (t, share of rows at or below t) at released values near the estimate
+    #: (Bundle._inverted), and the values the window of them ran from and to: the interval at tested_at also holds
+    #: every value whose share's interval holds q
     tests: tuple[tuple[float, Estimate], ...] | None = field(default=None, repr=False, compare=False)
     window: tuple[float, float] | None = field(default=None, repr=False, compare=False)
+    #: the level the tested values were found at (an interval at another level is Woodruff's alone)
+    tested_at: float = field(default=0.95, repr=False, compare=False)
 
     @property
     def covers(self) -> str:
@@ -294,7 +297,7 @@ class Quantile:
         if self.pruned is not None:
             a, b = replace(self, _values=self.pruned[0], _weights=self.pruned[1], pruned=None, tests=None).ci(level)
             lo, hi = min(lo, a), max(hi, b)
-        if self.tests:
+        if self.tests and level == self.tested_at:
             a, b = self.inverted(level)
             lo, hi = min(lo, a), max(hi, b)
         return lo, hi
@@ -304,13 +307,18 @@ class Quantile:
         (sorted by t): from the first whose interval's upper end reaches q to the first whose lower end passes q.
         Between two released values the share, and so the test, is the lower one's: the set runs from a released
         value up to the next one not in it. Where the first tested value already reaches q or none passes it, the
-        window's end (the public bound where the window runs past the rows)."""
+        window's end (the public bound where the window runs past the rows); where every tested share's interval
+        lies below q, from the last to the upper bound, and where every one lies above, from the lower bound to
+        the first. Exact at the level the values were tested at (:attr:`tested_at`), where the bisection put
+        tested values on both sides of each end."""
         ts = [t for t, _ in self.tests]
         ends = [s.ci(level) for _, s in self.tests]
         reach = [i for i, (_, b) in enumerate(ends) if b >= self.q]
         past = [i for i, (a, _) in enumerate(ends) if a > self.q]
         if not reach:  # every tested share's interval lies below q: the quantile lies above them
             return ts[-1], float(self.limits[1])
+        if past and past[0] == 0:  # every one lies above q: the quantile lies below them
+            return float(self.limits[0]), ts[0]
         lo = ts[reach[0]] if reach[0] > 0 else min(self.window[0], ts[0])
         hi = ts[past[0]] if past else max(self.window[1], ts[-1])
         return lo, hi

@@ -553,7 +553,7 @@ def noise_variance(boot: NoiseBootstrap, statistic) -> tuple[float, int]:
         h, mask = statistic(rep.data, rep.weights)
         w, h = (rep.weights, h) if mask.all() else (rep.weights[mask], h[mask])
         total = w.sum()
-        if total > 0:  # the weighted mean alone (weighted_parts' first): tens of these per quantile
+        if total > 0:  # the weighted mean alone (weighted_parts' first), on every replicate of every estimate
             values.append(float(w @ h) / float(total))
     if len(values) < 2:
         raise DpiwError("where: the subgroup is empty in the bootstrap's rows; widen it")

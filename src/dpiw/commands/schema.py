@@ -148,7 +148,8 @@ def _draft(data: str | Path, *, name: str | None, target: str | None) -> tuple[s
                 1 - max(1 - LOG_TOP, 2 / len(values)))  # past the two largest at least
             notes = [*(["empty values: released as empty, with a 0/1 column " + f"{col}_missing"] if empty else []),
                      *([("many values are exactly 0: `spikes: [0]` gives them a coarse bin of their own (with lower: "
-                         "0; on bounds of at most 256 whole numbers each already has a fine cell)") if whole else
+                         "0; on bounds of no more whole numbers than the fine cells, 256 by default, each already "
+                         "has a fine cell of its own)") if whole else
                         "many values are exactly 0: `spikes: [0]` keeps them (with lower: 0)"] if spike else []),
                      *(["most values far below the largest: `scale: log` gives them fine cells"] if log else []),
                      *([pile] if not whole and (pile := _pile_note(values[values != 0] if spike else values))

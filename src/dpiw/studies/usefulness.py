@@ -361,7 +361,8 @@ def render(study: Study, table: dict[tuple, dict], *, seconds: float, figure: st
         f"{study.delta:g}). Spend {study.fraction:g} of it on DP weights and the rest on the generator, or the "
         "whole of it on the generator? Each arm releases from the whole table; each is scored on what an analyst "
         "estimates (every column's mean or shares, the target in every subgroup and in every cell of the 3-way "
-        "cross-tabs with it, the coefficients of the regression of the target on the rest; "
+        "cross-tabs with it, the coefficients of the regression of the target on the rest, and the relations "
+        "without the target: every other column's mean or rates in every subgroup of a third; "
         "`dpiw.evaluate.analyst`), against the table itself. Smaller tables are public random subsets of the "
         "real one, each then the curator's whole table.",
         "",
