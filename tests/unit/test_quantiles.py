@@ -720,3 +720,28 @@ def test_a_bundles_quantile_inverts_the_shares_b_share_gives(monkeypatch):
                                           limits=None)) for t in window)
             assert len(every) >= len(est.tests) and replace(est, tests=every).inverted() == est.inverted()
         monkeypatch.setattr(bundle_module, "INVERT", False)
+
+
+def test_a_subgroup_mean_warns_through_b_mean_where_its_relation_was_measured_under_its_noise(monkeypatch):
+    """A release at epsilon 0.3 of 1,500 rows: the one-way marginal of y counts the ~300 rows of y = yes well, but
+    the generator's (x, y) marginal measured them, summed over x's cells, under 4 noise sds: b.mean('x') among them
+    warns that how x lies within the subgroup was measured under its noise (Bundle._weak, reached through
+    _against_marginal); among y = no (1,200 rows) it does not; with bundle.WEAK_WARNS off, neither."""
+    from dpiw.analysis import MeasurementWarning
+    from dpiw.analysis import bundle as bundle_module
+
+    monkeypatch.setenv("DPIW_CACHE", "off")
+    b = release(scaled(population(1500, np.random.default_rng(0))), 0, eps=0.3)
+
+    def said(where):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            b.mean("x", where)
+        return [str(w.message) for w in got if issubclass(w.category, MeasurementWarning)
+                and "measured under its noise" in str(w.message)]
+
+    weak = said({"y": "yes"})
+    assert len(weak) == 1 and "noisy marginal of 'x', 'y', the best that holds 'x' with the subgroup" in weak[0]
+    assert said({"y": "no"}) == []
+    monkeypatch.setattr(bundle_module, "WEAK_WARNS", False)
+    assert said({"y": "yes"}) == []
