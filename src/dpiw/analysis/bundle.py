@@ -1139,9 +1139,8 @@ class Bundle:
         if not INVERT:
             return est
         x = est._values
-        floor = math.sqrt(q * (1 - q) / est.share.ess)
-        lo, hi = replace(est.share, se=max(est.share.se, floor), limits=None).ci(INVERT_LEVEL)
-        half = max((hi - lo) / 2, floor)
+        lo, hi = est.floored(est.share).ci(INVERT_LEVEL)
+        half = max((hi - lo) / 2, math.sqrt(q * (1 - q) / est.share.ess))
         window = (est.at(q - INVERT_WINDOW * half), est.at(q + INVERT_WINDOW * half))
         values = np.unique(x[(x >= window[0]) & (x <= window[1])])
         if values.size == 0:
@@ -1155,7 +1154,7 @@ class Bundle:
                 with warnings.catch_warnings():  # the quantile's own share warned; these are its neighbours
                     warnings.simplefilter("ignore")
                     share = self._share(column, "<=", t, where, interval, quantile=(q, t))[0]
-                tests[i] = replace(share, se=max(share.se, floor), limits=None)
+                tests[i] = est.floored(share)
             return tests[i]
 
         try:

@@ -286,8 +286,7 @@ class Quantile:
         """Woodruff's interval at ``level`` (the class's text): from the share's interval before it is kept
         inside [0, 1] (clipped, one end would fall back to the estimate near q = 0 or 1), with the share's
         standard error at least the binomial one at q."""
-        floor = math.sqrt(self.q * (1 - self.q) / self.share.ess)
-        lo, hi = replace(self.share, se=max(self.share.se, floor), limits=None).ci(level)
+        lo, hi = self.floored(self.share).ci(level)
         v = self.share.value
         lo, hi = self.at(self.q + v - hi), self.at(self.q + v - lo)
         if self.cell is not None:  # a pile's cell: its rows may sit anywhere in it, beyond any released value
@@ -301,6 +300,13 @@ class Quantile:
             a, b = self.inverted(level)
             lo, hi = min(lo, a), max(hi, b)
         return lo, hi
+
+    def floored(self, share: Estimate) -> Estimate:
+        """A share at or below a value with its standard error at least the rows' binomial one at q,
+        sqrt(q (1 - q) / ESS) (the estimate's share's ESS), and no limits: what Woodruff's interval and the
+        inversion's tests take their intervals from."""
+        floor = math.sqrt(self.q * (1 - self.q) / self.share.ess)
+        return replace(share, se=max(share.se, floor), limits=None)
 
     def inverted(self, level: float = 0.95) -> tuple[float, float]:
         """The values t whose share at or below t has an interval at ``level`` that holds q, from :attr:`tests`

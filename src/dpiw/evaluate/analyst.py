@@ -11,7 +11,7 @@ table. The targets, on the scaled columns (every name says what it is):
 - ``coef y ~ c[=k]``: the coefficients of the (weighted) least-squares regression of the target (or of each
   class indicator but the first) on every other column, categoricals one-hot without their first category;
 - ``pair b | a=g``: relations without the target: every other column b's mean (numeric) or the rate of each of
-  its categories but the first, in every subgroup g of every third column a (a != b; the weights are fitted on
+  its categories but the first, in every subgroup g of every other non-target column a (the weights are fitted on
   marginals that hold the target, and an analyst asks of these relations too).
 
 Subgroups of a numeric column are ``SUBGROUP_BINS`` public equal-width bins of its scaled range [0, 1]. An
@@ -109,10 +109,11 @@ def analyst_targets(frame: pd.DataFrame, schema: Schema, w: np.ndarray | None = 
 
     for name, (code, labels) in codes.items():
         cell_means(f"{name}={{}}", code, labels)
-    for a, (code, labels) in codes.items():  # relations without the target
-        for b in codes:
+    others = {b: _responses(frame, schema, b) for b in codes}  # relations without the target
+    for a, (code, labels) in codes.items():
+        for b, of in others.items():
             if b != a:
-                cell_means(f"{a}={{}}", code, labels, _responses(frame, schema, b), "pair ")
+                cell_means(f"{a}={{}}", code, labels, of, "pair ")
     for (a, (ca, la)), (b, (cb, lb)) in itertools.combinations(codes.items(), 2):
         labels = [f"{a}={i}, {b}={j}" for i in la for j in lb]
         cell_means("{}", ca * len(lb) + cb, labels)
